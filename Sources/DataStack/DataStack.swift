@@ -1,0 +1,2 @@
+// DataStack re-exports the object graph engine; the stack itself arrives with StackManager.
+@_exported import ObjectGraph

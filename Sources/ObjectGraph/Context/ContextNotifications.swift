@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+extension ManagedObjectContext {
+    /// Posted by `processPendingChanges()` when registered objects changed; the
+    /// payload is an ``ObjectsDidChange``.
+    public static let objectsDidChangeNotification = Notification.Name("DataStack.ManagedObjectContext.objectsDidChange")
+    /// Posted at the start of a save that has changes; no payload.
+    public static let willSaveNotification = Notification.Name("DataStack.ManagedObjectContext.willSave")
+    /// Posted after a successful save; the payload is a ``ContextDidSave``.
+    public static let didSaveNotification = Notification.Name("DataStack.ManagedObjectContext.didSave")
+
+    static let payloadKey = "DataStack.payload"
+
+    /// The context's events, as an asynchronous sequence: the same events as
+    /// its notifications, in order, for as long as the iterating task runs.
+    ///
+    /// ```swift
+    /// for await event in context.events {
+    ///     if case .didSave(let save) = event { print(save.insertedObjectIDs.count) }
+    /// }
+    /// ```
+    public var events: AsyncStream<ContextEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ContextEvent.self, bufferingPolicy: .unbounded)
+        let id = eventSubscribers.withLock { subscribers in
+            subscribers.nextID += 1
+            subscribers.continuations[subscribers.nextID] = continuation
+            return subscribers.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.eventSubscribers.withLock { $0.continuations[id] = nil }
+        }
+        return stream
+    }
+
+    /// Posts the notification and yields the event to every `events` sequence.
+    func post(_ event: ContextEvent) {
+        let continuations = eventSubscribers.withLock { Array($0.continuations.values) }
+        for continuation in continuations { continuation.yield(event) }
+        switch event {
+        case .objectsDidChange(let change):
+            NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [Self.payloadKey: change])
+        case .willSave:
+            NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
+        case .didSave(let save):
+            NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: [Self.payloadKey: save])
+        }
+    }
+}
+
+/// Subscribers of a context's `events` sequences.
+struct EventSubscribers {
+    var nextID = 0
+    var continuations: [Int: AsyncStream<ContextEvent>.Continuation] = [:]
+}
+
+/// One event of a context.
+public enum ContextEvent: Sendable {
+    case objectsDidChange(ObjectsDidChange)
+    case willSave
+    case didSave(ContextDidSave)
+}
+
+/// What a save wrote, by object ID (the payload of `didSaveNotification`).
+///
+/// IDs cross queues safely: hand this value to another context's
+/// ``ManagedObjectContext/mergeChanges(fromContextDidSave:)``.
+public struct ContextDidSave: Sendable, Equatable {
+    public var insertedObjectIDs: Set<ObjectID>
+    public var updatedObjectIDs: Set<ObjectID>
+    public var deletedObjectIDs: Set<ObjectID>
+
+    public init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = []) {
+        self.insertedObjectIDs = insertedObjectIDs
+        self.updatedObjectIDs = updatedObjectIDs
+        self.deletedObjectIDs = deletedObjectIDs
+    }
+
+    /// Reads the payload of a `didSaveNotification`.
+    ///
+    /// - Throws: ``NotificationPayloadError`` for any other notification.
+    public init(_ notification: Notification) throws {
+        guard notification.name == ManagedObjectContext.didSaveNotification,
+              let payload = notification.userInfo?[ManagedObjectContext.payloadKey] as? ContextDidSave else {
+            throw NotificationPayloadError(name: notification.name, expected: "ContextDidSave")
+        }
+        self = payload
+    }
+}
+
+/// What changed among a context's registered objects (the payload of `objectsDidChangeNotification`).
+public struct ObjectsDidChange: Sendable, Equatable {
+    public var insertedObjectIDs: Set<ObjectID> = []
+    public var updatedObjectIDs: Set<ObjectID> = []
+    public var deletedObjectIDs: Set<ObjectID> = []
+    /// Objects whose values were reloaded from the store without being changed here.
+    public var refreshedObjectIDs: Set<ObjectID> = []
+    /// Objects that were discarded (turned into faults or removed) individually.
+    public var invalidatedObjectIDs: Set<ObjectID> = []
+    /// Whether every object was discarded (a reset): listeners must fetch again.
+    public var invalidatedAll = false
+
+    public init() {}
+
+    /// Reads the payload of an `objectsDidChangeNotification`.
+    ///
+    /// - Throws: ``NotificationPayloadError`` for any other notification.
+    public init(_ notification: Notification) throws {
+        guard notification.name == ManagedObjectContext.objectsDidChangeNotification,
+              let payload = notification.userInfo?[ManagedObjectContext.payloadKey] as? ObjectsDidChange else {
+            throw NotificationPayloadError(name: notification.name, expected: "ObjectsDidChange")
+        }
+        self = payload
+    }
+
+    var isEmpty: Bool {
+        insertedObjectIDs.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty
+            && refreshedObjectIDs.isEmpty && invalidatedObjectIDs.isEmpty && !invalidatedAll
+    }
+}
+
+/// A notification that does not carry the payload asked for.
+public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible {
+    public var name: Notification.Name
+    public var expected: String
+    public var description: String { "notification \(name.rawValue) does not carry a \(expected)" }
+}

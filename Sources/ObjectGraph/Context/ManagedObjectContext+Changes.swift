@@ -1,0 +1,154 @@
+import Foundation
+
+// MARK: - Pending changes, rollback, reset and refresh
+
+extension ManagedObjectContext {
+    /// Reports the changes made since the last call: posts
+    /// `objectsDidChangeNotification` if registered objects changed.
+    ///
+    /// `perform(_:)` calls it when its block ends; `save()` calls it first.
+    public func processPendingChanges() {
+        assertOnQueue()
+        guard !pendingChanges.isEmpty else { return }
+        var change = ObjectsDidChange()
+        change.insertedObjectIDs = pendingChanges.inserted
+        change.updatedObjectIDs = pendingChanges.updated
+        change.deletedObjectIDs = pendingChanges.deleted
+        pendingChanges = PendingChanges()
+        post(.objectsDidChange(change))
+    }
+
+    /// Discards every unsaved change: inserted objects leave the context,
+    /// deleted ones are restored, updated ones return to their last saved
+    /// values. Nothing is read from the store.
+    public func rollback() {
+        assertOnQueue()
+        var change = ObjectsDidChange()
+        for (id, object) in insertedObjectsByID {
+            registry[id] = nil
+            object.flags = []
+            object.managedObjectContext = nil
+            change.invalidatedObjectIDs.insert(id)
+        }
+        for object in Array(updatedObjectsByID.values) + Array(deletedObjectsByID.values) {
+            if object.flags.contains(.inaccessible) { continue }
+            if let snapshot = object.snapshot { object.slots = snapshot }
+            object.flags.subtract([.updated, .deleted])
+            releaseIfUnchanged(object)
+            change.refreshedObjectIDs.insert(object.objectID)
+        }
+        insertedObjectsByID = [:]
+        updatedObjectsByID = updatedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
+        deletedObjectsByID = deletedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
+        pendingChanges = PendingChanges()
+        if !change.isEmpty { post(.objectsDidChange(change)) }
+    }
+
+    /// Forgets every object: the context returns to its empty state and its
+    /// objects must not be used again. Posts `objectsDidChangeNotification`
+    /// with ``ObjectsDidChange/invalidatedAll``.
+    public func reset() {
+        assertOnQueue()
+        for registration in registry.values {
+            guard let object = registration.object else { continue }
+            object.managedObjectContext = nil
+            object.flags = []
+        }
+        registry = [:]
+        sweepThreshold = 1024
+        insertedObjectsByID = [:]
+        updatedObjectsByID = [:]
+        deletedObjectsByID = [:]
+        faultBatches = [:]
+        permanentIDsByTemporaryID = [:]
+        pendingChanges = PendingChanges()
+        var change = ObjectsDidChange()
+        change.invalidatedAll = true
+        post(.objectsDidChange(change))
+    }
+
+    /// Reloads an object's values (Core Data: `refresh(_:mergeChanges:)`).
+    ///
+    /// - Parameter mergeChanges: with false, unsaved changes are discarded and
+    ///   the object turns into a fault. With true, the object takes the store's
+    ///   current values and keeps its own unsaved changes on top; an object
+    ///   without changes simply turns into a fault.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
+        let id = object.objectID
+        if mergeChanges && object.hasChanges && object.state == .loaded {
+            guard let node = try? parentNode(for: id) else { return }
+            var merged = node.values
+            if let base = object.snapshot {
+                for index in merged.indices where object.slots[index] != base[index] {
+                    merged[index] = object.slots[index]
+                }
+            }
+            object.slots = merged
+            object.snapshot = node.values
+            object.snapshotVersion = node.version
+            object.awakeFromFetch()
+            return
+        }
+        if object.state == .fault { return }
+        updatedObjectsByID[id] = nil
+        pendingChanges.updated.remove(id)
+        if object.flags.contains(.deleted) {
+            deletedObjectsByID[id] = nil
+            pendingChanges.deleted.remove(id)
+        }
+        object.flags.subtract([.updated, .deleted])
+        object.turnIntoFault()
+        faultBatches[id] = nil
+        releaseIfUnchanged(object)
+    }
+
+    /// Refreshes every registered object, keeping unsaved changes.
+    public func refreshAllObjects() {
+        assertOnQueue()
+        for registration in registry.values {
+            if let object = registration.object { refresh(object, mergeChanges: true) }
+        }
+    }
+
+    /// Gives the objects permanent IDs now, before they are saved.
+    ///
+    /// Objects that already have permanent IDs are left alone. The objects stay
+    /// inserted until the next save. For a child context the IDs come from the
+    /// root's store, and the parents learn them too.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        assertOnQueue()
+        let temporary = objects.filter { $0.objectID.isTemporaryID }
+        guard !temporary.isEmpty else { return }
+        guard let coordinator = persistentStoreCoordinator else {
+            throw ObjectGraphError.noStore(entity: temporary[0].entity.name)
+        }
+        let permanent = try coordinator.obtainPermanentIDs(for: temporary.map(\.objectID))
+        var mapping: [ObjectID: ObjectID] = [:]
+        for (object, newID) in zip(temporary, permanent) {
+            mapping[object.objectID] = newID
+        }
+        applyPermanentIDs(mapping)
+        var ancestor = parent
+        while let context = ancestor {
+            context.performAndWait { context.applyPermanentIDs(mapping) }
+            ancestor = context.parent
+        }
+    }
+
+    /// Re-keys registered objects and relationship values from temporary to permanent IDs.
+    func applyPermanentIDs(_ mapping: [ObjectID: ObjectID]) {
+        for (temporaryID, permanentID) in mapping {
+            permanentIDsByTemporaryID[temporaryID] = permanentID
+            guard let registration = registry.removeValue(forKey: temporaryID), let object = registration.object else { continue }
+            object.objectID = permanentID
+            registry[permanentID] = registration
+            if insertedObjectsByID.removeValue(forKey: temporaryID) != nil { insertedObjectsByID[permanentID] = object }
+            if pendingChanges.inserted.remove(temporaryID) != nil { pendingChanges.inserted.insert(permanentID) }
+        }
+        for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where object.entity.hasRelationships {
+            object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(mapping) })
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+// MARK: - Loading values from the parent store
+
+extension ManagedObjectContext {
+    /// Loads a fault's values (and its batch's, for a batched fetch) from the parent store.
+    package func fulfillFault(_ object: ManagedObject) {
+        assertOnQueue()
+        if let batch = faultBatches[object.objectID] {
+            fulfillBatch(batch)
+            if !object.isFault { return }
+        }
+        do {
+            fill(object, with: try parentNode(for: object.objectID))
+        } catch {
+            markInaccessible(object)
+        }
+    }
+
+    private func fulfillBatch(_ batch: FaultBatch) {
+        let faults = batch.objectIDs.compactMap { id -> ManagedObject? in
+            faultBatches[id] = nil
+            guard let object = registry[id]?.object, object.isFault else { return nil }
+            return object
+        }
+        guard !faults.isEmpty,
+              let nodes = try? parentNodes(for: faults.map(\.objectID)) else { return }
+        var byID: [ObjectID: IncrementalStoreNode] = [:]
+        byID.reserveCapacity(nodes.count)
+        for node in nodes { byID[node.objectID] = node }
+        for object in faults {
+            if let node = byID[object.objectID] { fill(object, with: node) }
+        }
+    }
+
+    /// Gives an object the values of a row and calls `awakeFromFetch()`.
+    func fill(_ object: ManagedObject, with node: IncrementalStoreNode) {
+        object.slots = node.values
+        object.snapshot = node.values
+        object.snapshotVersion = node.version
+        object.state = .loaded
+        object.awakeFromFetch()
+    }
+
+    /// A fault whose row is gone: a deleted object with empty values, or a trap
+    /// when ``shouldDeleteInaccessibleFaults`` is false (Core Data raises there too).
+    private func markInaccessible(_ object: ManagedObject) {
+        guard shouldDeleteInaccessibleFaults else {
+            preconditionFailure("the row of \(object.objectID) is gone and shouldDeleteInaccessibleFaults is false")
+        }
+        object.slots = ContiguousArray(object.entity.slotProperties.map {
+            ($0 as? RelationshipDescription)?.isToMany == true ? .objects([]) : .null
+        })
+        object.state = .loaded
+        object.flags.insert([.deleted, .inaccessible])
+        deletedObjectsByID[object.objectID] = object
+        registry[object.objectID] = Registration(object, strong: true)
+    }
+
+    /// The destinations of a relationship of `object`, from the parent store.
+    package func loadRelationship(_ relationship: RelationshipDescription, of object: ManagedObject) -> [ObjectID] {
+        if object.objectID.isTemporaryID && parent == nil { return [] }
+        do {
+            if let parent {
+                return parent.performAndWait {
+                    guard let owner = parent.registry[object.objectID]?.object ?? (object.objectID.isTemporaryID ? nil : parent.object(with: object.objectID)) else { return [] }
+                    return owner.relatedIDs(relationship)
+                }
+            }
+            guard let coordinator = persistentStoreCoordinator else { return [] }
+            return try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
+        } catch {
+            return []
+        }
+    }
+
+    // MARK: - The parent store: a coordinator or a parent context
+
+    /// One row as the parent store sees it now.
+    func parentNode(for objectID: ObjectID) throws -> IncrementalStoreNode {
+        if let parent {
+            return try parent.performAndWait { try parent.currentNode(for: objectID) }
+        }
+        guard let coordinator = persistentStoreCoordinator else { throw ObjectGraphError.objectNotFound(objectID) }
+        return try coordinator.node(for: objectID, stalenessInterval: stalenessInterval, in: self)
+    }
+
+    /// Several rows at once (one query per store for a coordinator).
+    func parentNodes(for objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
+        if let parent {
+            return parent.performAndWait { objectIDs.compactMap { try? parent.currentNode(for: $0) } }
+        }
+        guard let coordinator = persistentStoreCoordinator else { return [] }
+        return try coordinator.nodes(for: objectIDs, in: self)
+    }
+
+    /// The object's state in this context as a row, for a child context.
+    func currentNode(for objectID: ObjectID) throws -> IncrementalStoreNode {
+        if let object = registry[objectID]?.object {
+            if object.flags.contains(.deleted) { throw ObjectGraphError.objectNotFound(objectID) }
+            object.fireFault()
+            if object.flags.contains(.inaccessible) { throw ObjectGraphError.objectNotFound(objectID) }
+            return IncrementalStoreNode(objectID: objectID, values: object.slots, version: object.snapshotVersion)
+        }
+        return try parentNode(for: objectID)
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+
+// MARK: - Fetching
+
+extension ManagedObjectContext {
+    /// The objects (or IDs, dictionaries, count) that match a request.
+    ///
+    /// With ``FetchRequest/includesPendingChanges`` (the default) the result
+    /// reflects this context's unsaved inserts, updates and deletes, and a child
+    /// context's fetch sees its parents' unsaved state. Objects already
+    /// registered come back as they are: a fetch never overwrites their values.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a predicate error for
+    ///   a key the entity lacks, ``ObjectGraphError/wrongResultType(expected:requested:)``,
+    ///   or the store's error.
+    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        assertOnQueue()
+        let fetch = try storeFetch(for: request)
+        let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
+                                      returnsObjectsAsFaults: request.returnsObjectsAsFaults,
+                                      batchSize: request.fetchBatchSize)
+        return try output.typed(as: Result.self)
+    }
+
+    /// The number of objects a fetch would return.
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        assertOnQueue()
+        var fetch = try storeFetch(for: request)
+        fetch.resultType = .count
+        let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
+                                      returnsObjectsAsFaults: true, batchSize: 0)
+        guard case .count(let count) = output else { return 0 }
+        return count
+    }
+
+    func storeFetch<Result>(for request: FetchRequest<Result>) throws -> StoreFetch {
+        guard let model = persistentStoreCoordinator?.managedObjectModel else {
+            throw ObjectGraphError.noStore(entity: request.entityName)
+        }
+        guard let entity = model.entitiesByName[request.entityName] else {
+            throw ObjectGraphError.unknownEntity(request.entityName)
+        }
+        for sort in request.sortDescriptors {
+            try Self.validateKeyPath(sort.keyPath, from: entity)
+        }
+        for key in request.propertiesToFetch ?? [] {
+            _ = try entity.property(forKey: key)
+        }
+        return StoreFetch(entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
+                          fetchLimit: max(0, request.fetchLimit), fetchOffset: max(0, request.fetchOffset),
+                          includesSubentities: request.includesSubentities, resultType: request.resultType,
+                          propertiesToFetch: request.propertiesToFetch,
+                          returnsDistinctResults: request.returnsDistinctResults)
+    }
+
+    /// Checks that a key path leads through to-one relationships to a property.
+    static func validateKeyPath(_ keyPath: [String], from entity: EntityDescription) throws {
+        var current = entity
+        for (position, key) in keyPath.enumerated() {
+            let property = try current.property(forKey: key)
+            if position == keyPath.count - 1 { return }
+            guard let relationship = property as? RelationshipDescription, !relationship.isToMany,
+                  let destination = relationship.destinationEntity else {
+                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
+            }
+            current = destination
+        }
+    }
+
+    /// Runs a fetch against the parent store, folding in this context's pending changes.
+    func executeFetch(_ fetch: StoreFetch, includesPendingChanges: Bool,
+                      returnsObjectsAsFaults: Bool, batchSize: Int) throws -> FetchOutput {
+        let pending = includesPendingChanges && fetch.resultType != .dictionary && hasPendingChanges(for: fetch)
+        if pending {
+            return try fetchMergingPendingChanges(fetch)
+        }
+        switch fetch.resultType {
+        case .count:
+            return .count(try parentCount(fetch))
+        case .dictionary:
+            return .dictionaries(try parentDictionaries(fetch))
+        case .managedObjectID:
+            return .objectIDs(try parentObjectIDs(fetch))
+        case .managedObject:
+            if batchSize > 0 || parent != nil {
+                let ids = try parentObjectIDs(fetch)
+                let objects = ids.map { object(with: $0) }
+                if batchSize > 0 {
+                    for start in stride(from: 0, to: ids.count, by: batchSize) {
+                        let batch = FaultBatch(objectIDs: Array(ids[start..<min(start + batchSize, ids.count)]))
+                        for id in batch.objectIDs where registry[id]?.object?.isFault == true { faultBatches[id] = batch }
+                    }
+                }
+                if !returnsObjectsAsFaults && batchSize == 0 { objects.forEach { $0.fireFault() } }
+                return .objects(objects)
+            }
+            return .objects(try materialize(try parentNodes(fetch), asFaults: returnsObjectsAsFaults))
+        }
+    }
+
+    /// Objects for fetched rows: registered ones as they are, new ones as faults
+    /// (their rows kept in the coordinator's cache) or filled.
+    private func materialize(_ nodes: [IncrementalStoreNode], asFaults: Bool) throws -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(nodes.count)
+        var cached: [IncrementalStoreNode] = []
+        for node in nodes {
+            if let object = registry[node.objectID]?.object {
+                if object.isFault && !asFaults { fill(object, with: node) }
+                objects.append(object)
+                continue
+            }
+            let object = makeFault(for: node.objectID)
+            if asFaults { cached.append(node) } else { fill(object, with: node) }
+            objects.append(object)
+        }
+        if !cached.isEmpty { persistentStoreCoordinator?.rowCache.store(cached) }
+        return objects
+    }
+
+    // MARK: - Pending changes
+
+    private func hasPendingChanges(for fetch: StoreFetch) -> Bool {
+        if insertedObjectsByID.isEmpty && updatedObjectsByID.isEmpty && deletedObjectsByID.isEmpty { return false }
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        func touches(_ objects: [ObjectID: ManagedObject]) -> Bool {
+            objects.values.contains { entities.contains(ObjectIdentifier($0.entity)) }
+        }
+        return touches(insertedObjectsByID) || touches(updatedObjectsByID) || touches(deletedObjectsByID)
+    }
+
+    /// The store's matches without this context's deletes and stale updates,
+    /// plus its matching inserts and updates, then sorted, offset and limited.
+    private func fetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
+        var storeFetch = fetch
+        storeFetch.resultType = .managedObjectID
+        storeFetch.fetchLimit = 0
+        storeFetch.fetchOffset = 0
+        storeFetch.sortDescriptors = []
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        var seen = Set<ObjectID>()
+        var objects: [ManagedObject] = []
+        for id in try parentObjectIDs(storeFetch) {
+            if deletedObjectsByID[id] != nil || updatedObjectsByID[id] != nil { continue }
+            if seen.insert(id).inserted { objects.append(object(with: id)) }
+        }
+        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
+        where entities.contains(ObjectIdentifier(candidate.entity)) {
+            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted {
+                objects.append(candidate)
+            }
+        }
+        if !fetch.sortDescriptors.isEmpty {
+            objects = try FetchSort.sort(objects, by: fetch.sortDescriptors)
+        }
+        if fetch.fetchOffset > 0 { objects = Array(objects.dropFirst(fetch.fetchOffset)) }
+        if fetch.fetchLimit > 0 { objects = Array(objects.prefix(fetch.fetchLimit)) }
+        switch fetch.resultType {
+        case .count: return .count(objects.count)
+        case .managedObjectID: return .objectIDs(objects.map(\.objectID))
+        default: return .objects(objects)
+        }
+    }
+
+    // MARK: - Parent store
+
+    private func parentResult(_ fetch: StoreFetch) throws -> StoreResult {
+        if let parent {
+            return try parent.performAndWait {
+                switch try parent.executeFetch(fetch, includesPendingChanges: true, returnsObjectsAsFaults: true, batchSize: 0) {
+                case .objects(let objects): return .objectIDs(objects.map(\.objectID))
+                case .objectIDs(let ids): return .objectIDs(ids)
+                case .count(let count): return .count(count)
+                case .dictionaries(let rows): return .dictionaries(rows)
+                }
+            }
+        }
+        guard let coordinator = persistentStoreCoordinator else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
+        return try coordinator.execute(fetch, in: self)
+    }
+
+    private func parentObjectIDs(_ fetch: StoreFetch) throws -> [ObjectID] {
+        var fetch = fetch
+        fetch.resultType = .managedObjectID
+        switch try parentResult(fetch) {
+        case .objectIDs(let ids): return ids
+        case .nodes(let nodes): return nodes.map(\.objectID)
+        default: return []
+        }
+    }
+
+    private func parentNodes(_ fetch: StoreFetch) throws -> [IncrementalStoreNode] {
+        guard case .nodes(let nodes) = try parentResult(fetch) else { return [] }
+        return nodes
+    }
+
+    private func parentCount(_ fetch: StoreFetch) throws -> Int {
+        switch try parentResult(fetch) {
+        case .count(let count): return count
+        case .objectIDs(let ids): return ids.count
+        case .nodes(let nodes): return nodes.count
+        default: return 0
+        }
+    }
+
+    private func parentDictionaries(_ fetch: StoreFetch) throws -> [[String: PropertyValue]] {
+        guard case .dictionaries(let rows) = try parentResult(fetch) else { return [] }
+        return rows
+    }
+}
+
+/// What a fetch produced, before it is cast to the request's result type.
+enum FetchOutput {
+    case objects([ManagedObject])
+    case objectIDs([ObjectID])
+    case dictionaries([[String: PropertyValue]])
+    case count(Int)
+
+    func typed<Result>(as type: Result.Type) throws -> [Result] {
+        switch self {
+        case .objects(let objects):
+            var results: [Result] = []
+            results.reserveCapacity(objects.count)
+            for object in objects {
+                guard let typed = object as? Result else {
+                    throw ObjectGraphError.wrongResultType(expected: "objects of class \(Swift.type(of: object))", requested: "\(Result.self)")
+                }
+                results.append(typed)
+            }
+            return results
+        case .objectIDs(let ids):
+            guard let typed = ids as? [Result] else {
+                throw ObjectGraphError.wrongResultType(expected: "ObjectID", requested: "\(Result.self)")
+            }
+            return typed
+        case .dictionaries(let rows):
+            let dictionaries: [[String: Any]] = rows.map { row in
+                row.mapValues { value -> Any in value.anyValue(for: .double) ?? NSNull() }
+            }
+            guard let typed = dictionaries as? [Result] else {
+                throw ObjectGraphError.wrongResultType(expected: "[String: Any]", requested: "\(Result.self)")
+            }
+            return typed
+        case .count(let count):
+            guard let typed = [count] as? [Result] else {
+                throw ObjectGraphError.wrongResultType(expected: "Int", requested: "\(Result.self)")
+            }
+            return typed
+        }
+    }
+}

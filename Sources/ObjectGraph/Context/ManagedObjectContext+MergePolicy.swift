@@ -1,0 +1,64 @@
+import Foundation
+
+// MARK: - Resolving optimistic-locking conflicts
+
+extension ManagedObjectContext {
+    /// Resolves conflicts as ``mergePolicy`` says, so that the save can be retried.
+    ///
+    /// Each conflicting object is brought to the store's current version; its
+    /// values become what the policy chooses. Returns the objects that no longer
+    /// take part in the save (rolled back, or whose row is gone).
+    func resolve(_ conflicts: [MergeConflict], with coordinator: PersistentStoreCoordinator) throws -> Set<ObjectID> {
+        var dropped = Set<ObjectID>()
+        coordinator.rowCache.remove(Set(conflicts.map(\.objectID)))
+        for conflict in conflicts {
+            guard let object = registry[conflict.objectID]?.object else { continue }
+            guard let stored = try? coordinator.node(for: conflict.objectID, stalenessInterval: 0, in: self) else {
+                // The row is gone: there is nothing left to update or delete.
+                dropped.insert(conflict.objectID)
+                updatedObjectsByID[conflict.objectID] = nil
+                deletedObjectsByID[conflict.objectID] = nil
+                object.flags.subtract([.updated])
+                object.flags.insert([.deleted, .inaccessible])
+                continue
+            }
+            let mine = object.slots
+            let base = object.snapshot ?? stored.values
+            let properties = object.entity.slotProperties
+            // A to-many the store did not load (nil) says nothing about a change.
+            func storeKnows(_ index: Int) -> Bool {
+                !(stored.values[index].isNull && (properties[index] as? RelationshipDescription)?.isToMany == true)
+            }
+            switch mergePolicy {
+            case .error:
+                throw ObjectGraphError.mergeConflict(conflicts)
+            case .overwrite:
+                break
+            case .rollback:
+                object.slots = stored.values
+                object.flags.subtract([.updated, .deleted])
+                updatedObjectsByID[conflict.objectID] = nil
+                deletedObjectsByID[conflict.objectID] = nil
+                dropped.insert(conflict.objectID)
+                releaseIfUnchanged(object)
+            case .mergeByPropertyObjectTrump:
+                // Start from the store's row; re-apply every property this context changed.
+                var merged = stored.values
+                for index in merged.indices where mine[index] != base[index] || !storeKnows(index) {
+                    merged[index] = mine[index]
+                }
+                object.slots = merged
+            case .mergeByPropertyStoreTrump:
+                // Keep this context's values, except where the store changed the property.
+                var merged = mine
+                for index in merged.indices where storeKnows(index) && stored.values[index] != base[index] {
+                    merged[index] = stored.values[index]
+                }
+                object.slots = merged
+            }
+            object.snapshot = stored.values
+            object.snapshotVersion = stored.version
+        }
+        return dropped
+    }
+}

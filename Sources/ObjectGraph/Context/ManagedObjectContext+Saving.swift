@@ -1,0 +1,234 @@
+import Foundation
+
+// MARK: - Saving
+
+extension ManagedObjectContext {
+    /// Saves the context's changes to its parent store: the coordinator's
+    /// stores for a root context, the parent context for a child.
+    ///
+    /// Everything is validated before anything is written, and a save writes
+    /// all of its changes or none: when it throws, the context keeps its changes
+    /// and the store is as it was. A save without changes does nothing.
+    ///
+    /// A root save gives inserted objects permanent IDs; a child's save leaves
+    /// them temporary until the root saves.
+    ///
+    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
+    ///   rule, ``ObjectGraphError/mergeConflict(_:)`` under the `.error` policy,
+    ///   ``ObjectGraphError/readOnly(_:)``, or the store's error.
+    public func save() throws {
+        assertOnQueue()
+        guard hasChanges else { return }
+        if isReadOnly { throw ObjectGraphError.readOnly("context \(name ?? "unnamed")") }
+        processPendingChanges()
+        post(.willSave)
+        callWillSave()
+        try validateChanges()
+
+        var saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
+                                 updated: Array(updatedObjectsByID.values),
+                                 deleted: Array(deletedObjectsByID.values))
+        var permanentIDs: [ObjectID: ObjectID] = [:]
+        if let parent {
+            try push(saved, into: parent)
+        } else {
+            guard let coordinator = persistentStoreCoordinator else {
+                throw ObjectGraphError.noStore(entity: saved.inserted.first?.entity.name ?? "?")
+            }
+            permanentIDs = try saveResolvingConflicts(&saved, to: coordinator)
+        }
+        let didSave = finishSave(saved, permanentIDs: permanentIDs)
+        post(.didSave(didSave))
+    }
+
+    private struct SavedObjects {
+        var inserted: [ManagedObject]
+        var updated: [ManagedObject]
+        var deleted: [ManagedObject]
+        var all: [ManagedObject] { inserted + updated + deleted }
+    }
+
+    /// Calls `willSave()` on every changed object, again on objects that
+    /// `willSave()` itself changes, until no new object changes.
+    private func callWillSave() {
+        var called = Set<ObjectIdentifier>()
+        for _ in 0..<100 {
+            let pending = (Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) + Array(deletedObjectsByID.values))
+                .filter { !called.contains(ObjectIdentifier($0)) }
+            if pending.isEmpty { return }
+            for object in pending {
+                called.insert(ObjectIdentifier(object))
+                object.willSave()
+            }
+        }
+    }
+
+    /// Runs every object's validation and throws all problems together.
+    private func validateChanges() throws {
+        var errors: [ValidationError] = []
+        func collect(_ object: ManagedObject, _ validate: () throws -> Void) {
+            do {
+                try validate()
+            } catch ObjectGraphError.validationFailed(let problems) {
+                errors.append(contentsOf: problems)
+            } catch {
+                errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "\(error)"))
+            }
+        }
+        for object in insertedObjectsByID.values { collect(object) { try object.validateForInsert() } }
+        for object in updatedObjectsByID.values { collect(object) { try object.validateForUpdate() } }
+        for object in deletedObjectsByID.values where !object.flags.contains(.inaccessible) {
+            collect(object) { try object.validateForDelete() }
+        }
+        if !errors.isEmpty { throw ObjectGraphError.validationFailed(errors.sorted { $0.description < $1.description }) }
+    }
+
+    /// The row an object saves: its slots with transient values left out.
+    private func node(for object: ManagedObject, version: Int64) -> IncrementalStoreNode {
+        var values = object.slots
+        for property in object.entity.slotProperties where property.isTransient {
+            values[property.index] = .null
+        }
+        return IncrementalStoreNode(objectID: object.objectID, values: values, version: version)
+    }
+
+    private func saveRequest(for saved: SavedObjects) -> SaveChangesRequest {
+        SaveChangesRequest(
+            insertedObjects: saved.inserted.map { node(for: $0, version: 0) },
+            updatedObjects: saved.updated.map { node(for: $0, version: $0.snapshotVersion) },
+            deletedObjects: saved.deleted.filter { !$0.flags.contains(.inaccessible) }.map {
+                IncrementalStoreNode(objectID: $0.objectID, values: [], version: $0.snapshotVersion)
+            })
+    }
+
+    /// Saves to the coordinator, resolving version conflicts with the merge policy and retrying.
+    private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> [ObjectID: ObjectID] {
+        for attempt in 1...5 {
+            do {
+                let request = saveRequest(for: saved)
+                if request.isEmpty { return [:] }
+                return try coordinator.save(request, in: self).permanentIDs
+            } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < 5 {
+                let dropped = try resolve(conflicts, with: coordinator)
+                saved.updated.removeAll { dropped.contains($0.objectID) }
+                saved.deleted.removeAll { dropped.contains($0.objectID) }
+            }
+        }
+        throw ObjectGraphError.mergeConflict([])
+    }
+
+    /// Pushes the changes into the parent context, where they become its own unsaved changes.
+    private func push(_ saved: SavedObjects, into parent: ManagedObjectContext) throws {
+        let request = saveRequest(for: saved)
+        parent.performAndWait {
+            parent.absorb(request)
+        }
+    }
+
+    /// Applies a child's save: inserts, updates and deletes become this context's pending changes.
+    func absorb(_ request: SaveChangesRequest) {
+        func resolved(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
+        func remapped(_ values: ContiguousArray<PropertyValue>) -> ContiguousArray<PropertyValue> {
+            permanentIDsByTemporaryID.isEmpty ? values : ContiguousArray(values.map { $0.remappingIDs(permanentIDsByTemporaryID) })
+        }
+        for node in request.insertedObjects {
+            let id = resolved(node.objectID)
+            if let existing = registry[id]?.object {
+                existing.fireFault()
+                existing.slots = remapped(node.values)
+                objectDidChange(existing)
+                continue
+            }
+            let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
+            object.objectID = id
+            object.slots = remapped(node.values)
+            object.state = .loaded
+            object.managedObjectContext = self
+            object.flags.insert(.inserted)
+            registry[id] = Registration(object, strong: true)
+            insertedObjectsByID[id] = object
+            pendingChanges.inserted.insert(id)
+        }
+        for node in request.updatedObjects {
+            let object = self.object(with: resolved(node.objectID))
+            object.fireFault()
+            object.slots = remapped(node.values)
+            objectDidChange(object)
+        }
+        for node in request.deletedObjects {
+            let object = self.object(with: resolved(node.objectID))
+            object.fireFault()
+            markDeletedWithoutRules(object)
+        }
+    }
+
+    private func markDeletedWithoutRules(_ object: ManagedObject) {
+        let id = object.objectID
+        object.flags.insert(.deleted)
+        updatedObjectsByID[id] = nil
+        pendingChanges.updated.remove(id)
+        if object.flags.contains(.inserted) {
+            insertedObjectsByID[id] = nil
+            pendingChanges.inserted.remove(id)
+        } else {
+            deletedObjectsByID[id] = object
+            pendingChanges.deleted.insert(id)
+        }
+        registry[id] = Registration(object, strong: true)
+    }
+
+    /// Brings the saved objects up to date: permanent IDs, new snapshots and
+    /// versions, deleted objects unregistered; calls `didSave()`.
+    private func finishSave(_ saved: SavedObjects, permanentIDs: [ObjectID: ObjectID]) -> ContextDidSave {
+        var result = ContextDidSave()
+        let isRoot = parent == nil
+        for object in saved.inserted {
+            let temporaryID = object.objectID
+            if let permanentID = permanentIDs[temporaryID] {
+                registry[temporaryID] = nil
+                object.objectID = permanentID
+                permanentIDsByTemporaryID[temporaryID] = permanentID
+            }
+            object.snapshotVersion = isRoot ? 1 : 0
+            result.insertedObjectIDs.insert(object.objectID)
+        }
+        for object in saved.updated {
+            if isRoot { object.snapshotVersion += 1 }
+            result.updatedObjectIDs.insert(object.objectID)
+        }
+        for object in saved.inserted + saved.updated {
+            if !permanentIDs.isEmpty && object.entity.hasRelationships {
+                object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(permanentIDs) })
+            }
+            object.snapshot = object.slots
+            object.flags.subtract([.inserted, .updated])
+            releaseIfUnchanged(object)
+        }
+        for object in saved.deleted {
+            result.deletedObjectIDs.insert(object.objectID)
+            registry[object.objectID] = nil
+            object.flags = []
+            object.managedObjectContext = nil
+        }
+        insertedObjectsByID = [:]
+        updatedObjectsByID = [:]
+        deletedObjectsByID = [:]
+        pendingChanges = PendingChanges()
+        if isRoot, let coordinator = persistentStoreCoordinator {
+            coordinator.rowCache.remove(result.updatedObjectIDs.union(result.deletedObjectIDs))
+        }
+        for object in saved.inserted + saved.updated + saved.deleted { object.didSave() }
+        return result
+    }
+}
+
+extension PropertyValue {
+    /// The value with relationship IDs replaced as `mapping` says.
+    package func remappingIDs(_ mapping: [ObjectID: ObjectID]) -> PropertyValue {
+        switch self {
+        case .object(let id): return .object(mapping[id] ?? id)
+        case .objects(let ids): return .objects(ids.map { mapping[$0] ?? $0 })
+        default: return self
+        }
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+import Synchronization
+
+/// A scratch pad of objects on one queue, saved to a coordinator or to a
+/// parent context (Core Data: `NSManagedObjectContext`).
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .privateQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// try await context.perform {
+///     let ticker = Ticker(context: context)
+///     ticker.symbol = "ACME"
+///     try context.save()
+/// }
+/// ```
+///
+/// A context and its objects belong to its queue. Use them inside
+/// ``perform(_:)-(()->Void)`` or ``performAndWait(_:)`` — or directly on the main
+/// queue for a ``ConcurrencyType/mainQueue`` context — and pass ``ObjectID``s
+/// between queues. Debug builds check this on every object access; set the
+/// environment variable `DATASTACK_QUEUE_CHECKS=1` to check in release builds too.
+///
+/// The context holds unchanged objects weakly and changed ones strongly: an
+/// object you no longer reference and did not change leaves the context.
+///
+/// ## Topics
+/// ### Running work
+/// - ``perform(_:)-(()->Void)``
+/// - ``performAndWait(_:)``
+/// ### Objects
+/// - ``insert(_:)``
+/// - ``delete(_:)``
+/// - ``object(with:)``
+/// - ``existingObject(with:)``
+/// - ``registeredObject(for:)``
+/// ### Saving and discarding
+/// - ``save()``
+/// - ``rollback()``
+/// - ``reset()``
+// @unchecked Sendable: mutable state is touched only on `queue` (assertOnQueue()); the
+// settable configuration properties are set before the context is shared, as in Core Data.
+public final class ManagedObjectContext: @unchecked Sendable {
+    /// The context's queue kind.
+    public let concurrencyType: ConcurrencyType
+    /// A name for debugging; also the label of a private queue.
+    public var name: String?
+    /// How a save resolves conflicts with the store. The default is `.error`.
+    public var mergePolicy: MergePolicy = .error
+    /// Whether saves of other contexts on the same coordinator, or of the parent
+    /// context, are merged into this one automatically. The default is false.
+    public var automaticallyMergesChangesFromParent = false
+    /// The longest time, in seconds, that cached row data may be used to fire a
+    /// fault; negative for no limit (the default), 0 to always read the store.
+    public var stalenessInterval: TimeInterval = -1
+    /// Whether a fault whose row is gone turns into a deleted object (true, the
+    /// default, as in Core Data) instead of trapping.
+    public var shouldDeleteInaccessibleFaults = true
+    /// Whether the context keeps every registered object alive. The default is false.
+    public var retainsRegisteredObjects = false {
+        didSet { retainAllRegisteredObjects(retainsRegisteredObjects) }
+    }
+
+    /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/readOnly(_:)``
+    /// and the changes stay in the context. The default is false.
+    public var isReadOnly = false
+
+    /// The coordinator the context saves to, directly or through its parents.
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { parent?.persistentStoreCoordinator ?? coordinator }
+        set {
+            coordinator = newValue
+            if newValue != nil { parent = nil }
+        }
+    }
+
+    /// The context this one saves into, for a child context.
+    public var parent: ManagedObjectContext? {
+        didSet { if parent != nil { coordinator = nil } }
+    }
+
+    let queue: DispatchQueue
+    private let queueToken: QueueToken
+    private var coordinator: PersistentStoreCoordinator?
+
+    // MARK: - Internal state (protected by `queue`)
+
+    /// Every registered object: unchanged ones weakly, changed ones strongly.
+    var registry: [ObjectID: Registration] = [:]
+    /// Registry size at which dead weak entries are swept next.
+    var sweepThreshold = 1024
+    /// Objects inserted, updated and deleted since the last save, by ID.
+    var insertedObjectsByID: [ObjectID: ManagedObject] = [:]
+    var updatedObjectsByID: [ObjectID: ManagedObject] = [:]
+    var deletedObjectsByID: [ObjectID: ManagedObject] = [:]
+    /// Changes not yet reported by `processPendingChanges()`.
+    var pendingChanges = PendingChanges()
+    /// Fault groups from batched fetches: firing one member loads its whole batch.
+    var faultBatches: [ObjectID: FaultBatch] = [:]
+    /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
+    var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
+    /// Subscribers of `events`; shared with the iterating tasks.
+    let eventSubscribers = Mutex(EventSubscribers())
+
+    /// Creates a context of the given kind, with no coordinator or parent yet.
+    public init(concurrencyType: ConcurrencyType) {
+        self.concurrencyType = concurrencyType
+        switch concurrencyType {
+        case .mainQueue:
+            queue = .main
+            queueToken = QueueToken.main
+        case .privateQueue:
+            queue = DispatchQueue(label: "DataStack.ManagedObjectContext")
+            queueToken = QueueToken()
+            queue.setSpecific(key: QueueToken.key, value: queueToken)
+        }
+    }
+
+    /// Creates a context on a coordinator.
+    public convenience init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator) {
+        self.init(concurrencyType: concurrencyType)
+        self.coordinator = coordinator
+    }
+
+    /// Creates a child context of `parent`.
+    public convenience init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext) {
+        self.init(concurrencyType: concurrencyType)
+        self.parent = parent
+    }
+
+    // MARK: - Queue
+
+    /// Whether the caller runs on this context's queue.
+    public var isOnQueue: Bool {
+        DispatchQueue.getSpecific(key: QueueToken.key) === queueToken
+    }
+
+    /// Reports use of the context off its queue: always in debug builds, in
+    /// release builds when `DATASTACK_QUEUE_CHECKS=1`.
+    package func assertOnQueue(file: StaticString = #fileID, line: UInt = #line) {
+        if QueueToken.checksEnabled && !isOnQueue {
+            preconditionFailure("context \(name ?? "unnamed") used off its queue; wrap the call in perform(_:)", file: file, line: line)
+        }
+    }
+
+    /// Runs `block` on the context's queue, later, and returns at once.
+    ///
+    /// Pending changes are processed when the block ends.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async {
+            block()
+            self.processPendingChanges()
+        }
+    }
+
+    /// Runs `body` on the context's queue and waits for its result.
+    ///
+    /// Reentrant: called on the context's own queue, it runs `body` at once
+    /// (a `queue.sync` there would deadlock).
+    public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
+        if isOnQueue { return try body() }
+        return try queue.sync(execute: body)
+    }
+
+    /// Runs `body` on the context's queue and returns its result to the caller.
+    ///
+    /// Pending changes are processed when the body ends.
+    public func perform<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            queue.async {
+                let result = Result<T, E> { () throws(E) -> T in try body() }
+                self.processPendingChanges()
+                continuation.resume(returning: result)
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: - Change state
+
+    /// Whether the context has unsaved inserts, updates or deletes.
+    public var hasChanges: Bool {
+        assertOnQueue()
+        return !insertedObjectsByID.isEmpty || !updatedObjectsByID.isEmpty || !deletedObjectsByID.isEmpty
+    }
+
+    /// The objects inserted since the last save.
+    public var insertedObjects: Set<ManagedObject> { assertOnQueue(); return Set(insertedObjectsByID.values) }
+    /// The objects changed since the last save (not inserted or deleted ones).
+    public var updatedObjects: Set<ManagedObject> { assertOnQueue(); return Set(updatedObjectsByID.values) }
+    /// The objects that the next save deletes.
+    public var deletedObjects: Set<ManagedObject> { assertOnQueue(); return Set(deletedObjectsByID.values) }
+
+    /// Every object registered in the context that is still alive.
+    public var registeredObjects: Set<ManagedObject> {
+        assertOnQueue()
+        sweepRegistry()
+        return Set(registry.values.compactMap(\.object))
+    }
+
+    /// How many objects the context holds (a cheaper ``registeredObjects``.count).
+    public var registeredObjectCount: Int {
+        assertOnQueue()
+        sweepRegistry()
+        return registry.count
+    }
+}
+
+/// The identity of a context queue, found with `DispatchQueue.getSpecific`.
+///
+/// Main-queue contexts share one token set on `DispatchQueue.main`, so "am I on
+/// this context's queue" never depends on `Thread.isMainThread` (on Linux the
+/// main queue can run on another thread).
+final class QueueToken: Sendable {
+    static let key = DispatchSpecificKey<QueueToken>()
+
+    static let main: QueueToken = {
+        let token = QueueToken()
+        DispatchQueue.main.setSpecific(key: key, value: token)
+        return token
+    }()
+
+    /// Debug builds always check; release builds when `DATASTACK_QUEUE_CHECKS=1`.
+    static let checksEnabled: Bool = {
+        #if DEBUG
+        return true
+        #else
+        return ProcessInfo.processInfo.environment["DATASTACK_QUEUE_CHECKS"] == "1"
+        #endif
+    }()
+}
+
+/// A registry entry: weak while the object is unchanged, strong once it changes.
+struct Registration {
+    weak var weakObject: ManagedObject?
+    var strongObject: ManagedObject?
+
+    init(_ object: ManagedObject, strong: Bool) {
+        weakObject = object
+        strongObject = strong ? object : nil
+    }
+
+    var object: ManagedObject? { strongObject ?? weakObject }
+}
+
+/// Object IDs changed since the last `processPendingChanges()`.
+struct PendingChanges {
+    var inserted: Set<ObjectID> = []
+    var updated: Set<ObjectID> = []
+    var deleted: Set<ObjectID> = []
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// Faults created together by a batched fetch; firing one loads the batch.
+final class FaultBatch {
+    let objectIDs: [ObjectID]
+    init(objectIDs: [ObjectID]) { self.objectIDs = objectIDs }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import Synchronization
+
+/// Connects contexts to persistent stores through one model (Core Data:
+/// `NSPersistentStoreCoordinator`).
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try coordinator.addPersistentStore(type: .sqlite, at: storeURL)
+/// let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: coordinator)
+/// ```
+///
+/// A coordinator may be used from any queue: each store serializes its own
+/// work, and the row cache is shared under a lock. Adding the first store
+/// freezes the model.
+///
+/// ## Topics
+/// - ``addPersistentStore(type:configuration:at:options:)``
+/// - ``remove(_:)``
+/// - ``managedObjectID(forURIRepresentation:)``
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model of every store and context of this coordinator.
+    public let managedObjectModel: ManagedObjectModel
+    /// Rows read recently, for faults to fire from.
+    package let rowCache: RowCache
+    private let stores = Mutex<[any PersistentStore]>([])
+
+    /// Creates a coordinator for a model.
+    public init(managedObjectModel: ManagedObjectModel) {
+        self.managedObjectModel = managedObjectModel
+        self.rowCache = RowCache()
+    }
+
+    // MARK: - Stores
+
+    /// Opens (or creates) a store and adds it.
+    ///
+    /// - Parameters:
+    ///   - type: `.sqlite` (the default), `.inMemory`, or a registered type.
+    ///   - configuration: the model configuration the store holds; nil for all entities.
+    ///   - url: the store's location; nil for an in-memory store.
+    ///   - options: how to open it. The default opens read-write, in WAL mode.
+    /// - Throws: ``ObjectGraphError/invalidModel(_:)`` for a broken model, or
+    ///   ``PersistentStoreError`` saying what is wrong with the location or the file.
+    @discardableResult
+    public func addPersistentStore(type: StoreType = .sqlite, configuration: String? = nil, at url: URL?,
+                                   options: StoreOptions = StoreOptions()) throws -> any PersistentStore {
+        try managedObjectModel.freeze()
+        if let url, persistentStore(for: url) != nil {
+            throw PersistentStoreError(.alreadyAdded, url: url, message: "a store for this location is already added")
+        }
+        let store = try type.makeStore(StoreConfiguration(model: managedObjectModel, configurationName: configuration,
+                                                          url: url, options: options))
+        try store.loadMetadata()
+        stores.withLock { $0.append(store) }
+        return store
+    }
+
+    /// Removes a store; its objects can no longer be fetched or saved.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/storeNotFound`` if it is not one of this coordinator's.
+    public func remove(_ store: any PersistentStore) throws {
+        let removed = stores.withLock { stores -> Bool in
+            guard let index = stores.firstIndex(where: { $0 === store }) else { return false }
+            stores.remove(at: index)
+            return true
+        }
+        guard removed else {
+            throw PersistentStoreError(.storeNotFound, url: store.url, message: "the store is not one of this coordinator's")
+        }
+        store.willRemove()
+        rowCache.removeAll()
+    }
+
+    /// The coordinator's stores, in the order they were added.
+    public var persistentStores: [any PersistentStore] { stores.withLock { $0 } }
+
+    /// The store at a location, if it was added.
+    public func persistentStore(for url: URL) -> (any PersistentStore)? {
+        let path = url.standardizedFileURL.path
+        return stores.withLock { $0.first { $0.url?.standardizedFileURL.path == path } }
+    }
+
+    /// A store's metadata.
+    public func metadata(for store: any PersistentStore) -> StoreMetadata {
+        store.metadata
+    }
+
+    /// Replaces a store's user metadata keys; they are written with the next save.
+    public func setMetadata(_ metadata: StoreMetadata, for store: any PersistentStore) throws {
+        try store.setMetadata(metadata)
+    }
+
+    /// The ID that a URI from ``ObjectID/uriRepresentation()`` names, if one
+    /// of this coordinator's stores holds that entity.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ObjectID? {
+        guard uri.scheme == "x-coredata", let host = uri.host, !host.isEmpty else { return nil }
+        let parts = uri.path.split(separator: "/")
+        guard parts.count == 2, parts[1].hasPrefix("p"), let pk = Int64(parts[1].dropFirst()), pk > 0,
+              let entity = managedObjectModel.entitiesByName[String(parts[0])],
+              let store = persistentStores.first(where: { $0.identifier == host }) else { return nil }
+        return store.newObjectID(for: entity, primaryKey: pk)
+    }
+
+    /// The store that holds an object, or would hold a new one of its entity.
+    package func store(for objectID: ObjectID) throws -> any PersistentStore {
+        let all = persistentStores
+        if let identity = objectID.store {
+            if let store = all.first(where: { StoreIdentity.named($0.identifier) === identity }) { return store }
+            throw ObjectGraphError.objectNotFound(objectID)
+        }
+        return try store(for: objectID.entity)
+    }
+
+    /// The first store whose configuration holds the entity.
+    package func store(for entity: EntityDescription) throws -> any PersistentStore {
+        for store in persistentStores {
+            if managedObjectModel.entities(forConfigurationName: store.configurationName).contains(where: { $0 === entity.rootEntity || $0 === entity }) {
+                return store
+            }
+        }
+        throw ObjectGraphError.noStore(entity: entity.name)
+    }
+
+    // MARK: - Requests from contexts
+
+    /// Runs a fetch on every store that holds the entity.
+    package func execute(_ fetch: StoreFetch, in context: ManagedObjectContext?) throws -> StoreResult {
+        let targets = persistentStores.filter { store in
+            managedObjectModel.entities(forConfigurationName: store.configurationName).contains { $0 === fetch.entity }
+        }
+        guard !targets.isEmpty else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
+        if targets.count == 1 { return try targets[0].execute(.fetch(fetch), in: context) }
+        // Several stores: concatenate (sorting and limits apply per store).
+        var results = try targets.map { try $0.execute(.fetch(fetch), in: context) }
+        let first = results.removeFirst()
+        return results.reduce(first) { combined, next in
+            switch (combined, next) {
+            case let (.nodes(a), .nodes(b)): .nodes(a + b)
+            case let (.objectIDs(a), .objectIDs(b)): .objectIDs(a + b)
+            case let (.dictionaries(a), .dictionaries(b)): .dictionaries(a + b)
+            case let (.count(a), .count(b)): .count(a + b)
+            default: combined
+            }
+        }
+    }
+
+    /// Saves a context's changes, each store's share atomically.
+    package func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
+        var byStore: [ObjectIdentifier: (store: any PersistentStore, request: SaveChangesRequest)] = [:]
+        func add(_ node: IncrementalStoreNode, _ keyPath: WritableKeyPath<SaveChangesRequest, [IncrementalStoreNode]>) throws {
+            let store = try store(for: node.objectID)
+            byStore[ObjectIdentifier(store), default: (store, SaveChangesRequest())].request[keyPath: keyPath].append(node)
+        }
+        for node in request.insertedObjects { try add(node, \.insertedObjects) }
+        for node in request.updatedObjects { try add(node, \.updatedObjects) }
+        for node in request.deletedObjects { try add(node, \.deletedObjects) }
+        for node in request.lockedObjects { try add(node, \.lockedObjects) }
+        for (_, entry) in byStore where entry.store.isReadOnly {
+            throw PersistentStoreError(.readOnly, url: entry.store.url, message: "the store is read-only")
+        }
+        var permanentIDs: [ObjectID: ObjectID] = [:]
+        for (_, entry) in byStore {
+            guard case .saved(let result) = try entry.store.execute(.save(entry.request), in: context) else { continue }
+            permanentIDs.merge(result.permanentIDs) { $1 }
+        }
+        return SaveResult(permanentIDs: permanentIDs)
+    }
+
+    /// One row, from the row cache if fresh enough, else from its store.
+    package func node(for objectID: ObjectID, stalenessInterval: TimeInterval, in context: ManagedObjectContext?) throws -> IncrementalStoreNode {
+        if stalenessInterval != 0, let node = rowCache.node(for: objectID, maxAge: stalenessInterval) {
+            return node
+        }
+        return try store(for: objectID).newValues(forObjectWith: objectID, in: context)
+    }
+
+    /// Several rows: cached ones from the cache, the rest in one request per store.
+    package func nodes(for objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
+        var found: [IncrementalStoreNode] = []
+        var missing: [ObjectIdentifier: (store: any PersistentStore, ids: [ObjectID])] = [:]
+        for id in objectIDs {
+            if let node = rowCache.node(for: id, maxAge: -1) { found.append(node); continue }
+            let store = try store(for: id)
+            missing[ObjectIdentifier(store), default: (store, [])].ids.append(id)
+        }
+        for (_, entry) in missing {
+            if let batching = entry.store as? any BatchFaultingStore {
+                found.append(contentsOf: try batching.newValues(forObjectsWith: entry.ids, in: context))
+            } else {
+                found.append(contentsOf: entry.ids.compactMap { try? entry.store.newValues(forObjectWith: $0, in: context) })
+            }
+        }
+        return found
+    }
+
+    /// The destinations of a relationship of one object.
+    package func relatedObjectIDs(_ relationship: RelationshipDescription, of objectID: ObjectID,
+                                  in context: ManagedObjectContext?) throws -> [ObjectID] {
+        let value = try store(for: objectID).newValue(forRelationship: relationship, forObjectWith: objectID, in: context)
+        switch value {
+        case .object(let id): return [id]
+        case .objects(let ids): return ids
+        default: return []
+        }
+    }
+
+    /// Permanent IDs for temporary ones, from the stores that will hold them.
+    public func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID] {
+        var result = objectIDs
+        var byStore: [ObjectIdentifier: (store: any PersistentStore, positions: [Int])] = [:]
+        for (position, id) in objectIDs.enumerated() where id.isTemporaryID {
+            let store = try store(for: id.entity)
+            byStore[ObjectIdentifier(store), default: (store, [])].positions.append(position)
+        }
+        for (_, entry) in byStore {
+            let permanent = try entry.store.obtainPermanentIDs(for: entry.positions.map { objectIDs[$0] })
+            for (position, id) in zip(entry.positions, permanent) { result[position] = id }
+        }
+        return result
+    }
+}
+
+/// A store that can read many rows in one request, so a batch of faults fires in one query.
+public protocol BatchFaultingStore: PersistentStore {
+    /// The rows for these IDs; IDs without a row are left out.
+    func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode]
+}

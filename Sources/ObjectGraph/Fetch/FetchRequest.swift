@@ -1,0 +1,83 @@
+import Foundation
+
+/// What a fetch returns (Core Data: `NSFetchRequestResultType`).
+public enum FetchResultType: Int, Sendable, Hashable {
+    /// Managed objects (the default).
+    case managedObject = 0
+    /// Object IDs only.
+    case managedObjectID = 1
+    /// `[String: Any]` dictionaries of the properties to fetch.
+    case dictionary = 2
+    /// The number of matching objects.
+    case count = 4
+}
+
+/// A description of objects to fetch (Core Data: `NSFetchRequest`).
+///
+/// ```swift
+/// var request = FetchRequest<Ticker>(entityName: "Ticker")
+/// request.predicate = try FetchPredicate(format: "price > %@", 100)
+/// request.sortDescriptors = [FetchSort(key: "symbol")]
+/// request.fetchLimit = 10
+/// let tickers = try context.fetch(request)
+/// ```
+///
+/// `Result` is what ``ManagedObjectContext/fetch(_:)`` returns: a
+/// ``ManagedObject`` class for `.managedObject` results, ``ObjectID`` for
+/// `.managedObjectID`, `[String: Any]` for `.dictionary`.
+///
+/// ## Topics
+/// - ``FetchResultType``
+/// - ``FetchSort``
+/// - ``FetchPredicate``
+public struct FetchRequest<Result>: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is a Sendable value; `Result` is only a phantom type.
+
+    /// The entity to fetch.
+    public var entityName: String
+    /// Which objects match; nil for all. The default is nil.
+    public var predicate: FetchPredicate?
+    /// How to order the results, first key first. The default is none (store order).
+    public var sortDescriptors: [FetchSort] = []
+    /// The most results to return; 0 for no limit. The default is 0.
+    public var fetchLimit: Int = 0
+    /// How many matching results to skip. The default is 0.
+    public var fetchOffset: Int = 0
+    /// How many objects to load at a time when firing faults; 0 to load each when touched. The default is 0.
+    public var fetchBatchSize: Int = 0
+    /// What the fetch returns. The default is `.managedObject`.
+    public var resultType: FetchResultType = .managedObject
+    /// The properties to fetch for `.dictionary` results; nil for all attributes.
+    public var propertiesToFetch: [String]?
+    /// Whether unsaved changes in the context (and its parents) count. The default is true.
+    public var includesPendingChanges = true
+    /// Whether objects of subentities match too. The default is true.
+    public var includesSubentities = true
+    /// Whether objects come back as faults, their values loaded on first access. The default is true.
+    public var returnsObjectsAsFaults = true
+    /// To-one and to-many key paths whose destinations are loaded with the results.
+    public var relationshipKeyPathsForPrefetching: [String] = []
+    /// For `.dictionary` results: drop duplicate dictionaries. The default is false.
+    public var returnsDistinctResults = false
+    /// The stores to search; nil for all of the coordinator's stores.
+    public var affectedStores: [any PersistentStore]?
+
+    /// Creates a request for the objects of an entity.
+    public init(entityName: String) {
+        self.entityName = entityName
+    }
+
+    /// Creates a request with a predicate and sort descriptors.
+    public init(entityName: String, predicate: FetchPredicate?, sortDescriptors: [FetchSort] = []) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+    }
+}
+
+extension FetchRequest where Result: ManagedObject {
+    /// Creates a request for the entity named like `Result`'s class (`Ticker` → `"Ticker"`).
+    public init() {
+        self.init(entityName: String(describing: Result.self))
+    }
+}

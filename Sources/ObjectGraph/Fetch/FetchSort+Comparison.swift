@@ -1,0 +1,75 @@
+import Foundation
+
+extension FetchSort {
+    /// Orders two values the way the SQLite store's `ORDER BY` does, so in-memory
+    /// sorting (pending changes, the in-memory store) agrees with the store:
+    /// nil first, numbers by value, strings by their UTF-8 bytes (ASCII case
+    /// folded when case-insensitive, like `COLLATE NOCASE`), dates by time.
+    package static func compare(_ lhs: PropertyValue, _ rhs: PropertyValue, caseInsensitive: Bool) -> ComparisonResult {
+        switch (lhs, rhs) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case let (.string(a), .string(b)):
+            return caseInsensitive ? compareBytes(a.utf8.lazy.map(asciiLowercased), b.utf8.lazy.map(asciiLowercased))
+                                   : compareBytes(a.utf8, b.utf8)
+        case let (.bool(a), .bool(b)): return order(a ? 1 : 0, b ? 1 : 0)
+        case let (.data(a), .data(b)): return compareBytes(a, b)
+        case let (.uuid(a), .uuid(b)): return compareBytes(withUnsafeBytes(of: a.uuid, Array.init), withUnsafeBytes(of: b.uuid, Array.init))
+        case let (.uri(a), .uri(b)): return compareBytes(a.absoluteString.utf8, b.absoluteString.utf8)
+        case let (.object(a), .object(b)): return order(a.primaryKey ?? 0, b.primaryKey ?? 0)
+        default:
+            return ManagedObject.compare(lhs, rhs) ?? .orderedSame
+        }
+    }
+
+    /// Sorts objects by the given keys, reading each key once per object.
+    package static func sort(_ objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
+        let keyed = objects.map { object in (object, sorts.map { object.value(atKeyPath: $0.keyPath) }) }
+        return keyed.sorted { lhs, rhs in
+            for (index, sort) in sorts.enumerated() {
+                let result = compare(lhs.1[index], rhs.1[index], caseInsensitive: sort.caseInsensitive)
+                if result != .orderedSame { return (result == .orderedAscending) == sort.ascending }
+            }
+            return false
+        }.map(\.0)
+    }
+
+    private static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+        a < b ? .orderedAscending : (a > b ? .orderedDescending : .orderedSame)
+    }
+
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        (65...90).contains(byte) ? byte + 32 : byte
+    }
+
+    private static func compareBytes<A: Sequence, B: Sequence>(_ a: A, _ b: B) -> ComparisonResult
+    where A.Element == UInt8, B.Element == UInt8 {
+        var left = a.makeIterator()
+        var right = b.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return .orderedSame
+            case (nil, _): return .orderedAscending
+            case (_, nil): return .orderedDescending
+            case let (x?, y?) where x != y: return x < y ? .orderedAscending : .orderedDescending
+            default: continue
+            }
+        }
+    }
+}
+
+extension ManagedObject {
+    /// The value at a key path that runs through to-one relationships; nil past a nil relationship.
+    package func value(atKeyPath keyPath: [String]) -> PropertyValue {
+        var object: ManagedObject = self
+        for (position, key) in keyPath.enumerated() {
+            guard let property = object.entity.propertiesByName[key] else { return .null }
+            let value = object.slotValue(at: property.index)
+            if position == keyPath.count - 1 { return value }
+            guard case .object(let id) = value, let context = object.managedObjectContext else { return .null }
+            object = context.object(with: id)
+        }
+        return .null
+    }
+}

@@ -1,0 +1,19 @@
+import Foundation
+
+// Managed objects are what the in-memory evaluator walks for pending changes.
+extension ManagedObject: PredicateSubject {
+    package func predicateValue(forKey key: String) throws -> PredicateValue {
+        let property = try entity.property(forKey: key)
+        let value = slotValue(at: property.index)
+        guard let relationship = property as? RelationshipDescription else { return .value(value) }
+        let objects = relatedObjects(value, for: relationship)
+        if relationship.isToMany { return .collection(objects.map { .subject($0) }) }
+        return objects.first.map { .subject($0) } ?? .value(.null)
+    }
+
+    package var predicateObjectID: ObjectID? { objectID }
+}
+
+extension ManagedObject: PredicateArgumentConvertible {
+    package var predicateArgument: PropertyValue { .object(objectID) }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+/// An entity: a kind of object, its properties and its place in an inheritance tree
+/// (Core Data: `NSEntityDescription`).
+///
+/// ```swift
+/// let company = EntityDescription(name: "Company", managedObjectClass: Company.self, properties: [
+///     AttributeDescription(name: "symbol", type: .string, isOptional: false),
+///     RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company",
+///                             isToMany: true, deleteRule: .cascade),
+/// ])
+/// company.uniquenessConstraints = [["symbol"]]
+/// ```
+///
+/// ## Topics
+/// - ``propertiesByName``
+/// - ``attributesByName``
+/// - ``relationshipsByName``
+/// - ``subentities``
+// @unchecked Sendable: mutable only before its model is frozen, read-only after.
+public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
+    /// The entity's name, unique in its model.
+    public var name: String { didSet { checkMutable() } }
+    /// The class instantiated for objects of this entity. The default is ``ManagedObject``.
+    public var managedObjectClass: ManagedObject.Type { didSet { checkMutable() } }
+    /// The class name given by a loaded model file, when no Swift class was bound to it.
+    public var managedObjectClassName: String? { didSet { checkMutable() } }
+    /// An abstract entity has no instances of its own, only of its subentities.
+    public var isAbstract: Bool = false { didSet { checkMutable() } }
+    /// The properties this entity declares (not the inherited ones).
+    public var properties: [PropertyDescription] {
+        didSet {
+            checkMutable()
+            for property in properties { property.entity = self }
+        }
+    }
+    /// The entities that inherit from this one. Setting it sets their ``superentity``.
+    public var subentities: [EntityDescription] = [] {
+        didSet {
+            checkMutable()
+            for entity in subentities { entity.superentity = self }
+        }
+    }
+    /// The entity this one inherits from.
+    public internal(set) weak var superentity: EntityDescription?
+    /// Sets of property names whose values must be unique among the entity's objects.
+    public var uniquenessConstraints: [[String]] = [] { didSet { checkMutable() } }
+    /// Fetch indexes kept on the entity's table.
+    public var indexes: [FetchIndexDescription] = [] { didSet { checkMutable() } }
+    /// The name this entity had in an earlier model version (lightweight migration).
+    public var renamingIdentifier: String? { didSet { checkMutable() } }
+    /// Changes the version hash without changing the schema.
+    public var versionHashModifier: String? { didSet { checkMutable() } }
+    /// Free-form information from the model.
+    public var userInfo: [String: String] = [:] { didSet { checkMutable() } }
+
+    /// The model this entity belongs to.
+    public internal(set) weak var model: ManagedObjectModel?
+
+    // MARK: - Layout (computed by the model; read-only once frozen)
+
+    /// Every property of the entity, inherited ones first, in slot order.
+    package internal(set) var slotProperties: [PropertyDescription] = []
+    package internal(set) var propertiesByNameStorage: [String: PropertyDescription] = [:]
+    /// Whether any slot holds a relationship.
+    package internal(set) var hasRelationships = false
+    /// Position of the entity in its model's `entities`.
+    package internal(set) var modelIndex: Int = -1
+
+    /// Creates an entity.
+    public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, properties: [PropertyDescription] = []) {
+        self.name = name
+        self.managedObjectClass = managedObjectClass
+        self.properties = properties
+        for property in properties { property.entity = self }
+    }
+
+    /// Every property, inherited ones included, by name.
+    public var propertiesByName: [String: PropertyDescription] {
+        prepareLayout()
+        return propertiesByNameStorage
+    }
+
+    /// Every attribute, inherited ones included, by name.
+    public var attributesByName: [String: AttributeDescription] {
+        propertiesByName.compactMapValues { $0 as? AttributeDescription }
+    }
+
+    /// Every relationship, inherited ones included, by name.
+    public var relationshipsByName: [String: RelationshipDescription] {
+        propertiesByName.compactMapValues { $0 as? RelationshipDescription }
+    }
+
+    /// The top of this entity's inheritance tree; its objects share the root's table.
+    public var rootEntity: EntityDescription {
+        var entity = self
+        while let parent = entity.superentity { entity = parent }
+        return entity
+    }
+
+    /// Whether this entity is `other` or inherits from it.
+    public func isKind(of other: EntityDescription) -> Bool {
+        var entity: EntityDescription? = self
+        while let current = entity {
+            if current === other { return true }
+            entity = current.superentity
+        }
+        return false
+    }
+
+    /// This entity and all entities below it, depth first.
+    package var selfAndDescendants: [EntityDescription] {
+        [self] + subentities.flatMap(\.selfAndDescendants)
+    }
+
+    /// The version hash of the entity: SHA-256 of its name, inheritance and properties.
+    public var versionHash: Data {
+        prepareLayout()
+        var parts = [name, isAbstract ? "1" : "0", superentity?.name ?? "", versionHashModifier ?? ""]
+        for property in properties.sorted(by: { $0.name < $1.name }) {
+            parts.append(contentsOf: property.versionHashComponents)
+        }
+        return Data(SHA256.hash(Array(parts.joined(separator: "\u{1F}").utf8)))
+    }
+
+    /// The property for a key, or a thrown error that names the entity and the key.
+    package func property(forKey key: String) throws(ObjectGraphError) -> PropertyDescription {
+        guard let property = propertiesByName[key] else {
+            throw ObjectGraphError.unknownKey(key, entity: name)
+        }
+        return property
+    }
+
+    package func prepareLayout() {
+        if let model {
+            model.prepareLayout()
+        } else if slotProperties.isEmpty && !properties.isEmpty {
+            ManagedObjectModel.layOut(self)
+        }
+    }
+
+    func checkMutable() {
+        if let model {
+            precondition(!model.isFrozen, "can't modify entity \(name): the model is immutable once a coordinator uses it")
+            model.layoutIsStale = true
+        }
+    }
+
+    public var description: String { "Entity \(name)" }
+}
+
+/// A fetch index on an entity's table (Core Data: `NSFetchIndexDescription`).
+public struct FetchIndexDescription: Sendable, Hashable {
+    /// The index's name; the SQLite index is called `Z_<Entity>_<name>`.
+    public var name: String
+    /// The indexed properties, in order.
+    public var propertyNames: [String]
+
+    public init(name: String, propertyNames: [String]) {
+        self.name = name
+        self.propertyNames = propertyNames
+    }
+}

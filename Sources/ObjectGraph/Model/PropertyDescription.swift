@@ -1,0 +1,54 @@
+import Foundation
+
+/// What attributes and relationships have in common (Core Data: `NSPropertyDescription`).
+///
+/// A description is mutable while its model is being built and frozen once a
+/// coordinator uses the model; changing it after that is a programmer error, as
+/// in Core Data.
+///
+/// ## Topics
+/// - ``AttributeDescription``
+/// - ``RelationshipDescription``
+// @unchecked Sendable: mutable only before the model is frozen (`ModelLock`), read-only after.
+open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
+    /// The property's name, which is also its key.
+    public var name: String { didSet { checkMutable() } }
+    /// Whether the property may be nil (for a to-many: empty) when saved. The default is true.
+    public var isOptional: Bool { didSet { checkMutable() } }
+    /// A transient property lives in memory only; the store never sees it.
+    public var isTransient: Bool = false { didSet { checkMutable() } }
+    /// The name this property had in an earlier model version (lightweight migration).
+    public var renamingIdentifier: String? { didSet { checkMutable() } }
+    /// Changes the version hash without changing the schema (Core Data's `versionHashModifier`).
+    public var versionHashModifier: String? { didSet { checkMutable() } }
+    /// Free-form information from the model.
+    public var userInfo: [String: String] = [:] { didSet { checkMutable() } }
+
+    /// The entity that declares this property.
+    public internal(set) weak var entity: EntityDescription?
+
+    /// The slot this property occupies in objects of its entity and of its subentities.
+    ///
+    /// Assigned when the model is finalized: inherited properties come first, so a
+    /// property keeps its index in every subentity.
+    package internal(set) var index: Int = -1
+
+    init(name: String, isOptional: Bool) {
+        self.name = name
+        self.isOptional = isOptional
+    }
+
+    package func checkMutable() {
+        if let entity, let model = entity.model {
+            precondition(!model.isFrozen, "can't modify \(entity.name).\(name): the model is immutable once a coordinator uses it")
+            model.layoutIsStale = true
+        }
+    }
+
+    /// The bytes that make up this property's version hash.
+    package var versionHashComponents: [String] {
+        [name, isOptional ? "1" : "0", isTransient ? "1" : "0", versionHashModifier ?? ""]
+    }
+
+    public var description: String { "\(entity?.name ?? "?").\(name)" }
+}

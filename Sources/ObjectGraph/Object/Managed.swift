@@ -1,0 +1,331 @@
+import Foundation
+import Synchronization
+
+/// A typed property of a ``ManagedObject`` subclass, stored in the object's slots
+/// (Core Data: `@NSManaged`).
+///
+/// ```swift
+/// final class Company: ManagedObject {
+///     @Managed var symbol: String            // attribute "symbol"
+///     @Managed var founded: Date?            // optional attribute
+///     @Managed var updates: Set<StockUpdate> // to-many relationship
+///     @Managed var headquarters: Office?     // to-one relationship
+/// }
+/// ```
+///
+/// The property's name is its key: nothing is repeated in a string. The key is
+/// found once per class and property (by reflection) and cached, and each
+/// object resolves it on first access, so later reads are a slot lookup.
+///
+/// Declaring a `@Managed` property whose name the entity lacks is a programmer
+/// error and traps on first access with the class and property named.
+@propertyWrapper
+public struct Managed<Value: ManagedPropertyValue> {
+    // The slot index, resolved on first access; -2 marks the property being looked up.
+    fileprivate var index: Int = -1
+
+    public init() {}
+
+    @available(*, unavailable, message: "@Managed is available only on properties of ManagedObject subclasses")
+    public var wrappedValue: Value {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
+    }
+
+    public static subscript<Object: ManagedObject>(
+        _enclosingInstance object: Object,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
+    ) -> Value {
+        get {
+            Value.read(from: object, at: slotIndex(of: object, storageKeyPath))
+        }
+        set {
+            Value.write(newValue, to: object, at: slotIndex(of: object, storageKeyPath))
+        }
+    }
+
+    private static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+        let cached = object[keyPath: storage].index
+        if cached >= 0 { return cached }
+        let index = ManagedKeyCache.index(for: storage, in: object) {
+            object[keyPath: storage].index = -2
+            defer { object[keyPath: storage].index = -1 }
+            return ManagedKeyCache.labelOfMarkedStorage(in: object)
+        }
+        object[keyPath: storage].index = index
+        return index
+    }
+}
+
+extension Managed: ManagedStorageProbe {
+    fileprivate var isMarked: Bool { index == -2 }
+}
+
+private protocol ManagedStorageProbe {
+    var isMarked: Bool { get }
+}
+
+/// Maps a `@Managed` storage key path to its entity slot, once per class and property.
+private enum ManagedKeyCache {
+    // @unchecked Sendable: key paths are immutable values.
+    private struct Key: Hashable, @unchecked Sendable {
+        var keyPath: AnyKeyPath
+        var entity: ObjectIdentifier
+    }
+    private static let indexes = Mutex<[Key: Int]>([:])
+
+    static func index(for keyPath: AnyKeyPath, in object: ManagedObject, findLabel: () -> String?) -> Int {
+        let key = Key(keyPath: keyPath, entity: ObjectIdentifier(object.entity))
+        if let index = indexes.withLock({ $0[key] }) { return index }
+        guard let label = findLabel() else {
+            preconditionFailure("\(type(of: object)): could not find the @Managed property's name")
+        }
+        let name = label.hasPrefix("_") ? String(label.dropFirst()) : label
+        guard let property = object.entity.propertiesByName[name] else {
+            preconditionFailure("\(type(of: object)).\(name) is @Managed, but entity \(object.entity.name) has no property named '\(name)'")
+        }
+        indexes.withLock { $0[key] = property.index }
+        return property.index
+    }
+
+    /// The label of the `@Managed` storage currently marked, searching the class and its superclasses.
+    static func labelOfMarkedStorage(in object: ManagedObject) -> String? {
+        var mirror: Mirror? = Mirror(reflecting: object)
+        while let current = mirror {
+            for child in current.children {
+                if let probe = child.value as? ManagedStorageProbe, probe.isMarked { return child.label }
+            }
+            mirror = current.superclassMirror
+        }
+        return nil
+    }
+}
+
+// MARK: - Value conversions
+
+/// A type that a ``Managed`` property can have: an attribute value, a managed
+/// object (to-one), a set or array of them (to-many), or an optional of these.
+public protocol ManagedPropertyValue {
+    /// Reads the value from an object's slot.
+    static func read(from object: ManagedObject, at index: Int) -> Self
+    /// Writes the value into an object's slot, keeping inverses in step.
+    static func write(_ value: Self, to object: ManagedObject, at index: Int)
+}
+
+/// A type stored in an attribute: converts to and from ``PropertyValue``.
+public protocol ManagedAttributeValue: ManagedPropertyValue {
+    /// The value held in a slot, or nil if the slot holds another kind.
+    init?(propertyValue: PropertyValue)
+    /// The slot value for this value.
+    var propertyValue: PropertyValue { get }
+    /// What a non-optional property reads when its slot holds nil: `0`, `""`, `false`…
+    static var defaultManagedValue: Self { get }
+}
+
+extension ManagedAttributeValue {
+    public static func read(from object: ManagedObject, at index: Int) -> Self {
+        Self(propertyValue: object.slotValue(at: index)) ?? defaultManagedValue
+    }
+
+    public static func write(_ value: Self, to object: ManagedObject, at index: Int) {
+        object.setAttributeValue(value.propertyValue, at: index)
+    }
+}
+
+extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
+    public static func read(from object: ManagedObject, at index: Int) -> Wrapped? {
+        if object.slotValue(at: index).isNull { return nil }
+        return Wrapped.read(from: object, at: index)
+    }
+
+    public static func write(_ value: Wrapped?, to object: ManagedObject, at index: Int) {
+        if let value {
+            Wrapped.write(value, to: object, at: index)
+        } else if let relationship = object.entity.slotProperties[index] as? RelationshipDescription {
+            try? object.setRelationship(relationship, toObjects: [])
+        } else {
+            object.setAttributeValue(.null, at: index)
+        }
+    }
+}
+
+extension ManagedObject: ManagedPropertyValue {
+    /// Reads a to-one relationship; a nil slot reads as a trap-free placeholder is
+    /// impossible, so declare to-one properties optional (`Company?`).
+    public static func read(from object: ManagedObject, at index: Int) -> Self {
+        guard case .object(let id) = object.slotValue(at: index), let context = object.managedObjectContext,
+              let related = context.object(with: id) as? Self else {
+            preconditionFailure("\(type(of: object)).\(object.entity.slotProperties[index].name) is nil; declare it optional")
+        }
+        return related
+    }
+
+    public static func write(_ value: ManagedObject, to object: ManagedObject, at index: Int) {
+        guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
+        do {
+            try object.setRelationship(relationship, toObjects: [value])
+        } catch {
+            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
+        }
+    }
+}
+
+extension Set: ManagedPropertyValue where Element: ManagedObject {
+    public static func read(from object: ManagedObject, at index: Int) -> Set<Element> {
+        guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
+        return Set(object.relatedObjects(object.slotValue(at: index), for: relationship).compactMap { $0 as? Element })
+    }
+
+    public static func write(_ value: Set<Element>, to object: ManagedObject, at index: Int) {
+        guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
+        do {
+            try object.setRelationship(relationship, toObjects: Array(value))
+        } catch {
+            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
+        }
+    }
+}
+
+extension Array: ManagedPropertyValue where Element: ManagedObject {
+    public static func read(from object: ManagedObject, at index: Int) -> [Element] {
+        guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
+        return object.relatedObjects(object.slotValue(at: index), for: relationship).compactMap { $0 as? Element }
+    }
+
+    public static func write(_ value: [Element], to object: ManagedObject, at index: Int) {
+        guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
+        do {
+            try object.setRelationship(relationship, toObjects: value)
+        } catch {
+            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
+        }
+    }
+}
+
+extension String: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .string(let v) = propertyValue else { return nil }
+        self = v
+    }
+    public var propertyValue: PropertyValue { .string(self) }
+    public static var defaultManagedValue: String { "" }
+}
+
+extension Bool: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        switch propertyValue {
+        case .bool(let v): self = v
+        case .integer(let v): self = v != 0
+        default: return nil
+        }
+    }
+    public var propertyValue: PropertyValue { .bool(self) }
+    public static var defaultManagedValue: Bool { false }
+}
+
+extension Double: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        switch propertyValue {
+        case .double(let v): self = v
+        case .integer(let v): self = Double(v)
+        default: return nil
+        }
+    }
+    public var propertyValue: PropertyValue { .double(self) }
+    public static var defaultManagedValue: Double { 0 }
+}
+
+extension Float: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard let double = Double(propertyValue: propertyValue) else { return nil }
+        self = Float(double)
+    }
+    public var propertyValue: PropertyValue { .double(Double(self)) }
+    public static var defaultManagedValue: Float { 0 }
+}
+
+extension Date: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .date(let v) = propertyValue else { return nil }
+        self = v
+    }
+    public var propertyValue: PropertyValue { .date(self) }
+    public static var defaultManagedValue: Date { Date(timeIntervalSinceReferenceDate: 0) }
+}
+
+extension Data: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .data(let v) = propertyValue else { return nil }
+        self = v
+    }
+    public var propertyValue: PropertyValue { .data(self) }
+    public static var defaultManagedValue: Data { Data() }
+}
+
+extension UUID: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .uuid(let v) = propertyValue else { return nil }
+        self = v
+    }
+    public var propertyValue: PropertyValue { .uuid(self) }
+    public static var defaultManagedValue: UUID { UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
+}
+
+extension URL: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .uri(let v) = propertyValue else { return nil }
+        self = v
+    }
+    public var propertyValue: PropertyValue { .uri(self) }
+    public static var defaultManagedValue: URL { URL(string: "about:blank")! }
+}
+
+extension Decimal: ManagedAttributeValue {
+    public init?(propertyValue: PropertyValue) {
+        switch propertyValue {
+        case .decimal(let v): self = v
+        case .double(let v): self = Decimal(v)
+        case .integer(let v): self = Decimal(v)
+        default: return nil
+        }
+    }
+    public var propertyValue: PropertyValue { .decimal(self) }
+    public static var defaultManagedValue: Decimal { 0 }
+}
+
+/// Integers of every width read and write the same `.integer` slot.
+public protocol ManagedIntegerValue: ManagedAttributeValue, FixedWidthInteger {}
+
+extension ManagedIntegerValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .integer(let v) = propertyValue else { return nil }
+        self.init(truncatingIfNeeded: v)
+    }
+    public var propertyValue: PropertyValue { .integer(Int64(truncatingIfNeeded: self)) }
+    public static var defaultManagedValue: Self { 0 }
+}
+
+extension Int: ManagedIntegerValue {}
+extension Int16: ManagedIntegerValue {}
+extension Int32: ManagedIntegerValue {}
+extension Int64: ManagedIntegerValue {}
+
+/// A `Codable` value stored in a transformable attribute as a binary property list.
+///
+/// ```swift
+/// struct Tags: TransformableValue { var names: [String]; static let defaultManagedValue = Tags(names: []) }
+/// final class Note: ManagedObject { @Managed var tags: Tags }
+/// ```
+public protocol TransformableValue: ManagedAttributeValue, Codable {}
+
+extension TransformableValue {
+    public init?(propertyValue: PropertyValue) {
+        guard case .data(let data) = propertyValue,
+              let value = try? TransformableCoding.decode(Self.self, from: data) else { return nil }
+        self = value
+    }
+    public var propertyValue: PropertyValue {
+        (try? TransformableCoding.encode(self)).map(PropertyValue.data) ?? .null
+    }
+}

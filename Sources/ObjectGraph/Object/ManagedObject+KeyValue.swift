@@ -1,0 +1,149 @@
+import Foundation
+
+// MARK: - Key-value access
+
+extension ManagedObject {
+    /// The value of a property (Core Data's key-value coding).
+    ///
+    /// Attributes come back as Swift values (see ``PropertyValue``), a to-one
+    /// relationship as `ManagedObject?`, a to-many as `Set<ManagedObject>`, an
+    /// ordered to-many as `[ManagedObject]`. Fires the fault if needed.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity lacks.
+    public func value(forKey key: String) throws -> Any? {
+        let property = try entity.property(forKey: key)
+        return anyValue(slotValue(at: property.index), for: property)
+    }
+
+    /// Sets the value of a property, keeping a relationship's inverse in step.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``,
+    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``,
+    ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)``, or
+    ///   ``ObjectGraphError/differentContexts(key:entity:)``. The object is unchanged when it throws.
+    public func setValue(_ value: Any?, forKey key: String) throws {
+        let property = try entity.property(forKey: key)
+        switch property {
+        case let attribute as AttributeDescription:
+            let converted = try value.map { v throws(ObjectGraphError) in
+                try PropertyValue(v, for: attribute.type, key: key, entity: entity.name)
+            } ?? .null
+            setAttributeValue(converted, at: attribute.index)
+        case let relationship as RelationshipDescription:
+            try setRelationship(relationship, toObjects: objects(from: value, for: relationship))
+        default:
+            throw ObjectGraphError.unknownKey(key, entity: entity.name)
+        }
+    }
+
+    /// The stored value of a property, without side effects beyond firing the fault.
+    public func primitiveValue(forKey key: String) throws -> Any? {
+        try value(forKey: key)
+    }
+
+    /// Sets the stored value of a property without maintaining the inverse
+    /// relationship. The change is still tracked and saved.
+    public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {
+        let property = try entity.property(forKey: key)
+        switch property {
+        case let attribute as AttributeDescription:
+            let converted = try value.map { v throws(ObjectGraphError) in
+                try PropertyValue(v, for: attribute.type, key: key, entity: entity.name)
+            } ?? .null
+            setAttributeValue(converted, at: attribute.index)
+        case let relationship as RelationshipDescription:
+            let ids = try objects(from: value, for: relationship).map(\.objectID)
+            let slot: PropertyValue = relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
+            writeSlot(slot, at: relationship.index)
+        default:
+            throw ObjectGraphError.unknownKey(key, entity: entity.name)
+        }
+    }
+
+    // MARK: - Slots
+
+    /// The value in a slot, after firing the fault.
+    package func slotValue(at index: Int) -> PropertyValue {
+        assertOnContextQueue()
+        if state != .loaded { fireFault() }
+        return slots[index]
+    }
+
+    /// Writes an attribute slot and records the change.
+    package func setAttributeValue(_ value: PropertyValue, at index: Int) {
+        writeSlot(value, at: index)
+    }
+
+    /// Writes a slot and tells the context the object changed.
+    package func writeSlot(_ value: PropertyValue, at index: Int) {
+        assertOnContextQueue()
+        if state != .loaded { fireFault() }
+        slots[index] = value
+        managedObjectContext?.objectDidChange(self)
+    }
+
+    package func assertOnContextQueue(file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        if let context = managedObjectContext {
+            context.assertOnQueue(file: file, line: line)
+        }
+        #endif
+    }
+
+    /// The Swift value for a slot value of `property`.
+    package func anyValue(_ value: PropertyValue, for property: PropertyDescription) -> Any? {
+        switch property {
+        case let attribute as AttributeDescription:
+            return value.anyValue(for: attribute.type)
+        case let relationship as RelationshipDescription:
+            let objects = relatedObjects(value, for: relationship)
+            if !relationship.isToMany { return objects.first }
+            return relationship.isOrdered ? objects as Any : Set(objects) as Any
+        default:
+            return nil
+        }
+    }
+
+    private func objects(from value: Any?, for relationship: RelationshipDescription) throws -> [ManagedObject] {
+        func wrongType() -> ObjectGraphError {
+            let expected = relationship.isToMany
+                ? (relationship.isOrdered ? "[ManagedObject]" : "Set<ManagedObject>")
+                : "a ManagedObject or nil"
+            return .wrongValueType(key: relationship.name, entity: entity.name, expected: expected,
+                                   actual: value.map { "\(type(of: $0))" } ?? "nil")
+        }
+        let objects: [ManagedObject]
+        switch value {
+        case nil, is NSNull:
+            objects = []
+        case let object as ManagedObject where !relationship.isToMany:
+            objects = [object]
+        case let set as Set<ManagedObject> where relationship.isToMany:
+            objects = Array(set)
+        case let array as [ManagedObject] where relationship.isToMany:
+            objects = array
+        default:
+            throw wrongType()
+        }
+        if relationship.isToMany && value == nil { throw wrongType() }
+        for object in objects {
+            if let destination = relationship.destinationEntity, !object.entity.isKind(of: destination) {
+                throw ObjectGraphError.wrongValueType(key: relationship.name, entity: entity.name,
+                                                      expected: "objects of entity \(destination.name)",
+                                                      actual: "an object of entity \(object.entity.name)")
+            }
+            if object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
+                throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
+            }
+        }
+        return objects
+    }
+}
+
+// MARK: - Identity
+
+extension ManagedObject: Hashable {
+    /// Objects are equal only to themselves, as in Core Data.
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+// Relationships hold object IDs in their slots; these helpers turn them into
+// objects of the same context and keep both sides of a relationship in step.
+extension ManagedObject {
+    /// The objects a relationship slot refers to, as objects (faults if not yet loaded) of this context.
+    package func relatedObjects(_ value: PropertyValue, for relationship: RelationshipDescription) -> [ManagedObject] {
+        guard let context = managedObjectContext else { return [] }
+        return relationshipIDs(value, for: relationship).map { context.object(with: $0) }
+    }
+
+    /// The IDs a relationship slot holds, loading an unloaded to-many from the parent store.
+    package func relationshipIDs(_ value: PropertyValue, for relationship: RelationshipDescription) -> [ObjectID] {
+        switch value {
+        case .object(let id): return [id]
+        case .objects(let ids): return ids
+        default:
+            guard relationship.isToMany else { return [] }
+            let ids = managedObjectContext?.loadRelationship(relationship, of: self) ?? []
+            slots[relationship.index] = .objects(ids)
+            return ids
+        }
+    }
+
+    /// The IDs currently related through `relationship`.
+    package func relatedIDs(_ relationship: RelationshipDescription) -> [ObjectID] {
+        relationshipIDs(slotValue(at: relationship.index), for: relationship)
+    }
+
+    /// Replaces what a relationship holds and updates the inverse side of every
+    /// object that joins or leaves it.
+    package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
+        let old = relatedIDs(relationship)
+        let new = objects.map(\.objectID)
+        let oldSet = Set(old)
+        let newSet = Set(new)
+        writeSlot(relationship.isToMany ? .objects(Self.unique(new)) : new.first.map(PropertyValue.object) ?? .null,
+                  at: relationship.index)
+        guard let inverse = relationship.inverseRelationship, let context = managedObjectContext else { return }
+        for id in old where !newSet.contains(id) {
+            context.object(with: id).removeInverse(inverse, pointingAt: objectID)
+        }
+        for object in objects where !oldSet.contains(object.objectID) {
+            object.addInverse(inverse, pointingAt: self)
+        }
+    }
+
+    /// Adds objects to a to-many relationship (Core Data's `mutableSetValue(forKey:)` add).
+    package func addObjects(_ objects: [ManagedObject], to relationship: RelationshipDescription) throws {
+        try setRelationship(relationship, toObjects: relatedObjects(slotValue(at: relationship.index), for: relationship) + objects)
+    }
+
+    /// Removes objects from a to-many relationship.
+    package func removeObjects(_ objects: [ManagedObject], from relationship: RelationshipDescription) throws {
+        let removed = Set(objects.map(\.objectID))
+        let kept = relatedObjects(slotValue(at: relationship.index), for: relationship).filter { !removed.contains($0.objectID) }
+        try setRelationship(relationship, toObjects: kept)
+    }
+
+    /// Makes this object's side of `inverse` include `source`.
+    private func addInverse(_ inverse: RelationshipDescription, pointingAt source: ManagedObject) {
+        if inverse.isToMany {
+            var ids = relatedIDs(inverse)
+            if !ids.contains(source.objectID) { ids.append(source.objectID) }
+            writeSlot(.objects(ids), at: inverse.index)
+        } else {
+            // A to-one inverse moves: the object it pointed at loses this object.
+            if case .object(let previous) = slotValue(at: inverse.index), previous != source.objectID,
+               let forward = inverse.inverseRelationship, let context = managedObjectContext {
+                context.object(with: previous).removeInverse(forward, pointingAt: objectID)
+            }
+            writeSlot(.object(source.objectID), at: inverse.index)
+        }
+    }
+
+    /// Makes this object's side of `inverse` drop `source`.
+    package func removeInverse(_ inverse: RelationshipDescription, pointingAt source: ObjectID) {
+        if inverse.isToMany {
+            let ids = relatedIDs(inverse)
+            guard ids.contains(source) else { return }
+            writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)
+        } else if case .object(source) = slotValue(at: inverse.index) {
+            writeSlot(.null, at: inverse.index)
+        }
+    }
+
+    private static func unique(_ ids: [ObjectID]) -> [ObjectID] {
+        var seen = Set<ObjectID>()
+        return ids.filter { seen.insert($0).inserted }
+    }
+}

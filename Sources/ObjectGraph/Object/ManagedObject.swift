@@ -1,0 +1,215 @@
+import Foundation
+
+/// An object of the graph, living in one context (Core Data: `NSManagedObject`).
+///
+/// Use it as it is, through ``value(forKey:)`` and ``setValue(_:forKey:)``, for
+/// any entity; or subclass it and declare typed properties with ``Managed``:
+///
+/// ```swift
+/// final class Ticker: ManagedObject {
+///     @Managed var symbol: String
+///     @Managed var price: Double
+///     @Managed var company: Company?
+/// }
+///
+/// let ticker = Ticker(context: context)
+/// ticker.symbol = "ACME"
+/// try context.save()
+/// ```
+///
+/// An object belongs to its context's queue: use it only inside the context's
+/// `perform` blocks (or on the main queue for a main-queue context), and pass
+/// its ``objectID`` to other queues.
+///
+/// Values live in an array of slots indexed by the entity's property layout.
+/// A fault holds only its ID and context; its values are loaded on first access.
+///
+/// ## Topics
+/// ### Lifecycle hooks
+/// - ``awakeFromInsert()``
+/// - ``awakeFromFetch()``
+/// - ``willSave()``
+/// - ``didSave()``
+/// - ``prepareForDeletion()``
+/// - ``validateForInsert()``
+/// - ``validateForUpdate()``
+/// - ``validateForDelete()``
+open class ManagedObject {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The object's identity; temporary until its context saves it to a store.
+    public internal(set) var objectID: ObjectID
+    /// The context the object lives in; nil once it is removed from it.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    // MARK: - Internal state (protected by the context's queue)
+
+    /// The current values, indexed by the entity's slot layout; empty while a fault.
+    package var slots: ContiguousArray<PropertyValue> = []
+    /// The values last read from or written to the parent store; nil if never saved.
+    package var snapshot: ContiguousArray<PropertyValue>?
+    /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
+    package var snapshotVersion: Int64 = 0
+    package var state: State = .new
+    package var flags: Flags = []
+
+    package enum State {
+        /// Created, with defaults not yet written into `slots`.
+        case new
+        /// Only the ID is known; values are loaded on first access.
+        case fault
+        /// `slots` hold the values.
+        case loaded
+    }
+
+    package struct Flags: OptionSet {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+        package static let inserted = Flags(rawValue: 1 << 0)
+        package static let updated = Flags(rawValue: 1 << 1)
+        package static let deleted = Flags(rawValue: 1 << 2)
+        /// Changed since the last `processPendingChanges()`.
+        package static let pendingChange = Flags(rawValue: 1 << 3)
+        /// Its row was gone when the fault fired (`shouldDeleteInaccessibleFaults`).
+        package static let inaccessible = Flags(rawValue: 1 << 4)
+    }
+
+    /// Creates an object of `entity`, and inserts it into `context` if one is given.
+    ///
+    /// Subclasses that override this initializer must call it; Core Data's
+    /// contexts create faults through it too, with a nil context.
+    public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        entity.prepareLayout()
+        self.entity = entity
+        self.objectID = .temporary(for: entity)
+        if let context {
+            context.insert(self)
+        }
+    }
+
+    /// Creates an object of the entity bound to this class, inserted into `context`.
+    ///
+    /// The entity is the one in the context's model whose `managedObjectClass` is
+    /// this class. A class bound to no entity, or to several, is a programmer
+    /// error, as in Core Data; use ``init(entity:insertInto:)`` to choose.
+    public convenience init(context: ManagedObjectContext) {
+        guard let entity = context.persistentStoreCoordinator?.managedObjectModel.entity(for: Self.self) else {
+            preconditionFailure("\(Self.self) is bound to no single entity of the context's model; set the entity's managedObjectClass or use init(entity:insertInto:)")
+        }
+        self.init(entity: entity, insertInto: context)
+    }
+
+    // MARK: - State
+
+    /// Whether the object was inserted and not saved yet.
+    public var isInserted: Bool { flags.contains(.inserted) }
+    /// Whether the object has unsaved changes to its values.
+    public var isUpdated: Bool { flags.contains(.updated) }
+    /// Whether the object will be deleted at the next save.
+    public var isDeleted: Bool { flags.contains(.deleted) }
+    /// Whether the object's values are not loaded yet.
+    public var isFault: Bool { state == .fault }
+    /// Whether the object was inserted, updated or deleted and not saved yet.
+    public var hasChanges: Bool { !flags.isDisjoint(with: [.inserted, .updated, .deleted]) }
+
+    /// The values that differ from the last saved (or fetched) ones, by key.
+    ///
+    /// For an inserted object: every value that differs from the property's default.
+    public func changedValues() -> [String: Any] {
+        guard state == .loaded else { return [:] }
+        var result: [String: Any] = [:]
+        for (index, property) in entity.slotProperties.enumerated() {
+            let baseline = snapshot?[index] ?? Self.initialValue(of: property)
+            if slots[index] != baseline {
+                result[property.name] = anyValue(slots[index], for: property)
+            }
+        }
+        return result
+    }
+
+    /// The last saved (or fetched) values of `keys`, or of every property for nil.
+    ///
+    /// An inserted object has no committed values: the result is empty.
+    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
+        fireFault()
+        guard let snapshot else { return [:] }
+        var result: [String: Any] = [:]
+        for property in entity.slotProperties where keys?.contains(property.name) ?? true {
+            result[property.name] = anyValue(snapshot[property.index], for: property) ?? Optional<Any>.none as Any
+        }
+        return result
+    }
+
+    // MARK: - Lifecycle hooks
+
+    /// Called once, when the object is first inserted into a context.
+    open func awakeFromInsert() {}
+    /// Called when a fault's values have been loaded from the store.
+    open func awakeFromFetch() {}
+    /// Called before the object is saved; changes made here are saved too.
+    open func willSave() {}
+    /// Called after the object was saved.
+    open func didSave() {}
+    /// Called when the object is deleted, before its relationships are torn down.
+    open func prepareForDeletion() {}
+    /// Called when the object turns back into a fault (refresh, reset).
+    open func willTurnIntoFault() {}
+    /// Called after the object turned back into a fault.
+    open func didTurnIntoFault() {}
+    /// Checks the object before an inserted object is saved. The default checks the model's rules.
+    open func validateForInsert() throws { try validateValues() }
+    /// Checks the object before an updated object is saved. The default checks the model's rules.
+    open func validateForUpdate() throws { try validateValues() }
+    /// Checks the object before a deleted object is saved. The default checks `.deny` rules.
+    open func validateForDelete() throws { try validateDeleteRules() }
+
+    // MARK: - Faulting
+
+    /// Loads the values of a fault, once, from the context's parent store.
+    package func fireFault() {
+        switch state {
+        case .loaded: return
+        case .new: materializeDefaults()
+        case .fault:
+            if let context = managedObjectContext {
+                context.fulfillFault(self)
+            } else {
+                // A fault whose context is gone can never load: it reads as empty.
+                materializeDefaults()
+            }
+        }
+    }
+
+    package func materializeDefaults() {
+        slots = ContiguousArray(entity.slotProperties.map(Self.initialValue(of:)))
+        state = .loaded
+    }
+
+    /// What a new object holds for `property`.
+    package static func initialValue(of property: PropertyDescription) -> PropertyValue {
+        switch property {
+        case let attribute as AttributeDescription: attribute.defaultValue
+        case let relationship as RelationshipDescription: relationship.isToMany ? .objects([]) : .null
+        default: .null
+        }
+    }
+
+    /// Turns the object back into a fault, dropping its values (not its pending changes: callers decide).
+    package func turnIntoFault() {
+        willTurnIntoFault()
+        slots = []
+        snapshot = nil
+        state = .fault
+        didTurnIntoFault()
+    }
+}
+
+// A ManagedObject lives on its context's queue; pass its objectID instead.
+@available(*, unavailable)
+extension ManagedObject: Sendable {}
+
+extension ManagedObject: CustomStringConvertible {
+    public var description: String {
+        "<\(type(of: self)): \(entity.name) \(objectID)\(isFault ? " (fault)" : "")>"
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+/// The identity of an object: its entity, its store and its key there
+/// (Core Data: `NSManagedObjectID`).
+///
+/// IDs are values: they cross queues and contexts where objects may not. An
+/// inserted object has a temporary ID until its context saves to a store (or
+/// calls ``ManagedObjectContext/obtainPermanentIDs(for:)``); then it gets a
+/// permanent one, the row's primary key.
+///
+/// ```swift
+/// let id = ticker.objectID                      // on the context's queue
+/// await otherContext.perform { otherContext.object(with: id) }
+/// id.uriRepresentation()                        // x-coredata://<STORE-UUID>/Ticker/p42
+/// ```
+public struct ObjectID: Sendable, Hashable {
+    /// The object's entity.
+    public let entity: EntityDescription
+    /// The store that holds the row; nil while the ID is temporary.
+    package let store: StoreIdentity?
+    package let key: Key
+
+    package enum Key: Hashable, Sendable {
+        case permanent(Int64)
+        case temporary(UInt64)
+    }
+
+    package init(entity: EntityDescription, store: StoreIdentity, primaryKey: Int64) {
+        self.entity = entity
+        self.store = store
+        self.key = .permanent(primaryKey)
+    }
+
+    private init(temporaryFor entity: EntityDescription) {
+        self.entity = entity
+        self.store = nil
+        self.key = .temporary(Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue)
+    }
+
+    /// A fresh temporary ID for a new object of `entity`.
+    package static func temporary(for entity: EntityDescription) -> ObjectID {
+        ObjectID(temporaryFor: entity)
+    }
+
+    private static let nextTemporaryKey = Atomic<UInt64>(0)
+    // Temporary URIs must be unique across processes too; a random prefix per
+    // process keeps them so without generating a UUID per object.
+    private static let temporaryPrefix: (UInt64, UInt64) = {
+        let uuid = UUID().uuid
+        return withUnsafeBytes(of: uuid) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
+    }()
+
+    /// The entity's name.
+    public var entityName: String { entity.name }
+
+    /// Whether the ID is temporary: its object has not been saved to a store yet.
+    public var isTemporaryID: Bool {
+        if case .temporary = key { return true }
+        return false
+    }
+
+    /// The row's primary key in its store (`Z_PK`), for a permanent ID.
+    public var primaryKey: Int64? {
+        if case .permanent(let pk) = key { return pk }
+        return nil
+    }
+
+    /// The UUID of the store that holds the object, for a permanent ID.
+    public var storeIdentifier: String? { store?.uuid }
+
+    /// The ID as a URI: `x-coredata://<STORE-UUID>/<Entity>/p<PK>` for a permanent ID,
+    /// `x-coredata:///<Entity>/t<UUID>` for a temporary one, as Core Data writes them.
+    ///
+    /// Turn it back into an ID with ``PersistentStoreCoordinator/managedObjectID(forURIRepresentation:)``.
+    public func uriRepresentation() -> URL {
+        var components = URLComponents()
+        components.scheme = "x-coredata"
+        switch key {
+        case .permanent(let pk):
+            components.host = store?.uuid ?? ""
+            components.path = "/\(entity.name)/p\(pk)"
+        case .temporary(let counter):
+            var bytes = Self.temporaryPrefix
+            bytes.1 ^= counter
+            let uuid = withUnsafeBytes(of: bytes) { UUID(uuid: $0.load(as: uuid_t.self)) }
+            components.host = ""
+            components.path = "/\(entity.name)/t\(uuid.uuidString)"
+        }
+        return components.url ?? URL(string: "x-coredata:///invalid")!
+    }
+
+    public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.key == rhs.key && lhs.store === rhs.store
+            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // The key alone spreads IDs well; entity and store only break rare ties.
+        hasher.combine(key)
+    }
+}
+
+extension ObjectID: CustomStringConvertible {
+    public var description: String { uriRepresentation().absoluteString }
+}
+
+/// A store's identity inside IDs: one instance per store UUID in the process, so
+/// two coordinators on the same file produce equal IDs, compared by reference.
+package final class StoreIdentity: Sendable {
+    package let uuid: String
+
+    private init(uuid: String) { self.uuid = uuid }
+
+    private static let interned = Mutex<[String: StoreIdentity]>([:])
+
+    /// The one identity for `uuid`.
+    package static func named(_ uuid: String) -> StoreIdentity {
+        interned.withLock { table in
+            if let identity = table[uuid] { return identity }
+            let identity = StoreIdentity(uuid: uuid)
+            table[uuid] = identity
+            return identity
+        }
+    }
+}

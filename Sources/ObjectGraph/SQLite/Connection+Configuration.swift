@@ -1,0 +1,138 @@
+extension Connection {
+    /// How a ``Connection`` opens its database: typed options with documented defaults.
+    ///
+    /// The defaults are those the spec asks of a store: WAL, so readers never
+    /// block the writer; `synchronous=NORMAL`, which in WAL mode never corrupts
+    /// and loses at most the last commits on power loss; and a 5 second busy
+    /// timeout, so two coordinators writing at once wait rather than fail.
+    ///
+    /// ```swift
+    /// var configuration = Connection.Configuration()
+    /// configuration.busyTimeout = .milliseconds(100)
+    /// configuration.pragmas["foreign_keys"] = "ON"
+    /// let connection = try Connection(path: path, configuration: configuration)
+    /// ```
+    package struct Configuration: Sendable {
+        /// Whether to open the database read-only (`SQLITE_OPEN_READONLY`). Writes
+        /// then throw ``SQLiteError/SQLITE_READONLY``. The default is `false`.
+        package var isReadOnly = false
+
+        /// Whether to create the file when it does not exist (`SQLITE_OPEN_CREATE`).
+        /// Ignored when ``isReadOnly`` is set. The default is `true`.
+        package var createsIfMissing = true
+
+        /// The journal mode set on a writable file database (not on `":memory:"`,
+        /// and not on a read-only connection, which cannot change it).
+        /// The default is ``JournalMode/wal``.
+        ///
+        /// Related SQLite documentation: <https://sqlite.org/wal.html>
+        package var journalMode: JournalMode = .wal
+
+        /// How often SQLite waits for the disk. The default is ``Synchronous/normal``.
+        ///
+        /// Related SQLite documentation: <https://sqlite.org/pragma.html#pragma_synchronous>
+        package var synchronous: Synchronous = .normal
+
+        /// How long a statement waits for another connection's lock before it
+        /// throws ``SQLiteError/SQLITE_BUSY``. The busy handler covers
+        /// `BEGIN IMMEDIATE`; it never covers `SQLITE_BUSY_SNAPSHOT`.
+        /// The default is 5 seconds; zero fails at once.
+        ///
+        /// Related SQLite documentation: <https://sqlite.org/c3ref/busy_timeout.html>
+        package var busyTimeout: Duration = .seconds(5)
+
+        /// Extra pragmas, run as `PRAGMA name = value` in name order, after the
+        /// file is checked and before the journal mode is set (so `page_size` and
+        /// `auto_vacuum` apply to a new file). The default is none.
+        ///
+        /// Names must match `[A-Za-z_][A-Za-z0-9_]*` and values `[A-Za-z0-9_.-]+`;
+        /// anything else throws ``SQLiteError/SQLITE_MISUSE`` before the file is
+        /// opened, because these are spliced into SQL and cannot be bound.
+        package var pragmas: [String: String] = [:]
+
+        /// Creates the default configuration.
+        package init() {}
+    }
+
+    /// A journal mode (`PRAGMA journal_mode`).
+    ///
+    /// Related SQLite documentation: <https://sqlite.org/pragma.html#pragma_journal_mode>
+    package enum JournalMode: String, Sendable {
+        /// Write-ahead log: readers and one writer run at once. The store's default.
+        case wal
+        /// Rollback journal deleted at each commit: SQLite's own default.
+        case delete
+        /// Rollback journal truncated at each commit.
+        case truncate
+        /// Rollback journal kept in memory: a crash mid-transaction can corrupt.
+        case memory
+        /// No journal: no rollback, and a crash mid-transaction can corrupt.
+        case off
+        /// Rollback journal header zeroed at each commit.
+        case persist
+    }
+
+    /// A synchronous level (`PRAGMA synchronous`).
+    package enum Synchronous: Int32, Sendable {
+        /// Never waits for the disk: fast, and a power loss can corrupt.
+        case off = 0
+        /// In WAL mode, waits only at checkpoints: durable except the last
+        /// commits on power loss, never corrupt. The store's default.
+        case normal = 1
+        /// Waits at every commit.
+        case full = 2
+        /// Like `full`, and also syncs the directory after a journal is deleted.
+        case extra = 3
+    }
+}
+
+// MARK: - Internal helpers
+
+extension Connection.Configuration {
+    /// ``busyTimeout`` in whole milliseconds for `sqlite3_busy_timeout`,
+    /// clamped to `0...Int32.max`.
+    var busyTimeoutMilliseconds: Int32 {
+        let (seconds, attoseconds) = busyTimeout.components
+        guard seconds >= 0 else { return 0 }
+        guard seconds < Int64(Int32.max / 1000) else { return Int32.max }
+        return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Throws for any pragma name or value that is not a plain word, because
+    /// both are written into the SQL text.
+    func validatePragmas() throws {
+        for (name, value) in pragmas {
+            guard Self.isPragmaName(name) else {
+                throw SQLiteError(
+                    resultCode: SQLiteError.SQLITE_MISUSE,
+                    message: "invalid pragma name \"\(name)\"; expected letters, digits and underscores")
+            }
+            guard Self.isPragmaValue(value) else {
+                throw SQLiteError(
+                    resultCode: SQLiteError.SQLITE_MISUSE,
+                    message: "invalid value for pragma \(name); expected letters, digits, '_', '.' and '-'")
+            }
+        }
+    }
+
+    /// `^[A-Za-z_][A-Za-z0-9_]*$`
+    static func isPragmaName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, isLetter(first) || first == UInt8(ascii: "_") else { return false }
+        return name.utf8.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
+    }
+
+    /// `^[A-Za-z0-9_.-]+$`
+    static func isPragmaValue(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.allSatisfy {
+            isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+        }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+
+/// A store that a coordinator reads objects from and saves them to — the
+/// incremental-store contract (Core Data: `NSIncrementalStore`).
+///
+/// ``SQLiteStore`` and ``InMemoryStore`` are built on this protocol, and a
+/// store of your own plugs in the same way: implement it, register a
+/// ``StoreType`` for it, and add it to a coordinator.
+///
+/// ```swift
+/// let jsonStore = StoreType(rawValue: "JSON") { configuration in try JSONStore(configuration) }
+/// StoreType.register(jsonStore)
+/// try coordinator.addPersistentStore(type: jsonStore, at: url)
+/// ```
+///
+/// The contract, which the built-in stores pass and a custom store must pass too:
+/// - ``loadMetadata()`` opens or creates the store; its ``metadata`` then holds
+///   `NSStoreType` and `NSStoreUUID`, and ``identifier`` equals the UUID.
+/// - ``execute(_:in:)`` answers a fetch with all matching rows (as nodes, IDs,
+///   dictionaries or a count, per the request's result type), applying the
+///   predicate, sort, offset and limit; and performs a save atomically: every
+///   change or none. A save gives each inserted object a permanent ID, returned
+///   in the ``SaveResult``, and bumps each saved row's version by one; a row
+///   whose version differs from the one in the request makes the whole save
+///   throw ``ObjectGraphError/mergeConflict(_:)``.
+/// - ``newValues(forObjectWith:in:)`` returns a row's values and version, or
+///   throws ``ObjectGraphError/objectNotFound(_:)``.
+/// - Calls may come from any thread; the store serializes them as it needs.
+///
+/// ## Topics
+/// - ``IncrementalStoreNode``
+/// - ``StoreRequest``
+/// - ``StoreResult``
+public protocol PersistentStore: AnyObject, Sendable {
+    /// Where the store lives; nil for an in-memory store.
+    var url: URL? { get }
+    /// The store's UUID (`NSStoreUUID`).
+    var identifier: String { get }
+    /// The store's type.
+    var type: StoreType { get }
+    /// The model configuration the store holds, or nil for the whole model.
+    var configurationName: String? { get }
+    /// Whether saves are refused.
+    var isReadOnly: Bool { get }
+    /// The store's metadata, including `NSStoreType`, `NSStoreUUID` and `NSStoreModelVersionHashes`.
+    var metadata: StoreMetadata { get }
+
+    /// Replaces the user keys of the metadata; the store persists them with its next save.
+    func setMetadata(_ metadata: StoreMetadata) throws
+
+    /// Opens or creates the store and reads its metadata. Called once, when the store is added.
+    func loadMetadata() throws
+
+    /// Runs a fetch or a save.
+    func execute(_ request: StoreRequest, in context: ManagedObjectContext?) throws -> StoreResult
+
+    /// The values and version of one row (firing a fault).
+    func newValues(forObjectWith objectID: ObjectID, in context: ManagedObjectContext?) throws -> IncrementalStoreNode
+
+    /// The destinations of one relationship of one row (firing a to-many fault).
+    func newValue(forRelationship relationship: RelationshipDescription, forObjectWith objectID: ObjectID,
+                  in context: ManagedObjectContext?) throws -> PropertyValue
+
+    /// Gives permanent IDs to temporary ones, in the same order.
+    func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID]
+
+    /// Tells the store that a context holds objects with these IDs. The default does nothing.
+    func managedObjectContextDidRegisterObjects(with objectIDs: [ObjectID])
+
+    /// Tells the store that a context no longer holds objects with these IDs. The default does nothing.
+    func managedObjectContextDidUnregisterObjects(with objectIDs: [ObjectID])
+
+    /// Called when the store is removed from its coordinator, to close files. The default does nothing.
+    func willRemove()
+}
+
+extension PersistentStore {
+    public func managedObjectContextDidRegisterObjects(with objectIDs: [ObjectID]) {}
+    public func managedObjectContextDidUnregisterObjects(with objectIDs: [ObjectID]) {}
+    public func willRemove() {}
+
+    /// The ID of the row `primaryKey` of `entity` in this store (Core Data: `newObjectID(for:referenceObject:)`).
+    public func newObjectID(for entity: EntityDescription, primaryKey: Int64) -> ObjectID {
+        ObjectID(entity: entity, store: StoreIdentity.named(identifier), primaryKey: primaryKey)
+    }
+}
+
+/// A store's metadata: property-list values by key.
+public typealias StoreMetadata = [String: any Sendable]
+
+/// Well-known metadata keys.
+public enum StoreMetadataKey {
+    /// The store's type name (`"SQLite"`, `"InMemory"`).
+    public static let storeType = "NSStoreType"
+    /// The store's UUID.
+    public static let storeUUID = "NSStoreUUID"
+    /// Each entity's version hash, by entity name.
+    public static let modelVersionHashes = "NSStoreModelVersionHashes"
+    /// The model's version identifiers.
+    public static let modelVersionIdentifiers = "NSStoreModelVersionIdentifiers"
+}
+
+/// One row as a store returns it: the object's ID, its values in the entity's
+/// slot order, and its version (Core Data: `NSIncrementalStoreNode`).
+///
+/// To-many relationship slots may hold ``PropertyValue/null`` to mean "ask
+/// ``PersistentStore/newValue(forRelationship:forObjectWith:in:)`` when needed".
+public struct IncrementalStoreNode: Sendable {
+    public var objectID: ObjectID
+    public var values: ContiguousArray<PropertyValue>
+    /// The row's version (`Z_OPT`); 1 after insert, +1 per saved update.
+    public var version: Int64
+
+    public init(objectID: ObjectID, values: ContiguousArray<PropertyValue>, version: Int64) {
+        self.objectID = objectID
+        self.values = values
+        self.version = version
+    }
+}
+
+/// A request a coordinator sends to a store.
+public enum StoreRequest: Sendable {
+    case fetch(StoreFetch)
+    case save(SaveChangesRequest)
+}
+
+/// A store's answer to a ``StoreRequest``.
+public enum StoreResult: Sendable {
+    /// Rows, for `.managedObject` results.
+    case nodes([IncrementalStoreNode])
+    /// IDs, for `.managedObjectID` results.
+    case objectIDs([ObjectID])
+    /// Values by property name, for `.dictionary` results.
+    case dictionaries([[String: PropertyValue]])
+    /// A count, for `.count` results.
+    case count(Int)
+    /// The outcome of a save.
+    case saved(SaveResult)
+}
+
+/// A fetch as a store sees it: the entity resolved, nothing generic.
+public struct StoreFetch: Sendable {
+    public var entity: EntityDescription
+    public var predicate: FetchPredicate?
+    public var sortDescriptors: [FetchSort]
+    public var fetchLimit: Int
+    public var fetchOffset: Int
+    public var includesSubentities: Bool
+    public var resultType: FetchResultType
+    public var propertiesToFetch: [String]?
+    public var returnsDistinctResults: Bool
+
+    /// The entities whose rows match: the entity and, if included, its subentities.
+    public var entities: [EntityDescription] {
+        includesSubentities ? entity.selfAndDescendants : [entity]
+    }
+}
+
+/// The changes of one save (Core Data: `NSSaveChangesRequest`).
+public struct SaveChangesRequest: Sendable {
+    /// New objects, with temporary IDs, their values and version 0.
+    public var insertedObjects: [IncrementalStoreNode]
+    /// Changed objects with their new values and the version they were read at.
+    public var updatedObjects: [IncrementalStoreNode]
+    /// Deleted objects with the version they were read at (values empty).
+    public var deletedObjects: [IncrementalStoreNode]
+    /// Unchanged objects whose version must still match (optimistic locking).
+    public var lockedObjects: [IncrementalStoreNode]
+
+    public init(insertedObjects: [IncrementalStoreNode] = [], updatedObjects: [IncrementalStoreNode] = [],
+                deletedObjects: [IncrementalStoreNode] = [], lockedObjects: [IncrementalStoreNode] = []) {
+        self.insertedObjects = insertedObjects
+        self.updatedObjects = updatedObjects
+        self.deletedObjects = deletedObjects
+        self.lockedObjects = lockedObjects
+    }
+
+    /// Whether the request changes nothing.
+    public var isEmpty: Bool { insertedObjects.isEmpty && updatedObjects.isEmpty && deletedObjects.isEmpty }
+}
+
+/// What a save produced.
+public struct SaveResult: Sendable {
+    /// The permanent ID of each inserted object, by its temporary ID.
+    public var permanentIDs: [ObjectID: ObjectID]
+
+    public init(permanentIDs: [ObjectID: ObjectID]) {
+        self.permanentIDs = permanentIDs
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// An error of a persistent store or of the coordinator's store management:
+/// what failed, and at which location.
+///
+/// ```swift
+/// do {
+///     try coordinator.addPersistentStore(type: .sqlite, at: url)
+/// } catch let error as PersistentStoreError where error.code == .incompatibleModel {
+///     print(error)   // the store at /…/Ticker.sqlite was written with another model: entities …
+/// }
+/// ```
+public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The kind of failure.
+    public enum Code: String, Sendable, Hashable {
+        /// The file could not be opened or created (permissions, missing folder, full disk).
+        case cannotOpen
+        /// The file is not a SQLite database, or not a Core Data store.
+        case notAStore
+        /// The store was written with a model that differs from the coordinator's.
+        case incompatibleModel
+        /// The store or location refuses writes.
+        case readOnly
+        /// A store type that needs a location was given none.
+        case missingLocation
+        /// A store for this location is already added to the coordinator.
+        case alreadyAdded
+        /// The store is not one of the coordinator's.
+        case storeNotFound
+        /// The store type is not registered.
+        case unknownStoreType
+        /// Reading or writing the store failed.
+        case ioFailure
+        /// Migrating the store failed; the store is as it was.
+        case migrationFailed
+    }
+
+    public var code: Code
+    /// The store's location, when it has one.
+    public var url: URL?
+    /// What happened, in words.
+    public var message: String
+    /// The SQLite error underneath, if any, as text (result code and message).
+    public var underlyingDescription: String?
+
+    public init(_ code: Code, url: URL?, message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.url = url
+        self.message = message
+        self.underlyingDescription = underlying.map { "\($0)" }
+    }
+
+    public var description: String {
+        var text = message
+        if let url { text += " (store at \(url.path))" }
+        if let underlyingDescription { text += ": \(underlyingDescription)" }
+        return text
+    }
+}
+
+extension PersistentStoreError: LocalizedError {
+    public var errorDescription: String? { description }
+}

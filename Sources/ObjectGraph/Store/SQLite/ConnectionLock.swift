@@ -1,0 +1,26 @@
+import Foundation
+
+/// A connection used by one thread at a time.
+///
+/// `Connection` is not `Sendable`; the store shares its connections between
+/// the queues of all contexts of a coordinator, serializing access here.
+// @unchecked Sendable: `connection` is only touched while `lock` is held.
+final class ConnectionLock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var connection: Connection?
+
+    init() {}
+
+    /// Installs (or, with nil, closes) the connection.
+    func set(_ newConnection: Connection?) {
+        lock.withLock { connection = newConnection }
+    }
+
+    /// Runs `body` with the connection while holding the lock; nil if none is installed.
+    func withConnection<T>(_ body: (Connection) throws -> T) rethrows -> T? {
+        try lock.withLock {
+            guard let connection else { return nil }
+            return try body(connection)
+        }
+    }
+}

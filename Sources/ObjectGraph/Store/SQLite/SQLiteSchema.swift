@@ -1,0 +1,257 @@
+import Foundation
+
+/// How a model maps onto Core Data's SQLite layout: entity numbers (`Z_ENT`),
+/// one table per root entity, and a column per persistent property.
+///
+/// For a new store the mapping follows Core Data's rules; for an existing one
+/// entity numbers come from its `Z_PRIMARYKEY` table and every column is
+/// checked against the real schema, because Core Data renumbers entities
+/// between model versions and suffixes clashing column names.
+struct SQLiteSchema: Sendable {
+    /// One entity's place in the file.
+    struct EntityMapping: Sendable {
+        let entity: EntityDescription
+        /// `Z_ENT` of the entity.
+        let number: Int64
+        /// `Z_ENT` of the root entity, whose `Z_PRIMARYKEY` row hands out primary keys.
+        let rootNumber: Int64
+        /// The root entity's table.
+        let table: String
+        /// The column of each slot; nil for transient and to-many properties.
+        let columns: [Column?]
+        /// `Z_ENT` of the entity and its subentities.
+        let numbersWithDescendants: [Int64]
+        /// For each slot, the position of its column in a full-row select (see
+        /// ``SQLiteSchema/selectColumns(of:)``); -1 when the slot has no column.
+        var slotPositions: [Int32] = []
+        /// For each slot, the position of a to-one's entity column; -1 when none.
+        var entityPositions: [Int32] = []
+    }
+
+    /// A property's column(s).
+    struct Column: Sendable, Hashable {
+        enum Kind: Sendable, Hashable {
+            case attribute(AttributeType)
+            /// A foreign key (`Z<REL>`), plus the destination's `Z_ENT` column when it has subentities.
+            case toOne(entityColumn: String?)
+        }
+        let name: String
+        let kind: Kind
+    }
+
+    /// A root entity's table and all the columns its hierarchy uses.
+    struct Table: Sendable {
+        let name: String
+        let root: EntityDescription
+        var columns: [(name: String, declaredType: String)]
+        let holdsSeveralEntities: Bool
+    }
+
+    private(set) var mappings: [ObjectIdentifier: EntityMapping] = [:]
+    private(set) var entitiesByNumber: [Int64: EntityDescription] = [:]
+    private(set) var tables: [Table] = []
+
+    /// The mapping of an entity of the model.
+    func mapping(for entity: EntityDescription) throws -> EntityMapping {
+        guard let mapping = mappings[ObjectIdentifier(entity)] else {
+            throw ObjectGraphError.noStore(entity: entity.name)
+        }
+        return mapping
+    }
+
+    /// Core Data's numbering: depth first over the inheritance trees, siblings
+    /// (and roots) sorted by name without regard to case, from 1.
+    static func coreDataNumbers(for entities: [EntityDescription]) -> [String: Int64] {
+        var numbers: [String: Int64] = [:]
+        var next: Int64 = 1
+        func visit(_ entity: EntityDescription) {
+            numbers[entity.name] = next
+            next += 1
+            for child in entity.subentities.sorted(by: Self.caseInsensitiveOrder) { visit(child) }
+        }
+        for root in entities.filter({ $0.superentity == nil }).sorted(by: Self.caseInsensitiveOrder) { visit(root) }
+        return numbers
+    }
+
+    private static func caseInsensitiveOrder(_ a: EntityDescription, _ b: EntityDescription) -> Bool {
+        a.name.lowercased() < b.name.lowercased()
+    }
+
+    /// Maps `entities` with the given entity numbers.
+    ///
+    /// - Parameter existingColumns: the real columns per table, for an existing store;
+    ///   a missing table or column throws ``PersistentStoreError/Code/incompatibleModel``.
+    init(entities: [EntityDescription], numbers: [String: Int64], existingColumns: [String: Set<String>]?, url: URL?) throws {
+        var problems: [String] = []
+        for entity in entities where numbers[entity.name] == nil {
+            problems.append("entity \(entity.name) has no row in Z_PRIMARYKEY")
+        }
+        if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
+
+        for root in entities.filter({ $0.superentity == nil }).sorted(by: Self.caseInsensitiveOrder) {
+            let tableName = "Z" + root.name.uppercased()
+            let hierarchy = Self.depthFirst(root)
+            var used: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+            var columnByProperty: [ObjectIdentifier: Column] = [:]
+            var tableColumns: [(name: String, declaredType: String, group: Int)] = []
+            let realColumns = existingColumns?[tableName]
+            if existingColumns != nil && realColumns == nil {
+                problems.append("the store has no table \(tableName) for entity \(root.name)")
+                continue
+            }
+            for entity in hierarchy {
+                for property in entity.properties where !property.isTransient {
+                    let base = "Z" + property.name.uppercased()
+                    let declared: (type: String, group: Int, kind: Column.Kind)
+                    switch property {
+                    case let attribute as AttributeDescription:
+                        declared = (Self.declaredType(of: attribute.type), Self.group(of: attribute.type), .attribute(attribute.type))
+                    case let relationship as RelationshipDescription where !relationship.isToMany:
+                        var entityColumn: String?
+                        if let destination = relationship.destinationEntity, !destination.subentities.isEmpty,
+                           let number = numbers[destination.name] {
+                            entityColumn = "Z\(number)_\(property.name.uppercased())"
+                        }
+                        declared = ("INTEGER", 0, .toOne(entityColumn: entityColumn))
+                    default:
+                        continue
+                    }
+                    // Clashing names inside one table get numeric suffixes, as Core Data gives them.
+                    var name = base
+                    var suffix = 1
+                    while used.contains(name) {
+                        name = base + String(suffix)
+                        suffix += 1
+                    }
+                    if let realColumns, !realColumns.contains(name) {
+                        problems.append("\(entity.name).\(property.name) has no column \(name) in \(tableName)")
+                        continue
+                    }
+                    used.insert(name)
+                    let column = Column(name: name, kind: declared.kind)
+                    columnByProperty[ObjectIdentifier(property)] = column
+                    tableColumns.append((name, declared.type, declared.group))
+                    if case .toOne(let entityColumn?) = declared.kind {
+                        if let realColumns, !realColumns.contains(entityColumn) {
+                            problems.append("\(entity.name).\(property.name) has no column \(entityColumn) in \(tableName)")
+                        }
+                        tableColumns.append((entityColumn, "INTEGER", 0))
+                        used.insert(entityColumn)
+                    }
+                }
+            }
+            // Core Data groups columns by storage class; keep its order for new files.
+            let ordered = tableColumns.enumerated().sorted { ($0.element.group, $0.offset) < ($1.element.group, $1.offset) }.map(\.element)
+            let table = Table(name: tableName, root: root, columns: ordered.map { ($0.name, $0.declaredType) },
+                              holdsSeveralEntities: hierarchy.count > 1)
+            tables.append(table)
+            // Positions in `SELECT Z_PK, Z_ENT, Z_OPT, <table columns>`.
+            var positions: [String: Int32] = [:]
+            for (offset, column) in table.columns.enumerated() { positions[column.name] = Int32(offset + 3) }
+            let rootNumber = numbers[root.name] ?? 0
+            for entity in hierarchy {
+                let columns = entity.slotProperties.map { columnByProperty[ObjectIdentifier($0)] }
+                let number = numbers[entity.name] ?? 0
+                var mapping = EntityMapping(
+                    entity: entity, number: number, rootNumber: rootNumber, table: tableName, columns: columns,
+                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] })
+                mapping.slotPositions = columns.map { $0.flatMap { positions[$0.name] } ?? -1 }
+                mapping.entityPositions = columns.map { column in
+                    guard case .toOne(let entityColumn?)? = column?.kind else { return -1 }
+                    return positions[entityColumn] ?? -1
+                }
+                mappings[ObjectIdentifier(entity)] = mapping
+                entitiesByNumber[number] = entity
+            }
+        }
+        if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
+    }
+
+    private static func incompatible(_ problems: [String], url: URL?) -> PersistentStoreError {
+        PersistentStoreError(.incompatibleModel, url: url,
+                             message: "the store does not match the model: " + problems.joined(separator: "; "))
+    }
+
+    private static func depthFirst(_ entity: EntityDescription) -> [EntityDescription] {
+        [entity] + entity.subentities.sorted(by: caseInsensitiveOrder).flatMap(depthFirst)
+    }
+
+    static func declaredType(of type: AttributeType) -> String {
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean: "INTEGER"
+        case .date: "TIMESTAMP"
+        case .double, .float: "FLOAT"
+        case .decimal: "DECIMAL"
+        case .string, .uri: "VARCHAR"
+        case .binaryData, .uuid, .transformable: "BLOB"
+        }
+    }
+
+    /// Core Data's column groups: integers and keys, dates, numbers, strings, blobs.
+    private static func group(of type: AttributeType) -> Int {
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean: 0
+        case .date: 1
+        case .double, .float, .decimal: 2
+        case .string, .uri: 3
+        case .binaryData, .uuid, .transformable: 4
+        }
+    }
+
+    /// The table of an entity, with every column its hierarchy uses.
+    func table(named name: String) -> Table? {
+        tables.first { $0.name == name }
+    }
+
+    /// `Z_PK, Z_ENT, Z_OPT` and every column of the table, qualified with `alias`:
+    /// the select list whose positions `slotPositions` refer to.
+    func selectColumns(of table: Table, alias: String) -> String {
+        (["Z_PK", "Z_ENT", "Z_OPT"] + table.columns.map(\.name)).map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    // MARK: - Creating a new file
+
+    /// The statements that create the tables and indexes of a new store.
+    func creationStatements() -> [String] {
+        var statements: [String] = []
+        for table in tables {
+            let columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
+                + table.columns.map { "\($0.name) \($0.declaredType)" }
+            statements.append("CREATE TABLE \(table.name) ( \(columns.joined(separator: ", ")) )")
+            if table.holdsSeveralEntities {
+                statements.append("CREATE INDEX \(table.name)_Z_ENT_INDEX ON \(table.name) (Z_ENT)")
+            }
+        }
+        for mapping in mappings.values.sorted(by: { $0.number < $1.number }) {
+            let entity = mapping.entity
+            for (index, column) in mapping.columns.enumerated() {
+                guard let column, entity.slotProperties[index].entity === entity else { continue }
+                if case .toOne = column.kind {
+                    statements.append("CREATE INDEX \(mapping.table)_\(column.name)_INDEX ON \(mapping.table) (\(column.name))")
+                } else if let attribute = entity.slotProperties[index] as? AttributeDescription, attribute.isIndexed {
+                    statements.append("CREATE INDEX Z_\(entity.name)_\(attribute.name) ON \(mapping.table) (\(column.name))")
+                }
+            }
+            for constraint in entity.uniquenessConstraints {
+                let columns = constraint.compactMap { key in entity.propertiesByName[key].flatMap { mapping.columns[$0.index]?.name } }
+                guard columns.count == constraint.count else { continue }
+                statements.append("CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(mapping.table) ("
+                                  + columns.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
+            }
+            for index in entity.indexes {
+                let columns = index.propertyNames.compactMap { key in entity.propertiesByName[key].flatMap { mapping.columns[$0.index]?.name } }
+                guard !columns.isEmpty else { continue }
+                statements.append("CREATE INDEX Z_\(entity.name)_\(index.name) ON \(mapping.table) (\(columns.joined(separator: ", ")))")
+            }
+        }
+        return statements
+    }
+
+    /// The `Z_PRIMARYKEY` rows of a new store: every entity with its parent and a zero counter.
+    func primaryKeyRows() -> [(number: Int64, name: String, superNumber: Int64)] {
+        mappings.values.map { mapping in
+            (mapping.number, mapping.entity.name,
+             mapping.entity.superentity.flatMap { mappings[ObjectIdentifier($0)]?.number } ?? 0)
+        }.sorted { $0.number < $1.number }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+
+// MARK: - Fetching and faulting
+
+extension SQLiteStore {
+    public func execute(_ request: StoreRequest, in context: ManagedObjectContext?) throws -> StoreResult {
+        switch request {
+        case .fetch(let fetch): return try execute(fetch)
+        case .save(let save): return .saved(try execute(save))
+        }
+    }
+
+    private func execute(_ fetch: StoreFetch) throws -> StoreResult {
+        let schema = try schema
+        let identity = identity
+        let query = try SelectQuery(fetch: fetch, schema: schema)
+        return try read { connection in
+            let statement = try connection.cachedStatement(query.sql)
+            for (offset, value) in query.bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
+            switch fetch.resultType {
+            case .count:
+                return .count(try statement.step() ? Int(statement.int64(at: 0)) : 0)
+            case .managedObjectID:
+                var ids: [ObjectID] = []
+                while try statement.step() {
+                    guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
+                    ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+                }
+                return .objectIDs(ids)
+            case .managedObject:
+                var decoder = RowDecoder(schema: schema, identity: identity)
+                var nodes: [IncrementalStoreNode] = []
+                while try statement.step() {
+                    if let node = decoder.node(from: statement) { nodes.append(node) }
+                }
+                return .nodes(nodes)
+            case .dictionary:
+                var rows: [[String: PropertyValue]] = []
+                while try statement.step() {
+                    var row: [String: PropertyValue] = [:]
+                    for (position, column) in query.dictionaryColumns.enumerated() {
+                        row[column.name] = statement.attributeValue(at: Int32(position), type: column.type)
+                    }
+                    rows.append(row)
+                }
+                return .dictionaries(rows)
+            }
+        }
+    }
+
+    public func newValues(forObjectWith objectID: ObjectID, in context: ManagedObjectContext?) throws -> IncrementalStoreNode {
+        guard let node = try newValues(forObjectsWith: [objectID], in: context).first else {
+            throw ObjectGraphError.objectNotFound(objectID)
+        }
+        return node
+    }
+
+    /// Reads many rows with one query per table (`Z_PK IN (…)`), so a batch of faults fires at once.
+    public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
+        let schema = try schema
+        let identity = identity
+        var byTable: [String: [Int64]] = [:]
+        for id in objectIDs {
+            guard let pk = id.primaryKey, let mapping = schema.mappings[ObjectIdentifier(id.entity)] else { continue }
+            byTable[mapping.table, default: []].append(pk)
+        }
+        return try read { connection in
+            var decoder = RowDecoder(schema: schema, identity: identity)
+            var nodes: [IncrementalStoreNode] = []
+            for (tableName, keys) in byTable {
+                guard let table = schema.table(named: tableName) else { continue }
+                for start in stride(from: 0, to: keys.count, by: 500) {
+                    let chunk = keys[start..<min(start + 500, keys.count)]
+                    let placeholders = chunk.count == 1 ? "= ?" : "IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ",") + ")"
+                    let statement = try connection.cachedStatement(
+                        "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(placeholders)")
+                    for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
+                    while try statement.step() {
+                        if let node = decoder.node(from: statement) { nodes.append(node) }
+                    }
+                }
+            }
+            return nodes
+        }
+    }
+
+    public func newValue(forRelationship relationship: RelationshipDescription, forObjectWith objectID: ObjectID,
+                         in context: ManagedObjectContext?) throws -> PropertyValue {
+        guard relationship.isToMany else {
+            return try newValues(forObjectWith: objectID, in: context).values[relationship.index]
+        }
+        guard let pk = objectID.primaryKey else { return .objects([]) }
+        let schema = try schema
+        let identity = identity
+        guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+              let destination = relationship.destinationEntity,
+              let destinationMapping = schema.mappings[ObjectIdentifier(destination)],
+              let foreignKey = destinationMapping.columns[inverse.index]?.name else {
+            return .objects([])
+        }
+        var sql = "SELECT Z_PK, Z_ENT FROM \(destinationMapping.table) WHERE \(foreignKey) = ?"
+        if let table = schema.table(named: destinationMapping.table), table.holdsSeveralEntities,
+           destination.superentity != nil || destinationMapping.numbersWithDescendants.count > 1 {
+            sql += " AND Z_ENT IN (\(destinationMapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+        }
+        sql += relationship.isOrdered ? " ORDER BY Z_FOK_\(inverse.name.uppercased()), Z_PK" : " ORDER BY Z_PK"
+        return try read { connection in
+            let statement: Statement
+            do {
+                statement = try connection.cachedStatement(sql)
+            } catch {
+                // No ordering column in this file: keep primary-key order.
+                statement = try connection.cachedStatement(sql.replacingOccurrences(of: "Z_FOK_\(inverse.name.uppercased()), ", with: ""))
+            }
+            try statement.bind(pk, at: 1)
+            var ids: [ObjectID] = []
+            while try statement.step() {
+                guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
+                ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+            }
+            return .objects(ids)
+        }
+    }
+}
+
+/// Turns full-row selects into nodes, reusing the last entity's mapping.
+struct RowDecoder {
+    let schema: SQLiteSchema
+    let identity: StoreIdentity
+    private var lastNumber: Int64 = -1
+    private var lastMapping: SQLiteSchema.EntityMapping?
+
+    init(schema: SQLiteSchema, identity: StoreIdentity) {
+        self.schema = schema
+        self.identity = identity
+    }
+
+    mutating func node(from statement: Statement) -> IncrementalStoreNode? {
+        let number = statement.int64(at: 1)
+        if number != lastNumber {
+            lastNumber = number
+            lastMapping = schema.entitiesByNumber[number].flatMap { schema.mappings[ObjectIdentifier($0)] }
+        }
+        guard let mapping = lastMapping else { return nil }
+        let entity = mapping.entity
+        let properties = entity.slotProperties
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(properties.count)
+        for slot in properties.indices {
+            let position = mapping.slotPositions[slot]
+            guard position >= 0, let column = mapping.columns[slot] else {
+                values.append((properties[slot] as? AttributeDescription)?.defaultValue ?? .null)
+                continue
+            }
+            switch column.kind {
+            case .attribute(let type):
+                values.append(statement.attributeValue(at: position, type: type))
+            case .toOne:
+                if statement.isNull(at: position) {
+                    values.append(.null)
+                    continue
+                }
+                let entityPosition = mapping.entityPositions[slot]
+                let destination = entityPosition >= 0
+                    ? schema.entitiesByNumber[statement.int64(at: entityPosition)]
+                    : (properties[slot] as? RelationshipDescription)?.destinationEntity
+                guard let destination else { values.append(.null); continue }
+                values.append(.object(ObjectID(entity: destination, store: identity, primaryKey: statement.int64(at: position))))
+            }
+        }
+        return IncrementalStoreNode(objectID: ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)),
+                                    values: values, version: statement.int64(at: 2))
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+// MARK: - Saving
+
+extension SQLiteStore {
+    /// Writes a save in one `BEGIN IMMEDIATE` transaction: primary keys for the
+    /// inserted rows allocated as one block per root entity (`Z_MAX += n`),
+    /// then updates and deletes checked against the versions the context read,
+    /// then inserts. A version mismatch rolls everything back and throws the
+    /// conflicts; so does any SQLite error.
+    func execute(_ request: SaveChangesRequest) throws -> SaveResult {
+        let schema = try schema
+        let identity = identity
+        return try write { connection in
+            let permanentIDs = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema, identity: identity, connection: connection)
+            var conflicts: [MergeConflict] = []
+            for node in request.updatedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let writable = Self.writableSlots(of: mapping)
+                let assignments = writable.map { "\($0.column.name) = ?" } + writable.compactMap { entry in
+                    entry.entityColumn.map { "\($0) = ?" }
+                }
+                let statement = try connection.cachedStatement(
+                    "UPDATE \(mapping.table) SET Z_OPT = ?\(assignments.isEmpty ? "" : ", " + assignments.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
+                var index: Int32 = 1
+                try statement.bind(node.version + 1, at: index)
+                index += 1
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
+                try statement.bind(node.objectID.primaryKey ?? 0, at: index)
+                try statement.bind(node.version, at: index + 1)
+                try statement.execute()
+                if connection.changes == 0 {
+                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
+                }
+            }
+            for node in request.deletedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let statement = try connection.cachedStatement("DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?")
+                try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
+                try statement.bind(node.version, at: 2)
+                try statement.execute()
+                if connection.changes == 0 {
+                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
+                }
+            }
+            for node in request.lockedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let current = try currentVersion(of: node.objectID, mapping: mapping, connection: connection)
+                if current != node.version {
+                    conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version, persistedSnapshotVersion: current))
+                }
+            }
+            if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
+
+            for node in request.insertedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let writable = Self.writableSlots(of: mapping)
+                let names = ["Z_PK", "Z_ENT", "Z_OPT"] + writable.map(\.column.name) + writable.compactMap(\.entityColumn)
+                let statement = try connection.cachedStatement(
+                    "INSERT INTO \(mapping.table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))")
+                try statement.bind(permanentIDs[node.objectID]?.primaryKey ?? node.objectID.primaryKey ?? 0, at: 1)
+                try statement.bind(mapping.number, at: 2)
+                try statement.bind(Int64(1), at: 3)
+                var index: Int32 = 4
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
+                try statement.execute()
+            }
+            try writeMetadataIfNeeded(connection)
+            return SaveResult(permanentIDs: permanentIDs)
+        }
+    }
+
+    public func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID] {
+        let schema = try schema
+        let identity = identity
+        let nodes = objectIDs.map { IncrementalStoreNode(objectID: $0, values: [], version: 0) }
+        let mapping = try write { connection in
+            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection)
+        }
+        return objectIDs.map { mapping[$0] ?? $0 }
+    }
+
+    /// Hands out one block of primary keys per root entity, inside the caller's transaction.
+    private func allocatePrimaryKeys(for nodes: [IncrementalStoreNode], schema: SQLiteSchema, identity: StoreIdentity,
+                                     connection: Connection) throws -> [ObjectID: ObjectID] {
+        var byRoot: [Int64: [ObjectID]] = [:]
+        for node in nodes where node.objectID.isTemporaryID {
+            byRoot[try schema.mapping(for: node.objectID.entity).rootNumber, default: []].append(node.objectID)
+        }
+        var permanentIDs: [ObjectID: ObjectID] = [:]
+        permanentIDs.reserveCapacity(nodes.count)
+        for (rootNumber, ids) in byRoot {
+            let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
+            try bump.bind(Int64(ids.count), at: 1)
+            try bump.bind(rootNumber, at: 2)
+            try bump.execute()
+            let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+            try read.bind(rootNumber, at: 1)
+            guard try read.step() else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "Z_PRIMARYKEY has no row for entity number \(rootNumber)")
+            }
+            let last = read.int64(at: 0)
+            read.reset()
+            var next = last - Int64(ids.count) + 1
+            for id in ids {
+                permanentIDs[id] = ObjectID(entity: id.entity, store: identity, primaryKey: next)
+                next += 1
+            }
+        }
+        return permanentIDs
+    }
+
+    /// The slots an entity writes, with their columns, in a fixed order.
+    private static func writableSlots(of mapping: SQLiteSchema.EntityMapping) -> [(slot: Int, column: SQLiteSchema.Column, entityColumn: String?)] {
+        mapping.columns.enumerated().compactMap { slot, column in
+            guard let column else { return nil }
+            if case .toOne(let entityColumn) = column.kind { return (slot, column, entityColumn) }
+            return (slot, column, nil)
+        }
+    }
+
+    private func bindValues(of node: IncrementalStoreNode, writable: [(slot: Int, column: SQLiteSchema.Column, entityColumn: String?)],
+                            into statement: Statement, from index: inout Int32, schema: SQLiteSchema,
+                            permanentIDs: [ObjectID: ObjectID]) throws {
+        var entityColumnValues: [PropertyValue] = []
+        for entry in writable {
+            var value = node.values[entry.slot]
+            if case .object(let id) = value {
+                let target = permanentIDs[id] ?? id
+                value = .object(target)
+                if entry.entityColumn != nil {
+                    entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+                }
+            } else if entry.entityColumn != nil {
+                entityColumnValues.append(.null)
+            }
+            try statement.bind(value, at: index)
+            index += 1
+        }
+        for value in entityColumnValues {
+            try statement.bind(value, at: index)
+            index += 1
+        }
+    }
+
+    private func currentVersion(of objectID: ObjectID, mapping: SQLiteSchema.EntityMapping, connection: Connection) throws -> Int64? {
+        let statement = try connection.cachedStatement("SELECT Z_OPT FROM \(mapping.table) WHERE Z_PK = ?")
+        try statement.bind(objectID.primaryKey ?? 0, at: 1)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(at: 0) : nil
+    }
+
+    private func conflict(for node: IncrementalStoreNode, mapping: SQLiteSchema.EntityMapping, connection: Connection) throws -> MergeConflict {
+        MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version,
+                      persistedSnapshotVersion: try currentVersion(of: node.objectID, mapping: mapping, connection: connection))
+    }
+}

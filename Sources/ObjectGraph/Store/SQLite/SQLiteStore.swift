@@ -1,0 +1,287 @@
+import Foundation
+import Synchronization
+
+/// A store in a SQLite file, in Core Data's own format (Core Data: `NSSQLiteStoreType`).
+///
+/// Stores written by Apple's Core Data open here and stay in Core Data's
+/// layout when saved: `Z<ENTITY>` tables with `Z_PK`, `Z_ENT` and `Z_OPT`,
+/// `Z_PRIMARYKEY` for key allocation, and `Z_METADATA` with a binary property
+/// list. A new store is created in WAL mode with `synchronous=NORMAL`.
+///
+/// The store keeps two connections: a writer, on which every save is one
+/// `BEGIN IMMEDIATE` transaction, and a reader, so fetches and faults do not
+/// wait for a save in progress. Each connection is used under its own lock.
+///
+/// SQLite: <https://sqlite.org/wal.html>, <https://sqlite.org/lang_transaction.html>
+public final class SQLiteStore: PersistentStore, BatchFaultingStore {
+    public let url: URL?
+    public let configurationName: String?
+    public let isReadOnly: Bool
+    public var type: StoreType { .sqlite }
+
+    let configuration: StoreConfiguration
+    let fileURL: URL
+    /// The connection for saves.
+    let writer = ConnectionLock()
+    /// The connection for fetches and faults, so they never wait for a save.
+    let reader = ConnectionLock()
+    private let state = Mutex(State())
+
+    struct State: @unchecked Sendable {
+        // @unchecked Sendable: StoreMetadata values are Sendable; the struct is only touched under `state`.
+        var identifier = ""
+        var identity: StoreIdentity?
+        var schema: SQLiteSchema?
+        var metadata: StoreMetadata = [:]
+        var metadataNeedsWrite = false
+    }
+
+    /// Creates an unopened store; the coordinator opens it with ``loadMetadata()``.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/missingLocation`` without a file URL.
+    public init(configuration: StoreConfiguration) throws {
+        guard let url = configuration.url, url.isFileURL else {
+            throw PersistentStoreError(.missingLocation, url: configuration.url, message: "a SQLite store needs a file URL")
+        }
+        self.url = url
+        self.fileURL = url
+        self.configuration = configuration
+        self.configurationName = configuration.configurationName
+        self.isReadOnly = configuration.options.isReadOnly
+    }
+
+    public var identifier: String { state.withLock { $0.identifier } }
+    var identity: StoreIdentity { state.withLock { $0.identity } ?? StoreIdentity.named("") }
+    var schema: SQLiteSchema {
+        get throws {
+            guard let schema = state.withLock({ $0.schema }) else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "the store is not open")
+            }
+            return schema
+        }
+    }
+
+    public var metadata: StoreMetadata { state.withLock { $0.metadata } }
+
+    public func setMetadata(_ metadata: StoreMetadata) throws {
+        if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        state.withLock { state in
+            var merged = metadata
+            merged[StoreMetadataKey.storeType] = "SQLite"
+            merged[StoreMetadataKey.storeUUID] = state.identifier
+            if merged[StoreMetadataKey.modelVersionHashes] == nil {
+                merged[StoreMetadataKey.modelVersionHashes] = state.metadata[StoreMetadataKey.modelVersionHashes]
+            }
+            state.metadata = merged
+            state.metadataNeedsWrite = true
+        }
+    }
+
+    // MARK: - Opening
+
+    public func loadMetadata() throws {
+        try copySeedIfNeeded()
+        let connection = try open(readOnly: isReadOnly)
+        do {
+            if try connection.tableExists("Z_METADATA") {
+                try readExistingStore(connection)
+            } else if try isEmptyDatabase(connection) {
+                guard !isReadOnly else {
+                    throw PersistentStoreError(.readOnly, url: url, message: "no store exists here and the store is opened read-only")
+                }
+                try createStore(connection)
+            } else {
+                throw PersistentStoreError(.notAStore, url: url, message: "the file is a SQLite database but not a Core Data store (no Z_METADATA table)")
+            }
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, url: url, doing: "reading the store")
+        }
+        let readConnection = try open(readOnly: isReadOnly)
+        writer.set(connection)
+        reader.set(readConnection)
+    }
+
+    public func willRemove() {
+        writer.set(nil)
+        reader.set(nil)
+    }
+
+    private func open(readOnly: Bool) throws -> Connection {
+        var options = Connection.Configuration()
+        options.isReadOnly = readOnly
+        options.createsIfMissing = !readOnly
+        let storeOptions = configuration.options
+        options.journalMode = Connection.JournalMode(rawValue: storeOptions.journalMode.rawValue) ?? .wal
+        options.synchronous = switch storeOptions.synchronous {
+        case .off: .off
+        case .normal: .normal
+        case .full: .full
+        case .extra: .extra
+        }
+        options.busyTimeout = .milliseconds(Int(max(0, storeOptions.busyTimeout) * 1000))
+        options.pragmas = storeOptions.pragmas
+        do {
+            return try Connection(path: fileURL.path, configuration: options)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, url: url, doing: "opening the store")
+        }
+    }
+
+    private func copySeedIfNeeded() throws {
+        guard let seed = configuration.options.seedDatabaseURL,
+              !FileManager.default.fileExists(atPath: fileURL.path) else { return }
+        guard FileManager.default.fileExists(atPath: seed.path) else {
+            throw PersistentStoreError(.cannotOpen, url: url, message: "the seed database \(seed.path) does not exist")
+        }
+        do {
+            for suffix in ["", "-wal", "-shm"] {
+                let source = URL(fileURLWithPath: seed.path + suffix)
+                guard FileManager.default.fileExists(atPath: source.path) else { continue }
+                try FileManager.default.copyItem(at: source, to: URL(fileURLWithPath: fileURL.path + suffix))
+            }
+        } catch {
+            throw PersistentStoreError(.cannotOpen, url: url, message: "could not copy the seed database \(seed.path)", underlying: error)
+        }
+    }
+
+    private func isEmptyDatabase(_ connection: Connection) throws -> Bool {
+        let statement = try connection.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        _ = try statement.step()
+        return statement.int64(at: 0) == 0
+    }
+
+    private func readExistingStore(_ connection: Connection) throws {
+        let metadataRow = try connection.prepare("SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
+        guard try metadataRow.step() else {
+            throw PersistentStoreError(.notAStore, url: url, message: "Z_METADATA has no row")
+        }
+        let uuid = metadataRow.string(at: 0) ?? UUID().uuidString
+        var metadata = StoreMetadataCoding.decode(metadataRow.data(at: 1)) ?? [:]
+        metadata[StoreMetadataKey.storeUUID] = uuid
+        metadata[StoreMetadataKey.storeType] = metadata[StoreMetadataKey.storeType] ?? "SQLite"
+
+        var numbers: [String: Int64] = [:]
+        let keys = try connection.prepare("SELECT Z_ENT, Z_NAME FROM Z_PRIMARYKEY")
+        while try keys.step() {
+            if let name = keys.string(at: 1) { numbers[name] = keys.int64(at: 0) }
+        }
+        let entities = configuration.entities
+        var columns: [String: Set<String>] = [:]
+        for root in entities where root.superentity == nil {
+            let table = "Z" + root.name.uppercased()
+            if try connection.tableExists(table) {
+                columns[table] = Set(try connection.columns(in: table).map(\.name))
+            }
+        }
+        // The structure decides compatibility: version hashes differ between
+        // Apple's Core Data and this implementation for the same model.
+        let schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: columns, url: url)
+        state.withLock { state in
+            state.identifier = uuid
+            state.identity = StoreIdentity.named(uuid)
+            state.schema = schema
+            state.metadata = metadata
+        }
+    }
+
+    private func createStore(_ connection: Connection) throws {
+        let entities = configuration.entities
+        let schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
+                                      existingColumns: nil, url: url)
+        let uuid = UUID().uuidString
+        var metadata: StoreMetadata = [
+            StoreMetadataKey.storeType: "SQLite",
+            StoreMetadataKey.storeUUID: uuid,
+            StoreMetadataKey.modelVersionHashes: configuration.model.entityVersionHashesByName,
+            StoreMetadataKey.modelVersionIdentifiers: Array(configuration.model.versionIdentifiers.sorted()),
+            "NSStoreModelVersionHashesVersion": 3,
+            "NSPersistenceFrameworkVersion": 1,
+            "_NSAutoVacuumLevel": "2",
+        ]
+        if (metadata[StoreMetadataKey.modelVersionIdentifiers] as? [String])?.isEmpty ?? true {
+            metadata[StoreMetadataKey.modelVersionIdentifiers] = [""]
+        }
+        try connection.execute("PRAGMA auto_vacuum = 2")
+        try connection.inWriteTransaction {
+            try connection.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
+            try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+            try connection.execute("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+            for sql in schema.creationStatements() { try connection.execute(sql) }
+            let insertKey = try connection.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)")
+            for row in schema.primaryKeyRows() {
+                insertKey.reset()
+                try insertKey.bind(row.number, at: 1)
+                try insertKey.bind(row.name, at: 2)
+                try insertKey.bind(row.superNumber, at: 3)
+                try insertKey.execute()
+            }
+            let insertMetadata = try connection.prepare("INSERT INTO Z_METADATA (Z_VERSION, Z_UUID, Z_PLIST) VALUES (1, ?, ?)")
+            try insertMetadata.bind(uuid, at: 1)
+            try insertMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 2)
+            try insertMetadata.execute()
+        }
+        state.withLock { state in
+            state.identifier = uuid
+            state.identity = StoreIdentity.named(uuid)
+            state.schema = schema
+            state.metadata = metadata
+        }
+    }
+
+    /// Writes metadata changed with `setMetadata`, inside the caller's transaction.
+    func writeMetadataIfNeeded(_ connection: Connection) throws {
+        guard let metadata = state.withLock({ $0.metadataNeedsWrite ? $0.metadata : nil }) else { return }
+        let statement = try connection.cachedStatement("UPDATE Z_METADATA SET Z_PLIST = ?")
+        try statement.bind(try StoreMetadataCoding.encode(metadata), at: 1)
+        try statement.execute()
+        state.withLock { $0.metadataNeedsWrite = false }
+    }
+
+    // MARK: - Connections
+
+    /// Runs `body` with the reader connection.
+    func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        do {
+            guard let result = try reader.withConnection(body) else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
+            }
+            return result
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, url: url, doing: "reading")
+        }
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
+    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        do {
+            guard let result = try writer.withConnection({ connection in
+                try connection.inWriteTransaction { try body(connection) }
+            }) else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
+            }
+            return result
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, url: url, doing: "saving")
+        }
+    }
+
+    /// A store error for a SQLite failure, with the store's location.
+    static func storeError(_ error: SQLiteError, url: URL?, doing activity: String) -> PersistentStoreError {
+        let code: PersistentStoreError.Code = switch error.resultCode {
+        case SQLiteError.SQLITE_NOTADB, SQLiteError.SQLITE_CORRUPT: .notAStore
+        case SQLiteError.SQLITE_CANTOPEN: .cannotOpen
+        case SQLiteError.SQLITE_READONLY: .readOnly
+        default: .ioFailure
+        }
+        let what = switch error.resultCode {
+        case SQLiteError.SQLITE_NOTADB: "the file is not a SQLite database"
+        case SQLiteError.SQLITE_CORRUPT: "the database file is corrupt"
+        case SQLiteError.SQLITE_CANTOPEN: "the file cannot be opened or created"
+        case SQLiteError.SQLITE_READONLY: "the location is read-only"
+        case SQLiteError.SQLITE_FULL: "the disk is full"
+        default: "SQLite failed while \(activity)"
+        }
+        return PersistentStoreError(code, url: url, message: what, underlying: error)
+    }
+}

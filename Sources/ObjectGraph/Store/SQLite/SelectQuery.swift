@@ -1,0 +1,106 @@
+import Foundation
+
+/// The SQL of one fetch: select list, joins for to-one key paths, the entity
+/// and predicate restriction, ordering and limits. Values are always bound
+/// parameters; only names from the model and the file's schema enter the SQL.
+struct SelectQuery {
+    private(set) var sql = ""
+    private(set) var bindings: [PropertyValue] = []
+    /// For dictionary results: the column read at each position.
+    private(set) var dictionaryColumns: [(name: String, type: AttributeType)] = []
+
+    private let schema: SQLiteSchema
+    private var joins: [String] = []
+    private var joinAliases: [[String]: String] = [:]
+
+    init(fetch: StoreFetch, schema: SQLiteSchema) throws {
+        self.schema = schema
+        let mapping = try schema.mapping(for: fetch.entity)
+        guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
+
+        var conditions: [String] = []
+        let numbers = fetch.includesSubentities ? mapping.numbersWithDescendants : [mapping.number]
+        let tableNumbers = Set(table.root.selfAndDescendants.compactMap { schema.mappings[ObjectIdentifier($0)]?.number })
+        if Set(numbers) != tableNumbers {
+            conditions.append(numbers.count == 1 ? "t0.Z_ENT = \(numbers[0])" : "t0.Z_ENT IN (\(numbers.map(String.init).joined(separator: ",")))")
+        }
+        if let predicate = fetch.predicate, let compiled = try predicate.sqlCondition(for: fetch.entity, schema: schema) {
+            conditions.append("(\(compiled.where))")
+            for join in compiled.joins where !joins.contains(join) { joins.append(join) }
+            bindings.append(contentsOf: compiled.bindings)
+        }
+
+        var orderings: [String] = []
+        if fetch.resultType != .count {
+            for sort in fetch.sortDescriptors {
+                var expression = try columnExpression(for: sort.keyPath, from: fetch.entity)
+                if sort.caseInsensitive { expression += " COLLATE NOCASE" }
+                orderings.append(expression + (sort.ascending ? " ASC" : " DESC"))
+            }
+        }
+
+        let selectList: String
+        switch fetch.resultType {
+        case .count:
+            selectList = "COUNT(*)"
+        case .managedObjectID:
+            selectList = "t0.Z_PK, t0.Z_ENT"
+        case .managedObject:
+            selectList = schema.selectColumns(of: table, alias: "t0")
+        case .dictionary:
+            let names = fetch.propertiesToFetch ?? fetch.entity.slotProperties.compactMap { ($0 as? AttributeDescription)?.isTransient == false ? $0.name : nil }
+            var columns: [String] = []
+            for name in names {
+                guard let attribute = fetch.entity.propertiesByName[name] as? AttributeDescription,
+                      let column = mapping.columns[attribute.index] else { continue }
+                columns.append("t0.\(column.name)")
+                dictionaryColumns.append((name, attribute.type))
+            }
+            selectList = (fetch.returnsDistinctResults ? "DISTINCT " : "") + (columns.isEmpty ? "t0.Z_PK" : columns.joined(separator: ", "))
+        }
+
+        var sql = "SELECT \(selectList) FROM \(table.name) t0"
+        for join in joins { sql += " " + join }
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        if !orderings.isEmpty { sql += " ORDER BY " + orderings.joined(separator: ", ") }
+        if fetch.resultType != .count {
+            if fetch.fetchLimit > 0 { sql += " LIMIT \(fetch.fetchLimit)" }
+            if fetch.fetchOffset > 0 { sql += (fetch.fetchLimit > 0 ? "" : " LIMIT -1") + " OFFSET \(fetch.fetchOffset)" }
+        } else if fetch.fetchLimit > 0 || fetch.fetchOffset > 0 {
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(table.name) t0"
+                + joins.map { " " + $0 }.joined()
+                + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
+                + " LIMIT \(fetch.fetchLimit > 0 ? fetch.fetchLimit : -1) OFFSET \(fetch.fetchOffset))"
+        }
+        self.sql = sql
+    }
+
+    /// The column for a key path, joining the tables of the to-one relationships it crosses.
+    private mutating func columnExpression(for keyPath: [String], from entity: EntityDescription) throws -> String {
+        var alias = "t0"
+        var current = entity
+        for (position, key) in keyPath.enumerated() {
+            let property = try current.property(forKey: key)
+            let mapping = try schema.mapping(for: current)
+            guard let column = mapping.columns[property.index] else {
+                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
+            }
+            if position == keyPath.count - 1 { return "\(alias).\(column.name)" }
+            guard let relationship = property as? RelationshipDescription, let destination = relationship.destinationEntity else {
+                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
+            }
+            let path = Array(keyPath[...position])
+            if let existing = joinAliases[path] {
+                alias = existing
+            } else {
+                let next = "j\(joinAliases.count + 1)"
+                let destinationTable = try schema.mapping(for: destination).table
+                joins.append("LEFT JOIN \(destinationTable) \(next) ON \(next).Z_PK = \(alias).\(column.name)")
+                joinAliases[path] = next
+                alias = next
+            }
+            current = destination
+        }
+        return "\(alias).Z_PK"
+    }
+}

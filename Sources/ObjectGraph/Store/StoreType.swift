@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// A kind of persistent store, and how to make one (Core Data: `NSPersistentStore.StoreType`).
+///
+/// ``sqlite`` and ``inMemory`` are built in. Register your own with
+/// ``register(_:)`` before adding a store of that type.
+public struct StoreType: Sendable, Hashable, CustomStringConvertible {
+    /// The type's name, as it appears in the metadata (`NSStoreType`).
+    public let rawValue: String
+    let makeStore: @Sendable (StoreConfiguration) throws -> any PersistentStore
+
+    /// Describes a store type. `makeStore` creates an unopened store; the coordinator
+    /// then calls its ``PersistentStore/loadMetadata()``.
+    public init(rawValue: String, makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore) {
+        self.rawValue = rawValue
+        self.makeStore = makeStore
+    }
+
+    /// Core Data's SQLite store, in Core Data's file format.
+    public static let sqlite = StoreType(rawValue: "SQLite") { try SQLiteStore(configuration: $0) }
+    /// A store that keeps everything in memory; nothing survives the process.
+    public static let inMemory = StoreType(rawValue: "InMemory") { InMemoryStore(configuration: $0) }
+
+    private static let registry = Mutex<[String: StoreType]>(["SQLite": .sqlite, "InMemory": .inMemory])
+
+    /// Makes a store type known by name, for ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``.
+    public static func register(_ type: StoreType) {
+        registry.withLock { $0[type.rawValue] = type }
+    }
+
+    /// The registered store type with this name.
+    public static func named(_ name: String) -> StoreType? {
+        registry.withLock { $0[name] }
+    }
+
+    public static func == (lhs: StoreType, rhs: StoreType) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public var description: String { rawValue }
+}
+
+/// Everything a store needs to open: the model, the configuration, the location and the options.
+public struct StoreConfiguration: Sendable {
+    /// The coordinator's model.
+    public var model: ManagedObjectModel
+    /// The configuration the store holds, or nil for the whole model.
+    public var configurationName: String?
+    /// Where the store lives; nil for in-memory stores.
+    public var url: URL?
+    /// How to open it.
+    public var options: StoreOptions
+
+    /// The entities this store holds.
+    public var entities: [EntityDescription] { model.entities(forConfigurationName: configurationName) }
+}
+
+/// How a store is opened (Core Data's store options, as a typed value).
+public struct StoreOptions: Sendable {
+    /// Refuse saves. The default is false.
+    public var isReadOnly = false
+    /// Migrate a store written with an older model when it is added. The default is false.
+    public var migratesAutomatically = false
+    /// Infer the mapping between model versions when migrating. The default is false.
+    public var infersMappingModel = false
+    /// SQLite journal mode. The default is `.wal`. SQLite: <https://sqlite.org/wal.html>
+    public var journalMode: JournalMode = .wal
+    /// SQLite `synchronous` setting. The default is `.normal`, safe in WAL mode.
+    public var synchronous: Synchronous = .normal
+    /// How long a write waits for another connection's lock. The default is 10 seconds.
+    public var busyTimeout: TimeInterval = 10
+    /// Extra SQLite pragmas by name (names and values of letters, digits, `_`, `.` and `-` only).
+    public var pragmas: [String: String] = [:]
+    /// A database copied to the store's location when no store exists there yet.
+    public var seedDatabaseURL: URL?
+
+    public init() {}
+
+    /// SQLite journal modes. SQLite: <https://sqlite.org/pragma.html#pragma_journal_mode>
+    public enum JournalMode: String, Sendable { case wal, delete, truncate, memory, off, persist }
+    /// SQLite `synchronous` levels. SQLite: <https://sqlite.org/pragma.html#pragma_synchronous>
+    public enum Synchronous: String, Sendable { case off, normal, full, extra }
+}
