@@ -1,4 +1,37 @@
 import DataStack
+import Foundation
 
-// Placeholder until the ticker-import issue: proves the executable builds and links.
-print("ticker-import: the live example is not built yet (see issue 'ticker-import').")
+// ticker-import: a live demonstration of the dual-coordinator stack. See the README.
+let options: Options
+do {
+    options = try Options.parse(Array(CommandLine.arguments.dropFirst()))
+} catch let error as Options.UsageError {
+    let message = error.description.isEmpty ? Options.usage : "ticker-import: \(error.description)\n\n\(Options.usage)"
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(error.description.isEmpty ? 0 : 2)
+}
+
+let app = TickerApp(options: options)
+
+// Ctrl-C stops after the save in progress; a second Ctrl-C quits at once.
+signal(SIGINT, SIG_IGN)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
+nonisolated(unsafe) var interrupted = false
+interrupt.setEventHandler {
+    if interrupted { exit(130) }
+    interrupted = true
+    app.stop()
+}
+interrupt.resume()
+
+Task.detached {
+    do {
+        try await app.start()
+    } catch {
+        FileHandle.standardError.write(Data("ticker-import: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+// The main context runs on the main queue; Linux needs it serviced explicitly.
+dispatchMain()

@@ -123,5 +123,11 @@ public struct ObjectsDidChange: Sendable, Equatable {
 public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible {
     public var name: Notification.Name
     public var expected: String
+
+    public init(name: Notification.Name, expected: String) {
+        self.name = name
+        self.expected = expected
+    }
+
     public var description: String { "notification \(name.rawValue) does not carry a \(expected)" }
 }

@@ -68,10 +68,31 @@ extension ManagedObjectContext {
                 }
             }
             guard let coordinator = persistentStoreCoordinator else { return [] }
-            return try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
+            let stored = try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
+            return overlayPendingChanges(on: stored, for: relationship, of: object.objectID)
         } catch {
             return []
         }
+    }
+
+    /// A to-many kept by its inverse's foreign key, as this context sees it: the
+    /// store's members, less those whose unsaved inverse now points elsewhere or
+    /// that are deleted, plus those whose unsaved inverse points here.
+    private func overlayPendingChanges(on stored: [ObjectID], for relationship: RelationshipDescription, of owner: ObjectID) -> [ObjectID] {
+        guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+              !(insertedObjectsByID.isEmpty && updatedObjectsByID.isEmpty && deletedObjectsByID.isEmpty) else { return stored }
+        var members = stored.filter { id in
+            guard deletedObjectsByID[id] == nil else { return false }
+            guard let member = updatedObjectsByID[id], member.state == .loaded else { return true }
+            return member.slots[inverse.index] == .object(owner)
+        }
+        var present = Set(members)
+        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
+        where candidate.state == .loaded && candidate.entity.isKind(of: inverse.entity ?? candidate.entity)
+            && candidate.slots[inverse.index] == .object(owner) && present.insert(candidate.objectID).inserted {
+            members.append(candidate.objectID)
+        }
+        return members
     }
 
     // MARK: - The parent store: a coordinator or a parent context

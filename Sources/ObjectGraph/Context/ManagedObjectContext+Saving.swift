@@ -17,7 +17,16 @@ extension ManagedObjectContext {
     ///   rule, ``ObjectGraphError/mergeConflict(_:)`` under the `.error` policy,
     ///   ``ObjectGraphError/readOnly(_:)``, or the store's error.
     public func save() throws {
+        try save(continuingToStore: savesToPersistentStore)
+    }
+
+    /// Saves, then, if asked, saves each parent in turn up to the store.
+    private func save(continuingToStore: Bool) throws {
         assertOnQueue()
+        if continuingToStore, !hasChanges, let parent {
+            try parent.performAndWait { try parent.save(continuingToStore: true) }
+            return
+        }
         guard hasChanges else { return }
         if isReadOnly { throw ObjectGraphError.readOnly("context \(name ?? "unnamed")") }
         processPendingChanges()
@@ -39,6 +48,10 @@ extension ManagedObjectContext {
         }
         let didSave = finishSave(saved, permanentIDs: permanentIDs)
         post(.didSave(didSave))
+        if continuingToStore, let parent {
+            // The changes now sit in the parent; carry them up to the store.
+            try parent.performAndWait { try parent.save(continuingToStore: true) }
+        }
     }
 
     private struct SavedObjects {

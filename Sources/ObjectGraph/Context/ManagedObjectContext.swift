@@ -48,7 +48,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var mergePolicy: MergePolicy = .error
     /// Whether saves of other contexts on the same coordinator, or of the parent
     /// context, are merged into this one automatically. The default is false.
-    public var automaticallyMergesChangesFromParent = false
+    public var automaticallyMergesChangesFromParent = false {
+        didSet { updateAutomaticMerging() }
+    }
     /// The longest time, in seconds, that cached row data may be used to fire a
     /// fault; negative for no limit (the default), 0 to always read the store.
     public var stalenessInterval: TimeInterval = -1
@@ -63,6 +65,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/readOnly(_:)``
     /// and the changes stay in the context. The default is false.
     public var isReadOnly = false
+
+    /// Whether ``save()`` of a child context goes on to save each parent in
+    /// turn, so the changes reach the store in one call (RestKit's
+    /// `saveToPersistentStore`). The default is false: a child saves into its
+    /// parent only, as in Core Data.
+    public var savesToPersistentStore = false
 
     /// The coordinator the context saves to, directly or through its parents.
     public var persistentStoreCoordinator: PersistentStoreCoordinator? {
@@ -98,6 +106,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var faultBatches: [ObjectID: FaultBatch] = [:]
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
+    /// The observer behind `automaticallyMergesChangesFromParent`.
+    let automaticMergeObserver = Mutex<ObserverToken?>(nil)
     /// Subscribers of `events`; shared with the iterating tasks.
     let eventSubscribers = Mutex(EventSubscribers())
 
@@ -125,6 +135,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public convenience init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext) {
         self.init(concurrencyType: concurrencyType)
         self.parent = parent
+    }
+
+    deinit {
+        if let observer = automaticMergeObserver.withLock({ $0 }) {
+            NotificationCenter.default.removeObserver(observer.token)
+        }
     }
 
     // MARK: - Queue

@@ -49,6 +49,20 @@ package final class RowCache: Sendable {
         }
     }
 
+    /// Drops the rows of the given sets, walking whichever is smaller: the
+    /// cache or the sets. A merge of a large save into a small cache stays cheap.
+    package func remove(_ first: Set<ObjectID>, _ second: Set<ObjectID>) {
+        rows.withLock { rows in
+            if rows.isEmpty { return }
+            if rows.count < first.count + second.count {
+                rows = rows.filter { !first.contains($0.key) && !second.contains($0.key) }
+            } else {
+                for id in first { rows[id] = nil }
+                for id in second { rows[id] = nil }
+            }
+        }
+    }
+
     /// Drops every row.
     package func removeAll() {
         rows.withLock { $0.removeAll() }

@@ -17,7 +17,9 @@ extension ManagedObject {
         default:
             guard relationship.isToMany else { return [] }
             let ids = managedObjectContext?.loadRelationship(relationship, of: self) ?? []
+            // Loading is not a change: the snapshot learns the value too.
             slots[relationship.index] = .objects(ids)
+            if snapshot?[relationship.index].isNull == true { snapshot?[relationship.index] = .objects(ids) }
             return ids
         }
     }
@@ -60,6 +62,12 @@ extension ManagedObject {
     /// Makes this object's side of `inverse` include `source`.
     private func addInverse(_ inverse: RelationshipDescription, pointingAt source: ManagedObject) {
         if inverse.isToMany {
+            if isUnloadedToManyWithToOneInverse(inverse) {
+                // The store derives this side from the other side's foreign key, and a later
+                // load overlays the context's pending changes: no need to load it now.
+                writeSlot(.null, at: inverse.index)
+                return
+            }
             var ids = relatedIDs(inverse)
             if !ids.contains(source.objectID) { ids.append(source.objectID) }
             writeSlot(.objects(ids), at: inverse.index)
@@ -76,12 +84,25 @@ extension ManagedObject {
     /// Makes this object's side of `inverse` drop `source`.
     package func removeInverse(_ inverse: RelationshipDescription, pointingAt source: ObjectID) {
         if inverse.isToMany {
+            if isUnloadedToManyWithToOneInverse(inverse) {
+                writeSlot(.null, at: inverse.index)
+                return
+            }
             let ids = relatedIDs(inverse)
             guard ids.contains(source) else { return }
             writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)
         } else if case .object(source) = slotValue(at: inverse.index) {
             writeSlot(.null, at: inverse.index)
         }
+    }
+
+    /// Whether `relationship` is a to-many kept by its to-one inverse's foreign
+    /// key, and not loaded into this object yet.
+    private func isUnloadedToManyWithToOneInverse(_ relationship: RelationshipDescription) -> Bool {
+        guard relationship.isToMany, relationship.inverseRelationship?.isToMany == false,
+              !flags.contains(.inserted) else { return false }
+        if state != .loaded { fireFault() }
+        return slots[relationship.index].isNull
     }
 
     private static func unique(_ ids: [ObjectID]) -> [ObjectID] {

@@ -121,12 +121,12 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
             }
             for node in save.insertedObjects {
                 let id = mapping[node.objectID] ?? node.objectID
-                state.rows[id] = IncrementalStoreNode(objectID: id, values: ContiguousArray(node.values.map { $0.remappingIDs(mapping) }), version: 1)
+                state.rows[id] = IncrementalStoreNode(objectID: id, values: Self.storedValues(node.values, mapping: mapping, entity: id.entity), version: 1)
             }
             for node in save.updatedObjects {
                 guard let old = state.rows[node.objectID] else { continue }
-                var values = ContiguousArray(node.values.map { $0.remappingIDs(mapping) })
-                // An unloaded to-many (nil) keeps what the store has.
+                var values = Self.storedValues(node.values, mapping: mapping, entity: node.objectID.entity)
+                // An unloaded many-to-many (nil) keeps what the store has.
                 for index in values.indices where values[index].isNull && old.values[index] != .null {
                     if case .objects = old.values[index] { values[index] = old.values[index] }
                 }
@@ -137,6 +137,18 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
             }
             return SaveResult(permanentIDs: mapping)
         }
+    }
+
+    /// The values a row keeps: temporary IDs replaced, one-to-many slots left
+    /// to the inverse's foreign key (nil), as the SQLite store keeps them.
+    private static func storedValues(_ values: ContiguousArray<PropertyValue>, mapping: [ObjectID: ObjectID],
+                                     entity: EntityDescription) -> ContiguousArray<PropertyValue> {
+        var stored = ContiguousArray(values.map { $0.remappingIDs(mapping) })
+        for case let relationship as RelationshipDescription in entity.slotProperties
+        where relationship.isToMany && relationship.inverseRelationship?.isToMany == false {
+            stored[relationship.index] = .null
+        }
+        return stored
     }
 
     // MARK: - Faults
@@ -153,7 +165,16 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
     public func newValue(forRelationship relationship: RelationshipDescription, forObjectWith objectID: ObjectID,
                          in context: ManagedObjectContext?) throws -> PropertyValue {
         let node = try newValues(forObjectWith: objectID, in: context)
-        return node.values[relationship.index]
+        guard relationship.isToMany, let inverse = relationship.inverseRelationship, !inverse.isToMany else {
+            return node.values[relationship.index]
+        }
+        // As in the SQLite file, a one-to-many lives in the inverse's foreign key.
+        let rows = state.withLock { $0.rows }
+        let members = rows.values.filter { row in
+            row.objectID.entity.isKind(of: inverse.entity ?? row.objectID.entity)
+                && row.values.indices.contains(inverse.index) && row.values[inverse.index] == .object(objectID)
+        }
+        return .objects(members.map(\.objectID).sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) })
     }
 
     public func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID] {

@@ -1,0 +1,75 @@
+import DataStack
+import Foundation
+
+/// The command line of ticker-import.
+struct Options: Sendable {
+    var duration: Double?
+    var tickers = 300
+    var batch = 500
+    var watch: [String] = []
+    var watchCount = 10
+    var store: URL?
+    var seed: UInt64 = 1
+    var json = false
+
+    static let usage = """
+        usage: ticker-import [options]
+
+        Imports a simulated stock feed through background importer contexts while
+        the main context shows a live watchlist that refreshes after every merge.
+
+          --duration SECONDS   stop after this long (default: run until Ctrl-C)
+          --tickers N          companies in the simulated market (default 300)
+          --batch N            price updates per importer save (default 500)
+          --watch SYM,SYM,...  tickers to show (default: the first 10)
+          --store PATH         the SQLite store (default: \\(StackManager.defaultStoreURL))
+          --seed N             seed of the simulated market (default 1)
+          --json               print one JSON object per merge instead of the live screen
+          --help               show this help
+        """
+
+    struct UsageError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var remaining = arguments[...]
+        func value(for flag: String) throws -> String {
+            guard let value = remaining.popFirst(), !value.hasPrefix("--") else {
+                throw UsageError(description: "\(flag) needs a value")
+            }
+            return value
+        }
+        func positive(_ flag: String) throws -> Int {
+            let text = try value(for: flag)
+            guard let number = Int(text), number > 0 else { throw UsageError(description: "\(flag) takes a positive whole number, not '\(text)'") }
+            return number
+        }
+        while let flag = remaining.popFirst() {
+            switch flag {
+            case "--duration":
+                let text = try value(for: flag)
+                guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                    throw UsageError(description: "--duration takes a positive number of seconds, not '\(text)'")
+                }
+                options.duration = seconds
+            case "--tickers": options.tickers = try positive(flag)
+            case "--batch": options.batch = try positive(flag)
+            case "--watch":
+                options.watch = try value(for: flag).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }.filter { !$0.isEmpty }
+                if options.watch.isEmpty { throw UsageError(description: "--watch needs at least one symbol") }
+            case "--store": options.store = URL(fileURLWithPath: try value(for: flag))
+            case "--seed":
+                let text = try value(for: flag)
+                guard let seed = UInt64(text) else { throw UsageError(description: "--seed takes a whole number, not '\(text)'") }
+                options.seed = seed
+            case "--json": options.json = true
+            case "--help", "-h": throw UsageError(description: "")
+            default: throw UsageError(description: "unknown option '\(flag)'")
+            }
+        }
+        if options.tickers > 20_000 { throw UsageError(description: "--tickers is at most 20000") }
+        return options
+    }
+}

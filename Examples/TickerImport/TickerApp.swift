@@ -1,0 +1,123 @@
+import DataStack
+import Foundation
+import Synchronization
+
+/// Runs the example: sets up the stack, imports the feed in the background and
+/// shows the watchlist from the main context after every merge.
+final class TickerApp: Sendable {
+    let options: Options
+    let stack = StackManager.default
+    private let counters = Mutex(Counters())
+    private let view: WatchlistView
+    private let importTask = Mutex<Task<Void, Never>?>(nil)
+
+    struct Counters {
+        var importedObjects = 0
+        var saves = 0
+        var started = ContinuousClock.now
+        var lastMergeMillis = 0.0
+    }
+
+    init(options: Options) {
+        self.options = options
+        self.view = WatchlistView(json: options.json)
+    }
+
+    /// Sets everything up and starts importing; returns once the import runs.
+    func start() async throws {
+        try await stack.setup(model: TickerModel.make(), storeURL: options.store)
+        var feed = MarketFeed(seed: options.seed, tickers: options.tickers)
+        let ids = try await prepareCompanies(feed.listings)
+        let watched = options.watch.isEmpty ? Array(feed.listings.prefix(10).map(\.symbol)) : options.watch
+        let watchIDs = watched.compactMap { ids.bySymbol[$0] }
+        if watchIDs.isEmpty { throw Options.UsageError(description: "none of the watched symbols is in the market") }
+
+        let main = stack.mainContext
+        let storePath = stack.storeURL?.path ?? "in memory"
+        await main.perform { self.view.show(watchIDs, in: main, storePath: storePath) }
+        observeMerges()
+        counters.withLock { $0.started = .now }
+
+        let batch = options.batch
+        let listingIDs = ids.byListing
+        let task = Task.detached { [stack] in
+            let quotes = AnySequence { AnyIterator { feed.next(1).first } }
+            do {
+                try await stack.performImport(quotes, chunkSize: batch) { quote, context in
+                    guard let company = context.object(with: listingIDs[quote.listing]) as? Company else { return }
+                    let now = Date()
+                    company.price = quote.price
+                    company.lastUpdate = now
+                    company.updateCount += 1
+                    let update = StockUpdate(context: context)
+                    update.price = quote.price
+                    update.volume = quote.volume
+                    update.time = now
+                    update.company = company
+                }
+            } catch is CancellationError {
+            } catch {
+                FileHandle.standardError.write(Data("ticker-import: import failed: \(error)\n".utf8))
+            }
+        }
+        importTask.withLock { $0 = task }
+        Task.detached {
+            await task.value
+            await main.perform { self.finish() }
+        }
+        if let duration = options.duration {
+            Task.detached {
+                try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                self.stop()
+            }
+        }
+    }
+
+    /// Stops after the save in progress.
+    func stop() {
+        importTask.withLock { $0?.cancel() }
+    }
+
+    /// Creates the listings the store does not have yet; returns every company's ID.
+    private func prepareCompanies(_ listings: [MarketFeed.Listing]) async throws -> (bySymbol: [String: ObjectID], byListing: [ObjectID]) {
+        let importer = stack.importerContext()
+        return try await importer.perform {
+            var bySymbol: [String: ObjectID] = [:]
+            var request = FetchRequest<Company>()
+            request.returnsObjectsAsFaults = false
+            for company in try importer.fetch(request) { bySymbol[company.symbol] = company.objectID }
+            var created: [Company] = []
+            for listing in listings where bySymbol[listing.symbol] == nil {
+                let company = Company(context: importer)
+                company.symbol = listing.symbol
+                company.name = listing.name
+                company.price = listing.openingPrice
+                company.previousClose = listing.openingPrice
+                created.append(company)
+            }
+            try importer.save()
+            for company in created { bySymbol[company.symbol] = company.objectID }
+            return (bySymbol, listings.compactMap { bySymbol[$0.symbol] })
+        }
+    }
+
+    private func observeMerges() {
+        _ = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
+            guard let merge = try? StackDidMerge(notification) else { return }
+            let snapshot = self.counters.withLock { counters -> Counters in
+                counters.importedObjects += merge.save.insertedObjectIDs.count + merge.save.updatedObjectIDs.count
+                counters.saves += 1
+                counters.lastMergeMillis = Double(merge.duration.components.attoseconds) / 1e15 + Double(merge.duration.components.seconds) * 1000
+                return counters
+            }
+            // Posted on the main queue, where the main context and the view live.
+            self.view.render(snapshot, registeredInMain: self.stack.mainContext.registeredObjectCount)
+        }
+    }
+
+    private func finish() {
+        let snapshot = counters.withLock { $0 }
+        view.finish(snapshot, registeredInMain: stack.mainContext.registeredObjectCount)
+        exit(0)
+    }
+}

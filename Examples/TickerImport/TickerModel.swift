@@ -1,0 +1,45 @@
+import DataStack
+import Foundation
+
+/// A listed company and its latest quote.
+final class Company: ManagedObject {
+    @Managed var symbol: String
+    @Managed var name: String
+    @Managed var price: Double
+    @Managed var previousClose: Double
+    @Managed var lastUpdate: Date?
+    @Managed var updateCount: Int64
+    @Managed var updates: Set<StockUpdate>
+}
+
+/// One price update from the feed.
+final class StockUpdate: ManagedObject {
+    @Managed var price: Double
+    @Managed var volume: Int64
+    @Managed var time: Date
+    @Managed var company: Company?
+}
+
+enum TickerModel {
+    /// The model, declared in code with the classes above.
+    static func make() -> ManagedObjectModel {
+        let company = EntityDescription(name: "Company", managedObjectClass: Company.self, properties: [
+            AttributeDescription(name: "symbol", type: .string, isOptional: false),
+            AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
+            AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
+            AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
+            AttributeDescription(name: "lastUpdate", type: .date),
+            AttributeDescription(name: "updateCount", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+            RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company",
+                                    isToMany: true, deleteRule: .cascade),
+        ])
+        company.uniquenessConstraints = [["symbol"]]
+        let update = EntityDescription(name: "StockUpdate", managedObjectClass: StockUpdate.self, properties: [
+            AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
+            AttributeDescription(name: "volume", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+            AttributeDescription(name: "time", type: .date, isOptional: false, defaultValue: .date(Date(timeIntervalSinceReferenceDate: 0))),
+            RelationshipDescription(name: "company", destination: "Company", inverse: "updates", deleteRule: .nullify),
+        ])
+        return ManagedObjectModel(entities: [company, update])
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// An error of the stack itself: what went wrong during setup or reset.
+public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The kind of failure.
+    public enum Code: String, Sendable {
+        /// No model with that name was found in the bundle.
+        case modelNotFound
+        /// The default store location could not be created.
+        case cannotCreateStoreLocation
+        /// The stack is being set up or was set up already.
+        case alreadySetUp
+        /// The operation needs a stack that was set up.
+        case notSetUp
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+extension StackError: LocalizedError {
+    public var errorDescription: String? { description }
+}

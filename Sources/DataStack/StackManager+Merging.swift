@@ -1,0 +1,49 @@
+import Foundation
+
+// MARK: - Merging writer saves into the main context
+
+extension StackManager {
+    /// Watches saves: writer-side saves are merged into the main context;
+    /// main-side saves only invalidate the writer coordinator's cached rows.
+    func installObservers(for setup: Setup) {
+        let center = NotificationCenter.default
+        let token = center.addObserver(forName: ManagedObjectContext.didSaveNotification, object: nil, queue: nil) { [weak self] notification in
+            guard let self, let source = notification.object as? ManagedObjectContext, source.parent == nil,
+                  let save = try? ContextDidSave(notification) else { return }
+            let coordinator = source.persistentStoreCoordinator
+            if source === setup.mainContext {
+                if setup.writerCoordinator !== setup.mainCoordinator {
+                    setup.writerCoordinator.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
+                }
+            } else if coordinator === setup.writerCoordinator {
+                // Posted on the importer's queue; the merge runs on the main queue.
+                setup.mainContext.perform { self.merge(save, into: setup) }
+            }
+        }
+        state.withLock { $0.observers.append(token) }
+    }
+
+    /// Merges one writer save into the main context and tells tracked children and listeners.
+    private func merge(_ save: ContextDidSave, into setup: Setup) {
+        let (merges, children) = state.withLock { state in
+            (state.mergesIncomingSavedObjects, state.trackedChildren.compactMap(\.context))
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var refreshed = Set<ObjectID>()
+        var removed = Set<ObjectID>()
+        if merges {
+            let change = setup.mainContext.mergeChanges(fromContextDidSave: save)
+            refreshed = change.refreshedObjectIDs
+            removed = change.deletedObjectIDs
+            for child in children {
+                child.perform { child.mergeChanges(fromContextDidSave: save) }
+            }
+        } else {
+            setup.mainCoordinator.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
+        }
+        let payload = StackDidMerge(save: save, merged: merges, refreshedObjectIDs: refreshed,
+                                    removedObjectIDs: removed, duration: clock.now - start)
+        NotificationCenter.default.post(name: Self.didMergeNotification, object: self, userInfo: [StackDidMerge.key: payload])
+    }
+}

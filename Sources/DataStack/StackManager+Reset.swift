@@ -1,0 +1,44 @@
+import Foundation
+
+// MARK: - Resetting the stores
+
+extension StackManager {
+    /// Starts over with an empty store (RestKit's `resetPersistentStores`).
+    ///
+    /// Resets the main context and the tracked child contexts, removes the
+    /// stores from both coordinators, deletes the store's files (including
+    /// `-wal` and `-shm`), and creates the store again — seeded again from the
+    /// seed database if setup was given one. Importer contexts made before the
+    /// reset must not be used afterwards.
+    public func resetPersistentStores() async throws {
+        guard let setup = state.withLock({ $0.setup }) else {
+            throw StackError(.notSetUp, "resetPersistentStores() needs a stack that was set up")
+        }
+        let children = state.withLock { $0.trackedChildren.compactMap(\.context) }
+        for child in children { await child.perform { child.reset() } }
+        await setup.mainContext.perform { setup.mainContext.reset() }
+
+        for coordinator in setup.mainCoordinator === setup.writerCoordinator
+            ? [setup.writerCoordinator] : [setup.mainCoordinator, setup.writerCoordinator] {
+            for store in coordinator.persistentStores { try coordinator.remove(store) }
+        }
+        if let url = setup.storeURL {
+            for suffix in ["", "-wal", "-shm"] {
+                let file = URL(fileURLWithPath: url.path + suffix)
+                if FileManager.default.fileExists(atPath: file.path) {
+                    do {
+                        try FileManager.default.removeItem(at: file)
+                    } catch {
+                        throw PersistentStoreError(.ioFailure, url: url, message: "could not remove \(file.lastPathComponent)", underlying: error)
+                    }
+                }
+            }
+        }
+        try setup.writerCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: setup.options)
+        if setup.mainCoordinator !== setup.writerCoordinator {
+            var options = setup.options
+            options.seedDatabaseURL = nil
+            try setup.mainCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: options)
+        }
+    }
+}

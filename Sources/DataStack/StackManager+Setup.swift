@@ -1,0 +1,106 @@
+import Foundation
+
+// MARK: - Setting up
+
+extension StackManager {
+    /// Opens (or creates) the store and builds the two coordinators and the main context.
+    ///
+    /// - Parameters:
+    ///   - model: the model; it is frozen by the coordinators.
+    ///   - storeURL: the SQLite file; nil for ``defaultStoreURL``.
+    ///   - seedDatabaseURL: a store copied to `storeURL` (with its `-wal` and
+    ///     `-shm` files) when no store exists there yet, as RestKit does.
+    ///   - storeType: `.sqlite` (the default) for the two-coordinator stack;
+    ///     `.inMemory` (or any other type) uses one coordinator for everything.
+    /// - Throws: ``StackError/Code/alreadySetUp`` on a second call,
+    ///   ``PersistentStoreError`` saying what is wrong with the location or the
+    ///   file (the store is left as it was), or the model's validation error.
+    public func setup(model: ManagedObjectModel, storeURL: URL? = nil, seedDatabaseURL: URL? = nil,
+                      storeType: StoreType = .sqlite) async throws {
+        try state.withLock { state in
+            if state.setup != nil || state.isSettingUp {
+                throw StackError(.alreadySetUp, "the stack is already set up; call resetPersistentStores() to start over")
+            }
+            state.isSettingUp = true
+        }
+        do {
+            let setup = try makeSetup(model: model, storeURL: storeURL, seedDatabaseURL: seedDatabaseURL, storeType: storeType)
+            let readOnly = state.withLock { $0.isMainContextReadOnly }
+            setup.mainContext.isReadOnly = readOnly
+            state.withLock { state in
+                state.setup = setup
+                state.isSettingUp = false
+            }
+            installObservers(for: setup)
+        } catch {
+            state.withLock { $0.isSettingUp = false }
+            throw error
+        }
+    }
+
+    /// Sets up with the model `NAME.xcdatamodeld` (or `NAME.xcdatamodel`) found
+    /// in a bundle's resources; SwiftPM's `Bundle.module` works.
+    ///
+    /// - Throws: ``StackError/Code/modelNotFound`` naming the bundle when there is no such model.
+    public func setup(modelNamed name: String, in bundle: Bundle = .main, storeURL: URL? = nil) async throws {
+        guard let url = bundle.url(forResource: name, withExtension: "xcdatamodeld")
+                ?? bundle.url(forResource: name, withExtension: "xcdatamodel")
+                ?? bundle.url(forResource: name, withExtension: "momd") else {
+            throw StackError(.modelNotFound, "no model named \(name).xcdatamodeld or \(name).xcdatamodel in the bundle at \(bundle.bundlePath)")
+        }
+        _ = url // PENDING-LOADER: replaced by ManagedObjectModel(contentsOf:) when the Xcode model loader lands
+        throw StackError(.modelNotFound, "loading Xcode models is not available yet")
+    }
+
+    /// Sets up in the background and calls `callback` on the main queue with
+    /// nil, or the error that stopped it.
+    public func setup(model: ManagedObjectModel, storeURL: URL? = nil, callback: @escaping @Sendable ((any Error)?) -> Void) {
+        Task.detached {
+            do {
+                try await self.setup(model: model, storeURL: storeURL)
+                DispatchQueue.main.async { callback(nil) }
+            } catch {
+                DispatchQueue.main.async { callback(error) }
+            }
+        }
+    }
+
+    /// Where a stack keeps its store when no URL is given:
+    /// `$XDG_DATA_HOME/<executable>/<executable>.sqlite`, or
+    /// `~/.local/share/<executable>/<executable>.sqlite`. The folders are created.
+    public static var defaultStoreURL: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base: URL
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            base = URL(fileURLWithPath: dataHome, isDirectory: true)
+        } else {
+            base = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share", isDirectory: true)
+        }
+        let name = URL(fileURLWithPath: CommandLine.arguments.first ?? ProcessInfo.processInfo.processName).lastPathComponent
+        let folder = base.appendingPathComponent(name, isDirectory: true)
+        // A failure shows when the store cannot be opened there, with the path.
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appendingPathComponent("\(name).sqlite")
+    }
+
+    func makeSetup(model: ManagedObjectModel, storeURL: URL?, seedDatabaseURL: URL?, storeType: StoreType) throws -> Setup {
+        let url: URL? = storeType == .inMemory ? nil : (storeURL ?? Self.defaultStoreURL)
+        var options = StoreOptions()
+        options.seedDatabaseURL = seedDatabaseURL
+        let writer = PersistentStoreCoordinator(managedObjectModel: model)
+        try writer.addPersistentStore(type: storeType, at: url, options: options)
+        var main = writer
+        if storeType == .sqlite {
+            // The second coordinator opens the file the first one created or seeded.
+            main = PersistentStoreCoordinator(managedObjectModel: model)
+            var mainOptions = options
+            mainOptions.seedDatabaseURL = nil
+            try main.addPersistentStore(type: .sqlite, at: url, options: mainOptions)
+        }
+        let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: main)
+        context.name = "main"
+        context.mergePolicy = .mergeByPropertyStoreTrump
+        return Setup(model: model, storeURL: url, storeType: storeType, options: options,
+                     mainCoordinator: main, writerCoordinator: writer, mainContext: context)
+    }
+}

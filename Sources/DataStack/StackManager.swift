@@ -1,0 +1,189 @@
+import Foundation
+import Synchronization
+
+/// The dual-coordinator "writer + main" Core Data stack, in the RTCoreDataStack style.
+///
+/// ```swift
+/// try await StackManager.default.setup(model: model)
+///
+/// // Background: import through the writer coordinator, straight to disk.
+/// let importer = StackManager.default.importerContext()
+/// try await importer.perform {
+///     for quote in quotes { Ticker(context: importer).update(from: quote) }
+///     try importer.save()
+/// }
+///
+/// // Main queue: the main context refreshes only the objects it has registered.
+/// let shown = try StackManager.default.mainContext.fetch(watchlistRequest)
+/// ```
+///
+/// Two coordinators share one SQLite file in WAL mode. The **writer
+/// coordinator** serves importer contexts, whose saves go to disk on their own
+/// queues and never wait for the main queue. The **main coordinator** serves
+/// ``mainContext`` and its children. After every save on the writer side, the
+/// stack merges the save into the main context on the main queue: the main
+/// context reloads the updated objects it has registered and removes the
+/// deleted ones; inserted objects are reported by ID only. Importing thousands
+/// of objects while ten are on screen touches those ten.
+///
+/// ## Topics
+/// ### Setting up
+/// - ``setup(model:storeURL:seedDatabaseURL:storeType:)``
+/// - ``setup(modelNamed:in:storeURL:)``
+/// - ``setup(model:storeURL:callback:)``
+/// - ``defaultStoreURL``
+/// ### Contexts
+/// - ``mainContext``
+/// - ``importerContext()``
+/// - ``temporaryContext()``
+/// - ``creatorContext()``
+/// - ``newChildContext(concurrencyType:tracksChanges:)``
+/// ### Importing
+/// - ``performImport(_:chunkSize:progress:_:)``
+public final class StackManager: Sendable {
+    /// The shared stack.
+    public static let `default` = StackManager()
+
+    /// Posted on the main queue after the main context merged (or, with
+    /// ``mergesIncomingSavedObjects`` off, was told about) a save on the writer
+    /// coordinator; `object` is the stack, the payload a ``StackDidMerge``.
+    public static let didMergeNotification = Notification.Name("DataStack.StackManager.didMerge")
+
+    let state = Mutex(State())
+
+    struct State: @unchecked Sendable {
+        // @unchecked Sendable: observer tokens are opaque handles; everything is touched under `state`.
+        var setup: Setup?
+        var isSettingUp = false
+        var isMainContextReadOnly = false
+        var mergesIncomingSavedObjects = true
+        var observers: [any NSObjectProtocol] = []
+        var trackedChildren: [WeakContext] = []
+    }
+
+    /// What `setup` made.
+    struct Setup: Sendable {
+        let model: ManagedObjectModel
+        let storeURL: URL?
+        let storeType: StoreType
+        let options: StoreOptions
+        let mainCoordinator: PersistentStoreCoordinator
+        let writerCoordinator: PersistentStoreCoordinator
+        let mainContext: ManagedObjectContext
+    }
+
+    /// Creates a stack; call one of the `setup` methods before using it.
+    public init() {}
+
+    deinit {
+        for observer in state.withLock({ $0.observers }) { NotificationCenter.default.removeObserver(observer) }
+    }
+
+    // MARK: - State
+
+    /// Whether `setup` finished and the contexts can be used.
+    public var isReady: Bool { state.withLock { $0.setup != nil } }
+
+    /// Whether saving the main context throws a read-only error (its changes stay
+    /// in the context). The default is false.
+    public var isMainContextReadOnly: Bool {
+        get { state.withLock { $0.isMainContextReadOnly } }
+        set {
+            let context = state.withLock { state -> ManagedObjectContext? in
+                state.isMainContextReadOnly = newValue
+                return state.setup?.mainContext
+            }
+            context?.isReadOnly = newValue
+        }
+    }
+
+    /// Whether the main context merges saves of the writer coordinator. The
+    /// default is true; when false, the stack only posts ``didMergeNotification``
+    /// with the IDs.
+    public var mergesIncomingSavedObjects: Bool {
+        get { state.withLock { $0.mergesIncomingSavedObjects } }
+        set { state.withLock { $0.mergesIncomingSavedObjects = newValue } }
+    }
+
+    /// Where the store lives (nil for an in-memory stack).
+    public var storeURL: URL? { state.withLock { $0.setup?.storeURL } }
+
+    private var current: Setup {
+        guard let setup = state.withLock({ $0.setup }) else {
+            preconditionFailure("StackManager used before setup; call setup(model:storeURL:) first")
+        }
+        return setup
+    }
+
+    /// The coordinator of the main context and its children.
+    public var mainCoordinator: PersistentStoreCoordinator { current.mainCoordinator }
+    /// The coordinator of importer contexts, whose saves go straight to disk.
+    /// For an in-memory stack it is the main coordinator.
+    public var writerCoordinator: PersistentStoreCoordinator { current.writerCoordinator }
+
+    /// The main-queue context the app shows, on the main coordinator, with the
+    /// `.mergeByPropertyStoreTrump` policy. Using the stack before setup is a
+    /// programmer error.
+    public var mainContext: ManagedObjectContext { current.mainContext }
+
+    // MARK: - Contexts
+
+    /// A new private-queue context on the writer coordinator, with the
+    /// `.mergeByPropertyObjectTrump` policy. Its saves go to disk on its own
+    /// queue; the stack then merges them into the main context.
+    public func importerContext() -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writerCoordinator)
+        context.name = "importer"
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        return context
+    }
+
+    /// A new main-queue child of ``mainContext`` with the `.rollback` policy, for
+    /// scratch work: nothing done in it reaches the main context or the disk,
+    /// and its `save()` throws a read-only error.
+    public func temporaryContext() -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: .mainQueue, parent: mainContext)
+        context.name = "temporary"
+        context.mergePolicy = .rollback
+        context.isReadOnly = true
+        return context
+    }
+
+    /// A new main-queue child of ``mainContext`` with the `.overwrite` policy,
+    /// for creating and editing objects: its `save()` pushes the changes into
+    /// the main context and on to disk in one call.
+    public func creatorContext() -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: .mainQueue, parent: mainContext)
+        context.name = "creator"
+        context.mergePolicy = .overwrite
+        context.savesToPersistentStore = true
+        return context
+    }
+
+    /// A new child of ``mainContext`` (RestKit's `newChildManagedObjectContext`).
+    ///
+    /// - Parameters:
+    ///   - concurrencyType: the child's queue. The default is `.privateQueue`.
+    ///   - tracksChanges: whether the child merges the main context's saves and
+    ///     the stack's merges as they happen. The default is true.
+    public func newChildContext(concurrencyType: ConcurrencyType = .privateQueue, tracksChanges: Bool = true) -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: concurrencyType, parent: mainContext)
+        context.name = "child"
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        if tracksChanges {
+            context.automaticallyMergesChangesFromParent = true
+            state.withLock { state in
+                state.trackedChildren.removeAll { $0.context == nil }
+                state.trackedChildren.append(WeakContext(context))
+            }
+        }
+        return context
+    }
+}
+
+/// A context the stack keeps informed without keeping it alive.
+struct WeakContext: @unchecked Sendable {
+    // @unchecked Sendable: ManagedObjectContext is Sendable; the weak box itself is immutable.
+    weak var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+// MARK: - Merging other contexts' saves
+
+extension ManagedObjectContext {
+    /// Merges another context's save (Core Data: `mergeChanges(fromContextDidSave:)`).
+    ///
+    /// Refreshes the updated objects this context has registered — loaded ones
+    /// are reloaded in one query, keeping their unsaved changes on top; faults
+    /// simply stay faults — and removes the deleted ones. Inserted objects are
+    /// reported by ID and not materialized. Nothing else is touched, and the
+    /// coordinator's cached rows for the saved objects are dropped first, so no
+    /// read after the merge returns an older row. Posts
+    /// `objectsDidChangeNotification` with what it refreshed and removed.
+    ///
+    /// - Complexity: O(min(*r*, *k*)) lookups plus the reload of the touched
+    ///   objects, *r* = objects registered here, *k* = objects in the save.
+    @discardableResult
+    public func mergeChanges(fromContextDidSave save: ContextDidSave) -> ObjectsDidChange {
+        assertOnQueue()
+        persistentStoreCoordinator?.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
+        var change = ObjectsDidChange()
+        change.insertedObjectIDs = save.insertedObjectIDs
+
+        let updated = registeredObjects(among: save.updatedObjectIDs)
+        let deleted = registeredObjects(among: save.deletedObjectIDs)
+
+        let loaded = updated.filter { !$0.isFault && !$0.flags.contains(.inserted) }
+        let nodes = (try? parentNodes(for: loaded.map(\.objectID))) ?? []
+        var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
+        for node in nodes { nodesByID[node.objectID] = node }
+        for object in updated {
+            change.refreshedObjectIDs.insert(object.objectID)
+            guard !object.isFault else { continue }
+            change.updatedObjectIDs.insert(object.objectID)
+            guard let node = nodesByID[object.objectID] else { continue }
+            merge(node, into: object)
+        }
+        for object in deleted {
+            let id = object.objectID
+            registry[id] = nil
+            insertedObjectsByID[id] = nil
+            updatedObjectsByID[id] = nil
+            deletedObjectsByID[id] = nil
+            faultBatches[id] = nil
+            object.flags = [.deleted]
+            object.managedObjectContext = nil
+            change.deletedObjectIDs.insert(id)
+        }
+        if !change.isEmpty { post(.objectsDidChange(change)) }
+        return change
+    }
+
+    /// The registered objects among `ids`, walking whichever of the two is smaller.
+    private func registeredObjects(among ids: Set<ObjectID>) -> [ManagedObject] {
+        if ids.isEmpty || registry.isEmpty { return [] }
+        if registry.count < ids.count {
+            return registry.compactMap { id, registration in ids.contains(id) ? registration.object : nil }
+        }
+        return ids.compactMap { registry[$0]?.object }
+    }
+
+    /// Gives an object a newer row, keeping its unsaved changes on top.
+    private func merge(_ node: IncrementalStoreNode, into object: ManagedObject) {
+        var values = node.values
+        if object.hasChanges, let base = object.snapshot {
+            for index in values.indices where object.slots[index] != base[index] {
+                values[index] = object.slots[index]
+            }
+        }
+        object.slots = values
+        object.snapshot = node.values
+        object.snapshotVersion = node.version
+        object.awakeFromFetch()
+    }
+
+    // MARK: - Automatic merging
+
+    /// Starts or stops merging saves of the parent context, or of other contexts
+    /// on the same coordinator, as they happen.
+    func updateAutomaticMerging() {
+        automaticMergeObserver.withLock { observer in
+            if let existing = observer {
+                NotificationCenter.default.removeObserver(existing.token)
+                observer = nil
+            }
+            guard automaticallyMergesChangesFromParent else { return }
+            let token = NotificationCenter.default.addObserver(forName: Self.didSaveNotification, object: nil, queue: nil) { [weak self] notification in
+                guard let self, let source = notification.object as? ManagedObjectContext, source !== self,
+                      let save = try? ContextDidSave(notification) else { return }
+                let fromParent = self.parent != nil && source === self.parent
+                let fromSibling = self.parent == nil && source.parent == nil
+                    && source.persistentStoreCoordinator === self.persistentStoreCoordinator
+                guard fromParent || fromSibling else { return }
+                self.perform { self.mergeChanges(fromContextDidSave: save) }
+            }
+            observer = ObserverToken(token: token)
+        }
+    }
+}
+
+/// A NotificationCenter registration.
+// @unchecked Sendable: the token is an opaque handle that is only passed back to NotificationCenter.
+struct ObserverToken: @unchecked Sendable {
+    let token: any NSObjectProtocol
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import DataStack
+
+@Suite struct StackManagerSetupTests {
+    @Test func setupBuildsTwoCoordinatorsOnOneWALFile() async throws {
+        let (stack, directory) = try await makeStack()
+        #expect(stack.isReady)
+        #expect(stack.mainCoordinator !== stack.writerCoordinator)
+        #expect(stack.mainCoordinator.persistentStores.first?.url?.path == directory.storeURL.path)
+        #expect(stack.writerCoordinator.persistentStores.first?.url?.path == directory.storeURL.path)
+        #expect(stack.mainCoordinator.persistentStores[0].identifier == stack.writerCoordinator.persistentStores[0].identifier)
+        #expect(FileManager.default.fileExists(atPath: directory.storeURL.path + "-wal"))
+        #expect(stack.storeURL == directory.storeURL)
+    }
+
+    @Test func contextsHaveTheirQueuesCoordinatorsAndPolicies() async throws {
+        let (stack, _) = try await makeStack()
+        let main = stack.mainContext
+        #expect(main.concurrencyType == .mainQueue)
+        #expect(main.mergePolicy == .mergeByPropertyStoreTrump)
+        #expect(main.persistentStoreCoordinator === stack.mainCoordinator)
+
+        let importer = stack.importerContext()
+        #expect(importer.concurrencyType == .privateQueue)
+        #expect(importer.mergePolicy == .mergeByPropertyObjectTrump)
+        #expect(importer.persistentStoreCoordinator === stack.writerCoordinator)
+        #expect(importer !== stack.importerContext())
+
+        let temporary = stack.temporaryContext()
+        #expect(temporary.parent === main)
+        #expect(temporary.mergePolicy == .rollback)
+
+        let creator = stack.creatorContext()
+        #expect(creator.parent === main)
+        #expect(creator.mergePolicy == .overwrite)
+    }
+
+    @Test func inMemoryStackUsesOneCoordinator() async throws {
+        let stack = StackManager()
+        try await stack.setup(model: StackTestModel.make(), storeType: .inMemory)
+        #expect(stack.mainCoordinator === stack.writerCoordinator)
+        #expect(stack.storeURL == nil)
+        let importer = stack.importerContext()
+        let recorder = MergeRecorder(stack)
+        try await importer.perform {
+            let ticker = Ticker(context: importer)
+            ticker.symbol = "MEM"
+            try importer.save()
+        }
+        let merges = await recorder.wait(for: 1)
+        #expect(merges.count == 1)
+        let count = try await stack.mainContext.perform { try stack.mainContext.count(for: FetchRequest<Ticker>()) }
+        #expect(count == 1)
+    }
+
+    @Test func secondSetupThrowsAlreadySetUp() async throws {
+        let (stack, directory) = try await makeStack()
+        await #expect(throws: StackError.self) {
+            try await stack.setup(model: StackTestModel.make(), storeURL: directory.storeURL)
+        }
+    }
+
+    @Test func setupAtALocationThatCannotBeCreatedThrowsWithThePath() async throws {
+        let directory = StackDirectory()
+        let blocker = directory.url.appendingPathComponent("file")
+        try Data("not a folder".utf8).write(to: blocker)
+        let url = blocker.appendingPathComponent("Stack.sqlite")
+        let stack = StackManager()
+        do {
+            try await stack.setup(model: StackTestModel.make(), storeURL: url)
+            Issue.record("setup should fail")
+        } catch let error as PersistentStoreError {
+            #expect(error.code == .cannotOpen)
+            #expect(error.description.contains(url.path))
+        }
+        #expect(!stack.isReady)
+    }
+
+    @Test func setupOnANonSQLiteFileThrowsAndLeavesTheFileAlone() async throws {
+        let directory = StackDirectory()
+        let text = Data(String(repeating: "hello ", count: 700).utf8)
+        try text.write(to: directory.storeURL)
+        do {
+            try await StackManager().setup(model: StackTestModel.make(), storeURL: directory.storeURL)
+            Issue.record("setup should fail")
+        } catch let error as PersistentStoreError {
+            #expect(error.code == .notAStore)
+            #expect(error.description.contains(directory.storeURL.path))
+        }
+        #expect(try Data(contentsOf: directory.storeURL) == text)
+    }
+
+    @Test func setupWithAModelThatDoesNotMatchTheStoreNamesWhatDiffers() async throws {
+        let directory = StackDirectory()
+        _ = try await makeStack(directory: directory)
+        let other = ManagedObjectModel(entities: [
+            EntityDescription(name: "Ticker", managedObjectClass: Ticker.self, properties: [
+                AttributeDescription(name: "symbol", type: .string, isOptional: false),
+                AttributeDescription(name: "exchange", type: .string, isOptional: false),
+            ]),
+        ])
+        do {
+            try await StackManager().setup(model: other, storeURL: directory.storeURL)
+            Issue.record("setup should fail")
+        } catch let error as PersistentStoreError {
+            #expect(error.code == .incompatibleModel)
+            #expect(error.description.contains("exchange"))
+        }
+    }
+
+    @Test func callbackSetupCallsBackOnTheMainQueue() async throws {
+        let directory = StackDirectory()
+        let stack = StackManager()
+        let result: String = await withCheckedContinuation { continuation in
+            stack.setup(model: StackTestModel.make(), storeURL: directory.storeURL) { error in
+                dispatchPrecondition(condition: .onQueue(.main))
+                continuation.resume(returning: error.map { "\($0)" } ?? "ok")
+            }
+        }
+        #expect(result == "ok")
+        #expect(stack.isReady)
+    }
+
+    @Test func defaultStoreURLIsUnderTheDataHomeInAFolderNamedAfterTheExecutable() {
+        let url = StackManager.defaultStoreURL
+        let name = url.deletingPathExtension().lastPathComponent
+        #expect(url.pathExtension == "sqlite")
+        #expect(url.deletingLastPathComponent().lastPathComponent == name)
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path, isDirectory: &isDirectory))
+        #expect(isDirectory.boolValue)
+    }
+
+    @Test func defaultStackIsOneSharedInstance() {
+        #expect(StackManager.default === StackManager.default)
+    }
+
+    @Test func modelNamedThatIsMissingThrowsModelNotFound() async throws {
+        let stack = StackManager()
+        do {
+            try await stack.setup(modelNamed: "NoSuchModel", in: .main, storeURL: StackDirectory().storeURL)
+            Issue.record("setup should fail")
+        } catch let error as StackError {
+            #expect(error.code == .modelNotFound)
+            #expect(error.description.contains("NoSuchModel"))
+        }
+    }
+}

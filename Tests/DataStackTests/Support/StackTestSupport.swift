@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+import DataStack
+
+/// The ticker model the stack tests share.
+final class Ticker: ManagedObject {
+    @Managed var symbol: String
+    @Managed var price: Double
+    @Managed var name: String?
+}
+
+enum StackTestModel {
+    static func make() -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: "Ticker", managedObjectClass: Ticker.self, properties: [
+                AttributeDescription(name: "symbol", type: .string, isOptional: false),
+                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: "name", type: .string),
+            ]),
+        ])
+    }
+}
+
+/// A temporary folder, removed when the value is deinitialized.
+final class StackDirectory: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("StackTests-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    var storeURL: URL { url.appendingPathComponent("Stack.sqlite") }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Collects a stack's merge notifications, so a test can wait for them.
+final class MergeRecorder: Sendable {
+    private final class Log: Sendable {
+        let merges = Mutex<[StackDidMerge]>([])
+    }
+    private let log = Log()
+    private let token: ObserverBox
+
+    init(_ stack: StackManager) {
+        let log = self.log
+        let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
+            if let merge = try? StackDidMerge(notification) { log.merges.withLock { $0.append(merge) } }
+        }
+        token = ObserverBox(observer)
+    }
+
+    deinit { NotificationCenter.default.removeObserver(token.observer) }
+
+    var all: [StackDidMerge] { log.merges.withLock { $0 } }
+
+    /// Waits until `count` merges arrived, or `seconds` passed; returns them.
+    @discardableResult
+    func wait(for count: Int, seconds: Double = 10) async -> [StackDidMerge] {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while log.merges.withLock({ $0.count }) < count && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return all
+    }
+}
+
+// @unchecked Sendable: an opaque NotificationCenter token, only handed back to it.
+final class ObserverBox: @unchecked Sendable {
+    let observer: any NSObjectProtocol
+    init(_ observer: any NSObjectProtocol) { self.observer = observer }
+}
+
+/// A stack set up on a fresh file.
+func makeStack(seed: URL? = nil, directory: StackDirectory = StackDirectory()) async throws -> (StackManager, StackDirectory) {
+    let stack = StackManager()
+    try await stack.setup(model: StackTestModel.make(), storeURL: directory.storeURL, seedDatabaseURL: seed)
+    return (stack, directory)
+}
+
+/// Keeps objects alive (and so registered) in a context, as a view on screen would.
+// @unchecked Sendable: touched only on the owning context's queue, inside perform blocks.
+final class ObjectHolder: @unchecked Sendable {
+    var objects: [ManagedObject] = []
+}

@@ -1,0 +1,198 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+/// Typed `@Managed` properties of every kind: attributes, optionals, to-one and to-many.
+@Suite struct ManagedPropertyTests {
+    static let created = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
+    static let identifier = UUID(uuidString: "11111111-2222-3333-4444-555555555555")!
+    static let homepage = URL(string: "https://example.com/gadget")!
+
+    private func fill(_ gadget: Gadget) {
+        gadget.name = "Gizmo"
+        gadget.count = -12
+        gadget.small = Int16.max
+        gadget.medium = Int32.min
+        gadget.large = Int64.max
+        gadget.ratio = 0.1
+        gadget.weight = 2.5
+        gadget.enabled = true
+        gadget.created = Self.created
+        gadget.payload = Data("bytes".utf8)
+        gadget.identifier = Self.identifier
+        gadget.homepage = Self.homepage
+        gadget.price = Decimal(string: "19.75")!
+        gadget.tags = Tags(names: ["red", "small"])
+        gadget.nickname = "G"
+        gadget.rank = 3
+        gadget.score = 9.5
+        gadget.flag = false
+        gadget.seen = Self.created
+        gadget.photo = Data([1])
+        gadget.token = Self.identifier
+        gadget.link = Self.homepage
+        gadget.cost = 4
+        gadget.labels = Tags(names: [])
+    }
+
+    private func expectFilled(_ gadget: Gadget, _ where: String) {
+        #expect(gadget.name == "Gizmo", "\(`where`)")
+        #expect(gadget.count == -12, "\(`where`)")
+        #expect(gadget.small == Int16.max, "\(`where`)")
+        #expect(gadget.medium == Int32.min, "\(`where`)")
+        #expect(gadget.large == Int64.max, "\(`where`)")
+        #expect(gadget.ratio == 0.1, "\(`where`)")
+        #expect(gadget.weight == 2.5, "\(`where`)")
+        #expect(gadget.enabled, "\(`where`)")
+        #expect(gadget.created == Self.created, "\(`where`)")
+        #expect(gadget.payload == Data("bytes".utf8), "\(`where`)")
+        #expect(gadget.identifier == Self.identifier, "\(`where`)")
+        #expect(gadget.homepage == Self.homepage, "\(`where`)")
+        #expect(gadget.price == Decimal(string: "19.75")!, "\(`where`)")
+        #expect(gadget.tags == Tags(names: ["red", "small"]), "\(`where`)")
+        #expect(gadget.nickname == "G", "\(`where`)")
+        #expect(gadget.rank == 3, "\(`where`)")
+        #expect(gadget.score == 9.5, "\(`where`)")
+        #expect(gadget.flag == false, "\(`where`)")
+        #expect(gadget.seen == Self.created, "\(`where`)")
+        #expect(gadget.photo == Data([1]), "\(`where`)")
+        #expect(gadget.token == Self.identifier, "\(`where`)")
+        #expect(gadget.link == Self.homepage, "\(`where`)")
+        #expect(gadget.cost == 4, "\(`where`)")
+        #expect(gadget.labels == Tags(names: []), "\(`where`)")
+    }
+
+    @Test(arguments: allStoreTypes)
+    func everyKindOfTypedPropertyReadsBackWhatWasWrittenBeforeAndAfterSaving(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        let context = stack.newContext()
+        let id = try context.performAndWait {
+            let gadget = Gadget(context: context)
+            fill(gadget)
+            expectFilled(gadget, "before saving")
+            try context.save()
+            expectFilled(gadget, "after saving")
+            return gadget.objectID
+        }
+        let reader = stack.newContext()
+        try reader.performAndWait {
+            let gadget = try #require(try reader.existingObject(with: id) as? Gadget)
+            expectFilled(gadget, "in another context")
+        }
+    }
+
+    @Test func typedPropertiesAndKeyValueCodingShareOneSlot() throws {
+        let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+        let context = stack.newContext()
+        try context.performAndWait {
+            let gadget = Gadget(context: context)
+            gadget.small = 12
+            #expect(try gadget.value(forKey: "small") as? Int == 12)
+            try gadget.setValue(-3, forKey: "medium")
+            #expect(gadget.medium == -3)
+            gadget.tags = Tags(names: ["x"])
+            let data = try #require(try gadget.value(forKey: "tags") as? Data)
+            #expect(try TransformableCoding.decode(Tags.self, from: data) == Tags(names: ["x"]))
+            try gadget.setValue(Tags(names: ["y"]), forKey: "tags")
+            #expect(gadget.tags == Tags(names: ["y"]))
+        }
+    }
+
+    @Test func optionalsStartNilAndCanBeSetBackToNil() throws {
+        let stack = try TestStack(type: .sqlite, model: EngineTestModel.make())
+        let context = stack.newContext()
+        try context.performAndWait {
+            let gadget = Gadget(context: context)
+            #expect(gadget.nickname == nil)
+            #expect(gadget.rank == nil)
+            #expect(gadget.score == nil)
+            #expect(gadget.flag == nil)
+            #expect(gadget.seen == nil)
+            #expect(gadget.photo == nil)
+            #expect(gadget.token == nil)
+            #expect(gadget.link == nil)
+            #expect(gadget.cost == nil)
+            #expect(gadget.labels == nil)
+            #expect(gadget.box == nil)
+            fill(gadget)
+            try context.save()
+            gadget.nickname = nil
+            gadget.rank = nil
+            gadget.score = nil
+            gadget.flag = nil
+            gadget.seen = nil
+            gadget.photo = nil
+            gadget.token = nil
+            gadget.link = nil
+            gadget.cost = nil
+            gadget.labels = nil
+            try context.save()
+            context.refresh(gadget, mergeChanges: false)
+            #expect(gadget.isFault)
+            #expect(gadget.nickname == nil)
+            #expect(gadget.rank == nil)
+            #expect(gadget.score == nil)
+            #expect(gadget.flag == nil)
+            #expect(gadget.seen == nil)
+            #expect(gadget.photo == nil)
+            #expect(gadget.token == nil)
+            #expect(gadget.link == nil)
+            #expect(gadget.cost == nil)
+            #expect(gadget.labels == nil)
+            #expect(gadget.name == "Gizmo")
+        }
+    }
+
+    @Test func aNonOptionalPropertyOverANilValueReadsItsTypesZero() throws {
+        let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+        let context = stack.newContext()
+        try context.performAndWait {
+            let gadget = Gadget(context: context)
+            #expect(gadget.name == "")
+            #expect(gadget.count == 0)
+            #expect(gadget.small == 0)
+            #expect(gadget.ratio == 0)
+            #expect(gadget.weight == 0)
+            #expect(!gadget.enabled)
+            #expect(gadget.created == Date(timeIntervalSinceReferenceDate: 0))
+            #expect(gadget.payload.isEmpty)
+            #expect(gadget.price == 0)
+            #expect(gadget.tags == Tags(names: []))
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func toOneAndToManyPropertiesKeepBothSidesInStep(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        let context = stack.newContext()
+        let boxID = try context.performAndWait {
+            let box = Box(context: context)
+            let a = Gadget(context: context)
+            let b = Gadget(context: context)
+            let c = Gadget(context: context)
+            a.box = box
+            #expect(box.gadgets == [a])
+            box.gadgets = [a, b]
+            #expect(b.box === box)
+            box.gadgets.insert(c)
+            #expect(c.box === box)
+            #expect(box.gadgets.count == 3)
+
+            let other = Box(context: context)
+            c.box = other
+            #expect(box.gadgets == [a, b], "moving to another box removes it from the first")
+            #expect(other.gadgets == [c])
+            b.box = nil
+            #expect(box.gadgets == [a])
+            try context.save()
+            return box.objectID
+        }
+        let reader = stack.newContext()
+        try reader.performAndWait {
+            let box = try #require(try reader.existingObject(with: boxID) as? Box)
+            #expect(box.gadgets.count == 1)
+            let gadget = try #require(box.gadgets.first)
+            #expect(gadget.box === box)
+        }
+    }
+}
