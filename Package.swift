@@ -28,7 +28,8 @@ let package = Package(
         .executableTarget(
             name: "TickerImport",
             dependencies: ["DataStack"],
-            path: "Examples/TickerImport"
+            path: "Examples/TickerImport",
+            resources: [.copy("Resources/TickerModel.xcdatamodeld")]
         ),
         .testTarget(
             name: "ObjectGraphTests",

@@ -11,6 +11,7 @@ struct Options: Sendable {
     var store: URL?
     var seed: UInt64 = 1
     var json = false
+    var modelFile = false
 
     static let usage = """
         usage: ticker-import [options]
@@ -22,9 +23,11 @@ struct Options: Sendable {
           --tickers N          companies in the simulated market (default 300)
           --batch N            price updates per importer save (default 500)
           --watch SYM,SYM,...  tickers to show (default: the first 10)
-          --store PATH         the SQLite store (default: \\(StackManager.defaultStoreURL))
+          --store PATH         the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
+                               then ticker-import/ticker-import.sqlite)
           --seed N             seed of the simulated market (default 1)
           --json               print one JSON object per merge instead of the live screen
+          --model-file         load the model from TickerModel.xcdatamodeld instead of code
           --help               show this help
         """
 
@@ -65,6 +68,7 @@ struct Options: Sendable {
                 guard let seed = UInt64(text) else { throw UsageError(description: "--seed takes a whole number, not '\(text)'") }
                 options.seed = seed
             case "--json": options.json = true
+            case "--model-file": options.modelFile = true
             case "--help", "-h": throw UsageError(description: "")
             default: throw UsageError(description: "unknown option '\(flag)'")
             }

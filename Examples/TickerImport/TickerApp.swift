@@ -13,6 +13,7 @@ final class TickerApp: Sendable {
 
     struct Counters {
         var importedObjects = 0
+        var stockUpdates = 0
         var saves = 0
         var started = ContinuousClock.now
         var lastMergeMillis = 0.0
@@ -25,7 +26,13 @@ final class TickerApp: Sendable {
 
     /// Sets everything up and starts importing; returns once the import runs.
     func start() async throws {
-        try await stack.setup(model: TickerModel.make(), storeURL: options.store)
+        if options.modelFile {
+            // The same model, as Xcode's editor writes it, shipped as a resource.
+            try await stack.setup(modelNamed: "TickerModel", in: .module, storeURL: options.store,
+                                  managedObjectClasses: [Company.self, StockUpdate.self])
+        } else {
+            try await stack.setup(model: TickerModel.make(), storeURL: options.store)
+        }
         var feed = MarketFeed(seed: options.seed, tickers: options.tickers)
         let ids = try await prepareCompanies(feed.listings)
         let watched = options.watch.isEmpty ? Array(feed.listings.prefix(10).map(\.symbol)) : options.watch
@@ -34,7 +41,10 @@ final class TickerApp: Sendable {
 
         let main = stack.mainContext
         let storePath = stack.storeURL?.path ?? "in memory"
-        await main.perform { self.view.show(watchIDs, in: main, storePath: storePath) }
+        try await main.perform {
+            self.view.show(watchIDs, in: main, storePath: storePath)
+            self.view.showTopMovers(try TopMoversPanel(context: main))
+        }
         observeMerges()
         counters.withLock { $0.started = .now }
 
@@ -106,6 +116,7 @@ final class TickerApp: Sendable {
             guard let merge = try? StackDidMerge(notification) else { return }
             let snapshot = self.counters.withLock { counters -> Counters in
                 counters.importedObjects += merge.save.insertedObjectIDs.count + merge.save.updatedObjectIDs.count
+                counters.stockUpdates += merge.save.insertedObjectIDs.reduce(0) { $0 + ($1.entityName == "StockUpdate" ? 1 : 0) }
                 counters.saves += 1
                 counters.lastMergeMillis = Double(merge.duration.components.attoseconds) / 1e15 + Double(merge.duration.components.seconds) * 1000
                 return counters

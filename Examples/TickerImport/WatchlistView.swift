@@ -4,14 +4,17 @@ import Foundation
 import Glibc
 #endif
 
-/// The watchlist on screen: the main context's companies, drawn after every merge.
+/// The watchlist on screen: the main context's companies, drawn after every merge,
+/// with the top movers panel beside it.
 ///
 /// It holds the watched companies strongly, so they stay registered in the
-/// main context — those are the only objects a merge refreshes.
+/// main context — those, and the movers on the panel, are the only objects a
+/// merge refreshes.
 // @unchecked Sendable: every property is touched only on the main queue (the main context's queue).
 final class WatchlistView: @unchecked Sendable {
     private let json: Bool
     private var companies: [Company] = []
+    private var movers: TopMoversPanel?
     private var storePath = ""
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
@@ -27,6 +30,10 @@ final class WatchlistView: @unchecked Sendable {
         if !json { print("\u{1B}[?25l\u{1B}[2J", terminator: "") }
     }
 
+    func showTopMovers(_ panel: TopMoversPanel) {
+        movers = panel
+    }
+
     func render(_ counters: TickerApp.Counters, registeredInMain: Int) {
         if json {
             printJSON(counters, registeredInMain: registeredInMain, final: false)
@@ -40,19 +47,36 @@ final class WatchlistView: @unchecked Sendable {
                    grouped(counters.importedObjects), counters.saves, Double(counters.saves) / elapsed,
                    counters.lastMergeMillis, registeredInMain),
             "",
-            pad("SYMBOL", 7) + pad("NAME", 22) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9) + "  LAST UPDATE",
         ]
+        var table = ["WATCHLIST", pad("SYMBOL", 7) + pad("NAME", 22) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9) + "  LAST UPDATE"]
         let formatter = DateFormatter()
         formatter.dateFormat = "HH:mm:ss.SSS"
         for company in companies where !company.isDeleted {
             let change = company.previousClose > 0 ? (company.price / company.previousClose - 1) * 100 : 0
-            lines.append(pad(company.symbol, 7) + pad(company.name, 22) + lpad(String(format: "%.2f", company.price), 10)
+            table.append(pad(company.symbol, 7) + pad(company.name, 22) + lpad(String(format: "%.2f", company.price), 10)
                          + lpad(String(format: "%+.2f%%", change), 9) + lpad(String(company.updateCount), 9)
                          + "  " + (company.lastUpdate.map(formatter.string(from:)) ?? "—"))
         }
+        var panel: [String] = []
+        if let movers {
+            panel = ["TOP MOVERS  last change " + movers.lastChange, pad("SYMBOL", 7) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9)]
+            for company in movers.companies {
+                let change = company.previousClose > 0 ? (company.price / company.previousClose - 1) * 100 : 0
+                panel.append(pad(company.symbol, 7) + lpad(String(format: "%.2f", company.price), 10)
+                             + lpad(String(format: "%+.2f%%", change), 9) + lpad(String(company.updateCount), 9))
+            }
+        }
+        let width = Self.terminalWidth()
+        // The panel sits beside the watchlist when the terminal is wide enough, below it otherwise.
+        if width >= 76 + 36 {
+            for row in 0..<max(table.count, panel.count) {
+                lines.append(pad(row < table.count ? table[row] : "", 76) + (row < panel.count ? panel[row] : ""))
+            }
+        } else {
+            lines += table + (panel.isEmpty ? [] : [""] + panel)
+        }
         lines.append("")
         lines.append("Ctrl-C stops after the current save.")
-        let width = Self.terminalWidth()
         // Redraw in place: home, each line cleared to its end, then clear below. No full clear, no flicker.
         var frame = "\u{1B}[H"
         for line in lines { frame += String(line.prefix(width)) + "\u{1B}[K\n" }
@@ -77,17 +101,24 @@ final class WatchlistView: @unchecked Sendable {
             var updates: Int64
         }
         var imported: Int
+        var stockUpdates: Int
         var saved: Int
         var mergeMillis: Double
         var registeredInMain: Int
         var watchlist: [Entry]
+        var topMovers: [Entry]
         var final: Bool
     }
 
     private func printJSON(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool) {
-        let line = Line(imported: counters.importedObjects, saved: counters.saves, mergeMillis: counters.lastMergeMillis,
+        let line = Line(imported: counters.importedObjects, stockUpdates: counters.stockUpdates, saved: counters.saves, mergeMillis: counters.lastMergeMillis,
                         registeredInMain: registeredInMain,
                         watchlist: companies.filter { !$0.isDeleted }.map { company in
+                            .init(symbol: company.symbol, price: company.price,
+                                  change: company.previousClose > 0 ? ((company.price / company.previousClose - 1) * 10_000).rounded() / 100 : 0,
+                                  updates: company.updateCount)
+                        },
+                        topMovers: (movers?.companies ?? []).map { company in
                             .init(symbol: company.symbol, price: company.price,
                                   change: company.previousClose > 0 ? ((company.price / company.previousClose - 1) * 10_000).rounded() / 100 : 0,
                                   updates: company.updateCount)

@@ -41,15 +41,19 @@ extension StackManager {
     /// Sets up with the model `NAME.xcdatamodeld` (or `NAME.xcdatamodel`) found
     /// in a bundle's resources; SwiftPM's `Bundle.module` works.
     ///
-    /// - Throws: ``StackError/Code/modelNotFound`` naming the bundle when there is no such model.
-    public func setup(modelNamed name: String, in bundle: Bundle = .main, storeURL: URL? = nil) async throws {
+    /// - Parameter managedObjectClasses: subclasses to bind to the model's
+    ///   entities by class name (see ``ManagedObjectModel/bindManagedObjectClasses(_:)``).
+    /// - Throws: ``StackError/Code/modelNotFound`` naming the bundle when there is
+    ///   no such model, ``ModelLoadingError`` when the model file is broken.
+    public func setup(modelNamed name: String, in bundle: Bundle = .main, storeURL: URL? = nil,
+                      managedObjectClasses: [ManagedObject.Type] = []) async throws {
         guard let url = bundle.url(forResource: name, withExtension: "xcdatamodeld")
-                ?? bundle.url(forResource: name, withExtension: "xcdatamodel")
-                ?? bundle.url(forResource: name, withExtension: "momd") else {
+                ?? bundle.url(forResource: name, withExtension: "xcdatamodel") else {
             throw StackError(.modelNotFound, "no model named \(name).xcdatamodeld or \(name).xcdatamodel in the bundle at \(bundle.bundlePath)")
         }
-        _ = url // PENDING-LOADER: replaced by ManagedObjectModel(contentsOf:) when the Xcode model loader lands
-        throw StackError(.modelNotFound, "loading Xcode models is not available yet")
+        let model = try ManagedObjectModel(contentsOf: url)
+        model.bindManagedObjectClasses(managedObjectClasses)
+        try await setup(model: model, storeURL: storeURL)
     }
 
     /// Sets up in the background and calls `callback` on the main queue with

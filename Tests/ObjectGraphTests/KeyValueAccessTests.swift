@@ -158,7 +158,7 @@ import Testing
     @Test func aValueThatCannotBeEncodedIsRefusedByATransformable() throws {
         let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
         let context = stack.newContext()
-        try context.performAndWait {
+        try context.performAndWait { () throws in
             let gadget = Gadget(context: context)
             #expect(throws: ObjectGraphError.wrongValueType(key: "tags", entity: "Gadget",
                                                             expected: "an Encodable value or Data", actual: "NSObject")) {
@@ -170,7 +170,7 @@ import Testing
     @Test func anUnknownKeyThrowsForEveryAccessor() throws {
         let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
         let context = stack.newContext()
-        try context.performAndWait {
+        try context.performAndWait { () throws in
             let gadget = Gadget(context: context)
             let expected = ObjectGraphError.unknownKey("colour", entity: "Gadget")
             #expect(throws: expected) { try gadget.value(forKey: "colour") }
@@ -238,7 +238,7 @@ import Testing
         let context = stack.newContext()
         let other = stack.newContext()
         let foreignBox = other.performAndWait { Box(context: other) }
-        try context.performAndWait {
+        try context.performAndWait { () throws in
             let gadget = Gadget(context: context)
             let box = Box(context: context)
             let notABox = Gadget(context: context)

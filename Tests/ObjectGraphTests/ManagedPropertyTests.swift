@@ -146,7 +146,7 @@ import Testing
     @Test func aNonOptionalPropertyOverANilValueReadsItsTypesZero() throws {
         let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
         let context = stack.newContext()
-        try context.performAndWait {
+        try context.performAndWait { () throws in
             let gadget = Gadget(context: context)
             #expect(gadget.name == "")
             #expect(gadget.count == 0)

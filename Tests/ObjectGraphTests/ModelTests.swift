@@ -136,6 +136,28 @@ import Testing
         #expect(problems.contains("Company: the uniqueness constraint names ticker, which the entity does not have"))
     }
 
+    @Test func validateRefusesNamesThatAreNotIdentifiers() throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Bad Name", properties: [AttributeDescription(name: "value", type: .string)]),
+            EntityDescription(name: "Company", properties: [
+                AttributeDescription(name: "x INTEGER); DROP TABLE Z_PRIMARYKEY; --", type: .string),
+                AttributeDescription(name: "2fast", type: .string),
+                AttributeDescription(name: "naïve_ok", type: .string),
+            ]),
+        ])
+        let problems = try invalidModelProblems { try model.validate() }
+        #expect(problems.count == 3)
+        #expect(problems.contains { $0.contains("'Bad Name'") })
+        #expect(problems.contains { $0.hasPrefix("Company.x INTEGER);") })
+        #expect(problems.contains { $0.hasPrefix("Company.2fast") })
+
+        // A store is never created from such a model.
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        _ = try invalidModelProblems { try coordinator.addPersistentStore(type: .sqlite, at: directory.file("Bad.sqlite")) }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("Bad.sqlite").path))
+    }
+
     @Test func validateListsEveryProblemInOneError() throws {
         let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Company", properties: [

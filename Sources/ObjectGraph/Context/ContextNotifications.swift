@@ -99,6 +99,10 @@ public struct ObjectsDidChange: Sendable, Equatable {
     public var invalidatedObjectIDs: Set<ObjectID> = []
     /// Whether every object was discarded (a reset): listeners must fetch again.
     public var invalidatedAll = false
+    /// For a change made by ``ManagedObjectContext/mergeChanges(fromContextDidSave:)``:
+    /// the whole save that was merged, including objects this context has not
+    /// registered, so a list can learn about rows it has not loaded.
+    public var mergedSave: ContextDidSave?
 
     public init() {}
 

@@ -33,6 +33,22 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Fires the faults among `objects` together: one query per 500 rows and
+    /// store (or none, for rows in the row cache). Rows that are gone stay
+    /// faults, to be found out when they fire one by one.
+    package func fireFaults(_ objects: [ManagedObject]) {
+        let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
+        if faults.count == 1 { faults[0].fireFault() }
+        guard faults.count > 1, let nodes = try? parentNodes(for: faults.map(\.objectID)) else { return }
+        var byID: [ObjectID: IncrementalStoreNode] = [:]
+        byID.reserveCapacity(nodes.count)
+        for node in nodes { byID[node.objectID] = node }
+        for object in faults where object.isFault {
+            faultBatches[object.objectID] = nil
+            if let node = byID[object.objectID] { fill(object, with: node) }
+        }
+    }
+
     /// Gives an object the values of a row and calls `awakeFromFetch()`.
     func fill(_ object: ManagedObject, with node: IncrementalStoreNode) {
         object.slots = node.values
@@ -78,7 +94,7 @@ extension ManagedObjectContext {
     /// A to-many kept by its inverse's foreign key, as this context sees it: the
     /// store's members, less those whose unsaved inverse now points elsewhere or
     /// that are deleted, plus those whose unsaved inverse points here.
-    private func overlayPendingChanges(on stored: [ObjectID], for relationship: RelationshipDescription, of owner: ObjectID) -> [ObjectID] {
+    func overlayPendingChanges(on stored: [ObjectID], for relationship: RelationshipDescription, of owner: ObjectID) -> [ObjectID] {
         guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
               !(insertedObjectsByID.isEmpty && updatedObjectsByID.isEmpty && deletedObjectsByID.isEmpty) else { return stored }
         var members = stored.filter { id in

@@ -16,9 +16,15 @@ extension ManagedObjectContext {
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
         let fetch = try storeFetch(for: request)
+        try FetchOutput.checkResultType(Result.self, for: fetch)
+        let prefetching = try prefetchPaths(request.relationshipKeyPathsForPrefetching, from: fetch.entity)
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
                                       returnsObjectsAsFaults: request.returnsObjectsAsFaults,
                                       batchSize: request.fetchBatchSize)
+        if !prefetching.isEmpty, case .objects(let objects) = output {
+            // ManagedObjectContext+Prefetching.swift: one query per key path step.
+            try prefetch(prefetching, for: objects)
+        }
         return try output.typed(as: Result.self)
     }
 
@@ -40,6 +46,7 @@ extension ManagedObjectContext {
         guard let entity = model.entitiesByName[request.entityName] else {
             throw ObjectGraphError.unknownEntity(request.entityName)
         }
+        try request.predicate?.validate(for: entity)
         for sort in request.sortDescriptors {
             try Self.validateKeyPath(sort.keyPath, from: entity)
         }
@@ -55,6 +62,7 @@ extension ManagedObjectContext {
 
     /// Checks that a key path leads through to-one relationships to a property.
     static func validateKeyPath(_ keyPath: [String], from entity: EntityDescription) throws {
+        if keyPath.isEmpty { throw ObjectGraphError.unknownKey("", entity: entity.name) }
         var current = entity
         for (position, key) in keyPath.enumerated() {
             let property = try current.property(forKey: key)
@@ -215,6 +223,23 @@ enum FetchOutput {
     case objectIDs([ObjectID])
     case dictionaries([[String: PropertyValue]])
     case count(Int)
+
+    /// Throws unless `Result` can hold what the fetch returns, before anything is
+    /// read: an empty result must not hide a request of the wrong type.
+    static func checkResultType<Result>(_ type: Result.Type, for fetch: StoreFetch) throws {
+        let fits: Bool
+        let expected: String
+        switch fetch.resultType {
+        case .managedObject:
+            let classes = fetch.entities.filter { !$0.isAbstract }.map(\.managedObjectClass)
+            guard let misfit = classes.first(where: { !($0 is Result.Type) }) else { return }
+            throw ObjectGraphError.wrongResultType(expected: "objects of class \(misfit)", requested: "\(Result.self)")
+        case .managedObjectID: (fits, expected) = (ObjectID.self is Result.Type, "ObjectID")
+        case .dictionary: (fits, expected) = ([String: Any].self is Result.Type, "[String: Any]")
+        case .count: (fits, expected) = (Int.self is Result.Type, "Int")
+        }
+        if !fits { throw ObjectGraphError.wrongResultType(expected: expected, requested: "\(Result.self)") }
+    }
 
     func typed<Result>(as type: Result.Type) throws -> [Result] {
         switch self {

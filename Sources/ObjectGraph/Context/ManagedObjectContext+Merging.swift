@@ -21,6 +21,7 @@ extension ManagedObjectContext {
         persistentStoreCoordinator?.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
         var change = ObjectsDidChange()
         change.insertedObjectIDs = save.insertedObjectIDs
+        change.mergedSave = save
 
         let updated = registeredObjects(among: save.updatedObjectIDs)
         let deleted = registeredObjects(among: save.deletedObjectIDs)
@@ -47,7 +48,8 @@ extension ManagedObjectContext {
             object.managedObjectContext = nil
             change.deletedObjectIDs.insert(id)
         }
-        if !change.isEmpty { post(.objectsDidChange(change)) }
+        // Posted even when nothing registered was touched: the merged save may matter to lists.
+        post(.objectsDidChange(change))
         return change
     }
 

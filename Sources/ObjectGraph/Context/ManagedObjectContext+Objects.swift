@@ -16,7 +16,7 @@ extension ManagedObjectContext {
     public func object(with objectID: ObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registry[objectID]?.object { return object }
-        let object = makeFault(for: objectID)
+        let object = makeFault(for: inThisModel(objectID))
         return object
     }
 
@@ -34,10 +34,22 @@ extension ManagedObjectContext {
             return object
         }
         if objectID.isTemporaryID { throw ObjectGraphError.objectNotFound(objectID) }
-        let node = try parentNode(for: objectID)
-        let object = makeFault(for: objectID)
+        let localID = inThisModel(objectID)
+        let node = try parentNode(for: localID)
+        let object = makeFault(for: localID)
         fill(object, with: node)
         return object
+    }
+
+    /// The ID with its entity from this context's model. IDs of one row are
+    /// equal across coordinators on one file; one that comes from a coordinator
+    /// with another copy of the model is re-made here with this model's entity,
+    /// so the store can map it.
+    func inThisModel(_ objectID: ObjectID) -> ObjectID {
+        guard let model = persistentStoreCoordinator?.managedObjectModel, objectID.entity.model !== model,
+              let entity = model.entitiesByName[objectID.entityName], let store = objectID.store,
+              let primaryKey = objectID.primaryKey else { return objectID }
+        return ObjectID(entity: entity, store: store, primaryKey: primaryKey)
     }
 
     /// Registers a new object, to be saved with the next save.
@@ -54,13 +66,18 @@ extension ManagedObjectContext {
             object.flags.remove(.deleted)
             deletedObjectsByID[object.objectID] = nil
             pendingChanges.deleted.remove(object.objectID)
-            if !object.flags.contains(.inserted) { return }
+            if object.flags.contains(.inserted) {
+                // Inserted, deleted before any save, inserted again: pending as an insert once more.
+                insertedObjectsByID[object.objectID] = object
+                pendingChanges.inserted.insert(object.objectID)
+            }
+            return
         }
         if object.flags.contains(.inserted) { return }
         let firstInsert = object.state == .new
         object.managedObjectContext = self
         if object.state == .new { object.materializeDefaults() }
-        object.flags.insert([.inserted, .pendingChange])
+        object.flags.insert(.inserted)
         registry[object.objectID] = Registration(object, strong: true)
         insertedObjectsByID[object.objectID] = object
         pendingChanges.inserted.insert(object.objectID)
@@ -70,35 +87,49 @@ extension ManagedObjectContext {
     /// Marks an object for deletion at the next save and applies its
     /// relationships' delete rules: nullify and cascade now, deny at save.
     ///
+    /// First every object the delete reaches through `.cascade` rules is found
+    /// and told (``ManagedObject/prepareForDeletion()``) while the graph is still
+    /// intact; then they are all marked deleted, and the objects that stay lose
+    /// them from their inverse relationships (`.nullify`, and `.cascade` towards
+    /// objects already deleted). `.noAction` leaves the other side pointing at
+    /// the deleted object; `.deny` is checked when the context saves
+    /// (``ManagedObject/validateForDelete()``).
+    ///
     /// Deleting an object that was inserted and never saved simply removes it.
+    ///
+    /// - Complexity: Iterative, whatever the depth of the cascade; the faults of
+    ///   each level of it fire in one query.
     public func delete(_ object: ManagedObject) {
         assertOnQueue()
         guard object.managedObjectContext === self || object.managedObjectContext == nil else {
             preconditionFailure("\(object) belongs to another context")
         }
-        var work = [object]
-        while let next = work.popLast() {
-            guard !next.flags.contains(.deleted) else { continue }
-            next.fireFault()
-            next.prepareForDeletion()
-            markDeleted(next)
-            for case let relationship as RelationshipDescription in next.entity.slotProperties {
-                switch relationship.deleteRule {
-                case .cascade:
-                    let related = next.relatedIDs(relationship).map { self.object(with: $0) }
-                    for destination in related {
-                        if let inverse = relationship.inverseRelationship {
-                            destination.removeInverse(inverse, pointingAt: next.objectID)
-                        }
-                    }
-                    work.append(contentsOf: related)
-                case .nullify:
-                    guard let inverse = relationship.inverseRelationship else { continue }
-                    for id in next.relatedIDs(relationship) {
-                        self.object(with: id).removeInverse(inverse, pointingAt: next.objectID)
-                    }
-                case .deny, .noAction:
-                    continue
+        var doomed: [ManagedObject] = []
+        var doomedIDs = Set<ObjectID>()
+        var level = [object]
+        while !level.isEmpty {
+            fireFaults(level)
+            var next: [ManagedObject] = []
+            for candidate in level where !candidate.flags.contains(.deleted) && doomedIDs.insert(candidate.objectID).inserted {
+                candidate.fireFault()
+                if candidate.flags.contains(.deleted) { continue }   // its row was gone
+                candidate.prepareForDeletion()
+                doomed.append(candidate)
+                for case let relationship as RelationshipDescription in candidate.entity.slotProperties
+                where relationship.deleteRule == .cascade {
+                    next.append(contentsOf: candidate.relatedIDs(relationship).map { self.object(with: $0) })
+                }
+            }
+            level = next
+        }
+        for deleted in doomed { markDeleted(deleted) }
+        for deleted in doomed {
+            for case let relationship as RelationshipDescription in deleted.entity.slotProperties
+            where relationship.deleteRule == .nullify || relationship.deleteRule == .cascade {
+                guard let inverse = relationship.inverseRelationship else { continue }
+                for id in deleted.relatedIDs(relationship) where !doomedIDs.contains(id) {
+                    let other = self.object(with: id)
+                    if !other.isDeleted { other.removeInverse(inverse, pointingAt: deleted.objectID) }
                 }
             }
         }
@@ -107,7 +138,7 @@ extension ManagedObjectContext {
     private func markDeleted(_ object: ManagedObject) {
         let id = object.objectID
         object.managedObjectContext = self
-        object.flags.insert([.deleted, .pendingChange])
+        object.flags.insert(.deleted)
         updatedObjectsByID[id] = nil
         pendingChanges.updated.remove(id)
         if object.flags.contains(.inserted) {
@@ -123,7 +154,6 @@ extension ManagedObjectContext {
 
     /// Records that a registered object's values changed.
     package func objectDidChange(_ object: ManagedObject) {
-        object.flags.insert(.pendingChange)
         if object.flags.contains(.inserted) || object.flags.contains(.deleted) { return }
         let id = object.objectID
         if !object.flags.contains(.updated) {

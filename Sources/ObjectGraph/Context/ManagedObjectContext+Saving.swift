@@ -33,6 +33,8 @@ extension ManagedObjectContext {
         post(.willSave)
         callWillSave()
         try validateChanges()
+        // Uniqueness constraints: thrown, or duplicates collapsed (ManagedObjectContext+Uniqueness.swift).
+        let merged = parent == nil ? try resolveUniquenessConflicts() : [:]
 
         var saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
                                  updated: Array(updatedObjectsByID.values),
@@ -47,6 +49,10 @@ extension ManagedObjectContext {
             permanentIDs = try saveResolvingConflicts(&saved, to: coordinator)
         }
         let didSave = finishSave(saved, permanentIDs: permanentIDs)
+        for (duplicate, survivor) in merged {
+            // Children that know a collapsed duplicate by its ID find the survivor.
+            permanentIDsByTemporaryID[duplicate] = survivor.objectID
+        }
         post(.didSave(didSave))
         if continuingToStore, let parent {
             // The changes now sit in the parent; carry them up to the store.
@@ -88,7 +94,14 @@ extension ManagedObjectContext {
                 errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "\(error)"))
             }
         }
-        for object in insertedObjectsByID.values { collect(object) { try object.validateForInsert() } }
+        for object in insertedObjectsByID.values {
+            if object.entity.isAbstract {
+                let concrete = object.entity.selfAndDescendants.filter { !$0.isAbstract }.map(\.name)
+                errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "entity \(object.entity.name) is abstract: "
+                    + (concrete.isEmpty ? "it has no concrete subentity" : "insert an object of \(concrete.joined(separator: " or ")) instead")))
+            }
+            collect(object) { try object.validateForInsert() }
+        }
         for object in updatedObjectsByID.values { collect(object) { try object.validateForUpdate() } }
         for object in deletedObjectsByID.values where !object.flags.contains(.inaccessible) {
             collect(object) { try object.validateForDelete() }
@@ -148,7 +161,7 @@ extension ManagedObjectContext {
             let id = resolved(node.objectID)
             if let existing = registry[id]?.object {
                 existing.fireFault()
-                existing.slots = remapped(node.values)
+                existing.slots = keepingLoadedToManys(of: existing, under: remapped(node.values))
                 objectDidChange(existing)
                 continue
             }
@@ -165,7 +178,7 @@ extension ManagedObjectContext {
         for node in request.updatedObjects {
             let object = self.object(with: resolved(node.objectID))
             object.fireFault()
-            object.slots = remapped(node.values)
+            object.slots = keepingLoadedToManys(of: object, under: remapped(node.values))
             objectDidChange(object)
         }
         for node in request.deletedObjects {
@@ -173,6 +186,22 @@ extension ManagedObjectContext {
             object.fireFault()
             markDeletedWithoutRules(object)
         }
+    }
+
+    /// A child's values for an object, except where the child never loaded a
+    /// to-many (nil) that this context holds: the child did not change it, and
+    /// only this context knows it (a many-to-many, or an ordered to-many with its
+    /// order). A nil unordered one-to-many is taken as it is: the store derives it
+    /// from the foreign keys, which the child may have changed.
+    private func keepingLoadedToManys(of object: ManagedObject, under values: ContiguousArray<PropertyValue>) -> ContiguousArray<PropertyValue> {
+        guard object.entity.hasRelationships, object.slots.count == values.count else { return values }
+        var merged = values
+        for case let relationship as RelationshipDescription in object.entity.slotProperties
+        where relationship.isToMany && merged[relationship.index].isNull && !object.slots[relationship.index].isNull {
+            let derivedFromForeignKey = relationship.inverseRelationship?.isToMany == false && !relationship.isOrdered
+            if !derivedFromForeignKey { merged[relationship.index] = object.slots[relationship.index] }
+        }
+        return merged
     }
 
     private func markDeletedWithoutRules(_ object: ManagedObject) {

@@ -213,11 +213,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return Set(registry.values.compactMap(\.object))
     }
 
-    /// How many objects the context holds (a cheaper ``registeredObjects``.count).
+    /// How many live objects the context holds (``registeredObjects``.count without building the set).
     public var registeredObjectCount: Int {
         assertOnQueue()
-        sweepRegistry()
-        return registry.count
+        return registry.values.reduce(0) { $0 + ($1.object == nil ? 0 : 1) }
     }
 }
 

@@ -81,7 +81,14 @@ public final class ManagedObjectModel: @unchecked Sendable {
         var problems: [String] = []
         var names = Set<String>()
         for entity in entities {
-            if entity.name.isEmpty { problems.append("an entity has an empty name") }
+            if entity.name.isEmpty {
+                problems.append("an entity has an empty name")
+            } else if !Self.isIdentifier(entity.name) {
+                problems.append("the entity name '\(entity.name)' is not an identifier")
+            }
+            for property in entity.properties where !Self.isIdentifier(property.name) {
+                problems.append("\(entity.name).\(property.name): the name is not an identifier")
+            }
             if !names.insert(entity.name).inserted { problems.append("two entities are named \(entity.name)") }
             var propertyNames = Set<String>()
             for property in entity.slotProperties {
@@ -110,6 +117,14 @@ public final class ManagedObjectModel: @unchecked Sendable {
             }
         }
         if !problems.isEmpty { throw .invalidModel(problems) }
+    }
+
+    /// Whether a name can be an entity or property name: letters, digits and `_`,
+    /// not starting with a digit, as Xcode requires. Names become SQL table and
+    /// column names, so nothing else may reach the store.
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.first, !first.isNumber else { return false }
+        return name.allSatisfy { $0 == "_" || $0.isLetter || $0.isNumber }
     }
 
     /// Validates the model and makes it immutable. Called by a coordinator.

@@ -29,6 +29,26 @@ extension ManagedObject {
         relationshipIDs(slotValue(at: relationship.index), for: relationship)
     }
 
+    /// Whether a relationship's value is not loaded yet (Core Data:
+    /// `hasFault(forRelationshipNamed:)`): the object is a fault, or the
+    /// to-many was never read. Never fires anything.
+    ///
+    /// A to-many that is a fault costs one query to load, whatever its size; its
+    /// destinations come back as faults.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` when the entity has no such relationship.
+    public func hasFault(forRelationshipNamed name: String) throws -> Bool {
+        guard let relationship = try entity.property(forKey: name) as? RelationshipDescription else {
+            throw ObjectGraphError.unknownKey(name, entity: entity.name)
+        }
+        assertOnContextQueue()
+        switch state {
+        case .new: return false
+        case .fault: return true
+        case .loaded: return relationship.isToMany && slots[relationship.index].isNull
+        }
+    }
+
     /// Replaces what a relationship holds and updates the inverse side of every
     /// object that joins or leaves it.
     package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
@@ -96,10 +116,11 @@ extension ManagedObject {
         }
     }
 
-    /// Whether `relationship` is a to-many kept by its to-one inverse's foreign
-    /// key, and not loaded into this object yet.
+    /// Whether `relationship` is an unordered to-many kept by its to-one
+    /// inverse's foreign key, and not loaded into this object yet. An ordered
+    /// one is always loaded: the owner's list is what orders it at save.
     private func isUnloadedToManyWithToOneInverse(_ relationship: RelationshipDescription) -> Bool {
-        guard relationship.isToMany, relationship.inverseRelationship?.isToMany == false,
+        guard relationship.isToMany, !relationship.isOrdered, relationship.inverseRelationship?.isToMany == false,
               !flags.contains(.inserted) else { return false }
         if state != .loaded { fireFault() }
         return slots[relationship.index].isNull

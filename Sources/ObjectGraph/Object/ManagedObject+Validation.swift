@@ -17,13 +17,16 @@ extension ManagedObject {
         if !errors.isEmpty { throw ObjectGraphError.validationFailed(errors) }
     }
 
-    /// Checks that no `.deny` relationship still holds objects.
+    /// Checks that no `.deny` relationship still holds objects. Objects that
+    /// are deleted too (by the same save) do not count.
     ///
     /// - Throws: ``ObjectGraphError/validationFailed(_:)`` naming the relationship.
     public func validateDeleteRules() throws {
         var errors: [ValidationError] = []
         for case let relationship as RelationshipDescription in entity.slotProperties where relationship.deleteRule == .deny {
-            let count = relatedIDs(relationship).count
+            let count = relatedIDs(relationship).filter { id in
+                managedObjectContext?.registeredObject(for: id)?.isDeleted != true
+            }.count
             if count > 0 {
                 errors.append(ValidationError(objectID: objectID, key: relationship.name,
                                               reason: "the delete rule is deny and \(count) related object\(count == 1 ? "" : "s") remain"))

@@ -52,6 +52,10 @@ open class ManagedObject {
     package var snapshotVersion: Int64 = 0
     package var state: State = .new
     package var flags: Flags = []
+    /// The destinations a fetch prefetched for this object's relationships
+    /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
+    /// its values, as a fired relationship retains its objects in Core Data.
+    package var prefetchedObjects: [Int: [ManagedObject]] = [:]
 
     package enum State {
         /// Created, with defaults not yet written into `slots`.
@@ -68,8 +72,6 @@ open class ManagedObject {
         package static let inserted = Flags(rawValue: 1 << 0)
         package static let updated = Flags(rawValue: 1 << 1)
         package static let deleted = Flags(rawValue: 1 << 2)
-        /// Changed since the last `processPendingChanges()`.
-        package static let pendingChange = Flags(rawValue: 1 << 3)
         /// Its row was gone when the fault fired (`shouldDeleteInaccessibleFaults`).
         package static let inaccessible = Flags(rawValue: 1 << 4)
     }
@@ -199,6 +201,7 @@ open class ManagedObject {
         willTurnIntoFault()
         slots = []
         snapshot = nil
+        prefetchedObjects = [:]
         state = .fault
         didTurnIntoFault()
     }

@@ -42,6 +42,10 @@ public enum ObjectGraphError: Error, Sendable, Equatable {
     case wrongResultType(expected: String, requested: String)
     /// The URI is not an object URI of a store of this coordinator.
     case invalidObjectURI(String)
+    /// Objects share the values of a uniqueness constraint, with each other or
+    /// with a row of the store, and the merge policy is ``MergePolicy/error``;
+    /// nothing was written.
+    case uniquenessConflict([UniquenessConflict])
 }
 
 extension ObjectGraphError: CustomStringConvertible {
@@ -75,6 +79,8 @@ extension ObjectGraphError: CustomStringConvertible {
             "the fetch returns \(expected), not \(requested)"
         case .invalidObjectURI(let uri):
             "'\(uri)' is not an object URI of this coordinator's stores"
+        case .uniquenessConflict(let conflicts):
+            "uniqueness conflict: " + conflicts.map(\.description).joined(separator: "; ")
         }
     }
 }
@@ -113,8 +119,44 @@ public struct MergeConflict: Sendable, Equatable, CustomStringConvertible {
     /// The row version now in the store; nil if the row was deleted there.
     public var persistedSnapshotVersion: Int64?
 
+    public init(objectID: ObjectID, objectSnapshotVersion: Int64, persistedSnapshotVersion: Int64?) {
+        self.objectID = objectID
+        self.objectSnapshotVersion = objectSnapshotVersion
+        self.persistedSnapshotVersion = persistedSnapshotVersion
+    }
+
     public var description: String {
         "\(objectID) was read at version \(objectSnapshotVersion) but the store has "
             + (persistedSnapshotVersion.map { "version \($0)" } ?? "deleted it")
+    }
+}
+
+/// Objects that break a uniqueness constraint (Core Data: `NSConstraintConflict`):
+/// several objects of the saving context share the constraint's values, or one
+/// shares them with a row already in the store.
+///
+/// The values themselves, which are user data, stay out of ``description``.
+public struct UniquenessConflict: Sendable, Equatable, CustomStringConvertible {
+    /// The entity that declares the constraint.
+    public var entityName: String
+    /// The constraint's keys.
+    public var constraint: [String]
+    /// The context's objects that hold the same values.
+    public var objectIDs: [ObjectID]
+    /// The row of the store that already holds them, if any (Core Data's `databaseObject`).
+    public var databaseObjectID: ObjectID?
+
+    public init(entityName: String, constraint: [String], objectIDs: [ObjectID], databaseObjectID: ObjectID?) {
+        self.entityName = entityName
+        self.constraint = constraint
+        self.objectIDs = objectIDs
+        self.databaseObjectID = databaseObjectID
+    }
+
+    public var description: String {
+        "\(entityName) (\(constraint.joined(separator: ", "))): "
+            + objectIDs.map(\.description).joined(separator: ", ")
+            + (databaseObjectID.map { " and the stored \($0)" } ?? "")
+            + " hold the same values"
     }
 }

@@ -15,7 +15,13 @@ extension PropertyValue {
         if value is NSNull { self = .null; return }
         switch type {
         case .integer16, .integer32, .integer64:
-            guard let integer = Self.integer(from: value) else { throw wrongType() }
+            guard let integer = Self.integer(from: value) else {
+                // An unsigned integer past Int64.max is an integer all the same: too big, not the wrong type.
+                if let unsigned = value as? UInt64 ?? (value as? UInt).map(UInt64.init) {
+                    throw .valueOutOfRange(key: key, entity: entity, value: String(unsigned), type: type)
+                }
+                throw wrongType()
+            }
             guard let range = type.integerRange, range.contains(integer) else {
                 throw .valueOutOfRange(key: key, entity: entity, value: String(integer), type: type)
             }

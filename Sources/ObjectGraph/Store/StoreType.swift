@@ -62,6 +62,9 @@ public struct StoreOptions: Sendable {
     public var migratesAutomatically = false
     /// Infer the mapping between model versions when migrating. The default is false.
     public var infersMappingModel = false
+    /// Called with the fraction done, from 0 to 1, while a store is migrated
+    /// (on the queue that adds the store). The default is none.
+    public var migrationProgress: (@Sendable (Double) -> Void)?
     /// SQLite journal mode. The default is `.wal`. SQLite: <https://sqlite.org/wal.html>
     public var journalMode: JournalMode = .wal
     /// SQLite `synchronous` setting. The default is `.normal`, safe in WAL mode.

@@ -8,14 +8,21 @@ extension ManagedObjectModel {
     /// there is no `momc`, so the source is read instead).
     ///
     /// ```swift
-    /// let model = try ManagedObjectModel(contentsOf: URL(fileURLWithPath: "Model.xcdatamodeld"))
-    /// let v1 = try ManagedObjectModel(contentsOf: ManagedObjectModel.versions(ofModelAt: url)["Model"]!)
+    /// let url = URL(fileURLWithPath: "Model.xcdatamodeld")
+    /// let current = try ManagedObjectModel(contentsOf: url)
+    /// if let first = try ManagedObjectModel.versions(ofModelAt: url)["Model"] {
+    ///     let v1 = try ManagedObjectModel(contentsOf: first)   // to open a store written with version 1
+    /// }
     /// ```
     ///
     /// Entities get ``ManagedObject`` as their class and the file's
     /// `representedClassName` as ``EntityDescription/managedObjectClassName``; bind
     /// your own subclasses by setting ``EntityDescription/managedObjectClass``
     /// before the model is used.
+    ///
+    /// ``versionIdentifiers`` holds the file's `userDefinedModelVersionIdentifier`,
+    /// or nothing when it is empty. ``configurations`` maps each configuration to
+    /// its member entities.
     ///
     /// What the model cannot hold (fetched properties, unknown XML) is skipped;
     /// call ``XcodeModelLoader/load(_:)`` to see those warnings.

@@ -78,7 +78,7 @@ struct XcodeModelBuilder {
             warn(at: root, "model: unexpected type \"\(type)\"; read as an Xcode data model")
         }
         if let version = root["documentVersion"], version != "1.0" {
-            warn(at: root, "model: document version \(version) is newer than this loader knows (1.0); read as 1.0")
+            warn(at: root, "model: document version \(version) is not the 1.0 this loader knows; read as 1.0")
         }
 
         var output = Output()
@@ -120,7 +120,7 @@ struct XcodeModelBuilder {
         checkAttributes(of: node, known: [
             "name", "representedClassName", "parentEntity", "isAbstract", "renamingIdentifier", "elementID",
             "versionHashModifier",
-        ], ignored: ["syncable", "codeGenerationType", "userInfo"], in: context)
+        ], ignored: ["syncable", "codeGenerationType"], in: context)
 
         let entity = EntityDescription(name: name, managedObjectClass: ManagedObject.self)
         entity.managedObjectClassName = node["representedClassName"]

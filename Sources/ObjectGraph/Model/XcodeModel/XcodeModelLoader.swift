@@ -4,7 +4,7 @@ import Foundation
 /// `.xcdatamodel`, or the `contents` XML inside), and says what it left out.
 ///
 /// ```swift
-/// let loaded = try XcodeModelLoader.load(Bundle.module.url(forResource: "Model", withExtension: "xcdatamodeld")!)
+/// let loaded = try XcodeModelLoader.load(URL(fileURLWithPath: "Resources/Model.xcdatamodeld"))
 /// for warning in loaded.warnings { print(warning) }   // …/contents:14: Item.thumbnail allows external binary storage; …
 /// let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded.model)
 /// ```

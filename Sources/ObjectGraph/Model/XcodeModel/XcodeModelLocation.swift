@@ -119,9 +119,10 @@ enum XcodeModelLocation {
         } catch {
             throw ModelLoadingError(.unreadable, path: url.path, message: "the folder cannot be listed: \(error.localizedDescription)")
         }
+        // Compare names without the extension: "Model" < "Model 2" < "Model 10".
         return names.filter { $0.hasSuffix(".xcdatamodel") }
-            .sorted { $0.compare($1, options: [.numeric]) == .orderedAscending }
             .map { url.appendingPathComponent($0, isDirectory: true) }
+            .sorted { versionName(of: $0).compare(versionName(of: $1), options: [.numeric]) == .orderedAscending }
     }
 
     static func versionName(of folder: URL) -> String {

@@ -49,7 +49,16 @@ struct SQLiteSchema: Sendable {
 
     private(set) var mappings: [ObjectIdentifier: EntityMapping] = [:]
     private(set) var entitiesByNumber: [Int64: EntityDescription] = [:]
+    /// The entity tables, one per root entity (join tables are in ``joinTables``).
     private(set) var tables: [Table] = []
+    /// The many-to-many join tables (and those of to-manys without an inverse).
+    /// See SQLiteSchema+Relationships.swift.
+    var joinTables: [JoinTable] = []
+    /// Each join-table relationship's view of its table, by relationship.
+    var joinSides: [ObjectIdentifier: JoinSide] = [:]
+    /// `Z_FOK_<INVERSE>` of each to-one whose inverse is an ordered to-many, by the
+    /// to-one relationship: the sort key of the row in its owner's ordered relationship.
+    private(set) var orderColumns: [ObjectIdentifier: String] = [:]
 
     /// The mapping of an entity of the model.
     func mapping(for entity: EntityDescription) throws -> EntityMapping {
@@ -138,6 +147,17 @@ struct SQLiteSchema: Sendable {
                         tableColumns.append((entityColumn, "INTEGER", 0))
                         used.insert(entityColumn)
                     }
+                    // The inverse is an ordered to-many: this row's place in it (Core Data's
+                    // `Z_FOK_<INVERSE>`). A file without it still opens; its order is then the key order.
+                    if let relationship = property as? RelationshipDescription, let inverse = relationship.inverseRelationship,
+                       inverse.isToMany, inverse.isOrdered {
+                        let orderColumn = "Z_FOK_" + property.name.uppercased()
+                        if !used.contains(orderColumn) && (realColumns?.contains(orderColumn) ?? true) {
+                            tableColumns.append((orderColumn, "INTEGER", 0))
+                            used.insert(orderColumn)
+                            orderColumns[ObjectIdentifier(relationship)] = orderColumn
+                        }
+                    }
                 }
             }
             // Core Data groups columns by storage class; keep its order for new files.
@@ -164,6 +184,7 @@ struct SQLiteSchema: Sendable {
                 entitiesByNumber[number] = entity
             }
         }
+        problems += mapJoinTables(entities: entities, numbers: numbers, existingColumns: existingColumns)
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
     }
 
@@ -244,6 +265,7 @@ struct SQLiteSchema: Sendable {
                 statements.append("CREATE INDEX Z_\(entity.name)_\(index.name) ON \(mapping.table) (\(columns.joined(separator: ", ")))")
             }
         }
+        statements += joinTableCreationStatements()
         return statements
     }
 

@@ -89,37 +89,8 @@ extension SQLiteStore {
         guard relationship.isToMany else {
             return try newValues(forObjectWith: objectID, in: context).values[relationship.index]
         }
-        guard let pk = objectID.primaryKey else { return .objects([]) }
-        let schema = try schema
-        let identity = identity
-        guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
-              let destination = relationship.destinationEntity,
-              let destinationMapping = schema.mappings[ObjectIdentifier(destination)],
-              let foreignKey = destinationMapping.columns[inverse.index]?.name else {
-            return .objects([])
-        }
-        var sql = "SELECT Z_PK, Z_ENT FROM \(destinationMapping.table) WHERE \(foreignKey) = ?"
-        if let table = schema.table(named: destinationMapping.table), table.holdsSeveralEntities,
-           destination.superentity != nil || destinationMapping.numbersWithDescendants.count > 1 {
-            sql += " AND Z_ENT IN (\(destinationMapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
-        }
-        sql += relationship.isOrdered ? " ORDER BY Z_FOK_\(inverse.name.uppercased()), Z_PK" : " ORDER BY Z_PK"
-        return try read { connection in
-            let statement: Statement
-            do {
-                statement = try connection.cachedStatement(sql)
-            } catch {
-                // No ordering column in this file: keep primary-key order.
-                statement = try connection.cachedStatement(sql.replacingOccurrences(of: "Z_FOK_\(inverse.name.uppercased()), ", with: ""))
-            }
-            try statement.bind(pk, at: 1)
-            var ids: [ObjectID] = []
-            while try statement.step() {
-                guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
-                ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
-            }
-            return .objects(ids)
-        }
+        // Join table or inverse foreign key: SQLiteStore+Relationships.swift.
+        return try toManyDestinations(relationship, of: objectID)
     }
 }
 

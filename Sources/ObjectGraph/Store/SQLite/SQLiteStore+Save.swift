@@ -5,15 +5,29 @@ import Foundation
 extension SQLiteStore {
     /// Writes a save in one `BEGIN IMMEDIATE` transaction: primary keys for the
     /// inserted rows allocated as one block per root entity (`Z_MAX += n`),
-    /// then updates and deletes checked against the versions the context read,
-    /// then inserts. A version mismatch rolls everything back and throws the
-    /// conflicts; so does any SQLite error.
+    /// then deletes and updates checked against the versions the context read,
+    /// then inserts, then join-table rows and `Z_FOK_` ranks
+    /// (SQLiteStore+Relationships.swift). Deletes come first so that a row
+    /// taking over a deleted row's unique values does not trip its unique index.
+    /// A version mismatch rolls everything back and throws the conflicts; a
+    /// unique index refusing a row throws ``ObjectGraphError/uniquenessConflict(_:)``;
+    /// so does any SQLite error.
     func execute(_ request: SaveChangesRequest) throws -> SaveResult {
         let schema = try schema
         let identity = identity
         return try write { connection in
             let permanentIDs = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema, identity: identity, connection: connection)
             var conflicts: [MergeConflict] = []
+            for node in request.deletedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let statement = try connection.cachedStatement("DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?")
+                try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
+                try statement.bind(node.version, at: 2)
+                try statement.execute()
+                if connection.changes == 0 {
+                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
+                }
+            }
             for node in request.updatedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
                 let writable = Self.writableSlots(of: mapping)
@@ -28,17 +42,7 @@ extension SQLiteStore {
                 try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
                 try statement.bind(node.objectID.primaryKey ?? 0, at: index)
                 try statement.bind(node.version, at: index + 1)
-                try statement.execute()
-                if connection.changes == 0 {
-                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
-                }
-            }
-            for node in request.deletedObjects {
-                let mapping = try schema.mapping(for: node.objectID.entity)
-                let statement = try connection.cachedStatement("DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?")
-                try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
-                try statement.bind(node.version, at: 2)
-                try statement.execute()
+                try Self.executeCheckingUniqueness(statement, node: node)
                 if connection.changes == 0 {
                     conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
                 }
@@ -63,10 +67,27 @@ extension SQLiteStore {
                 try statement.bind(Int64(1), at: 3)
                 var index: Int32 = 4
                 try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
-                try statement.execute()
+                try Self.executeCheckingUniqueness(statement, node: node)
             }
+            try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try writeMetadataIfNeeded(connection)
             return SaveResult(permanentIDs: permanentIDs)
+        }
+    }
+
+    /// Runs an INSERT or UPDATE; a unique index refusing it (a row another
+    /// coordinator saved since the context checked) becomes a uniqueness conflict.
+    private static func executeCheckingUniqueness(_ statement: Statement, node: IncrementalStoreNode) throws {
+        do {
+            try statement.execute()
+        } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
+            let entity = node.objectID.entity
+            let constraint = (entity.rootEntity.selfAndDescendants.first { candidate in
+                entity.isKind(of: candidate) && !candidate.uniquenessConstraints.isEmpty
+            })?.uniquenessConstraints.first ?? []
+            throw ObjectGraphError.uniquenessConflict([
+                UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: [node.objectID], databaseObjectID: nil),
+            ])
         }
     }
 

@@ -81,6 +81,16 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
 
     public func loadMetadata() throws {
         try copySeedIfNeeded()
+        do {
+            try openAndReadStore()
+        } catch let error as PersistentStoreError where error.code == .incompatibleModel && migratesWithInferredMapping {
+            // Lightweight migration (SQLiteStore+Migration.swift); the failed read closed its connection.
+            try migrateStoreFile(because: error)
+            try openAndReadStore()
+        }
+    }
+
+    private func openAndReadStore() throws {
         let connection = try open(readOnly: isReadOnly)
         do {
             if try connection.tableExists("Z_METADATA") {
@@ -121,7 +131,10 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         options.busyTimeout = .milliseconds(Int(max(0, storeOptions.busyTimeout) * 1000))
         options.pragmas = storeOptions.pragmas
         do {
-            return try Connection(path: fileURL.path, configuration: options)
+            let connection = try Connection(path: fileURL.path, configuration: options)
+            // Predicates compile to SQL that calls these (case and diacritic folding, LIKE, MATCHES).
+            try FetchPredicate.registerFunctions(on: connection)
+            return connection
         } catch let error as SQLiteError {
             throw Self.storeError(error, url: url, doing: "opening the store")
         }
@@ -166,12 +179,17 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             if let name = keys.string(at: 1) { numbers[name] = keys.int64(at: 0) }
         }
         let entities = configuration.entities
+        // A store migrated by Core Data can keep an entity's old name in Z_NAME;
+        // the model's renaming identifier leads to it.
+        for entity in entities where numbers[entity.name] == nil {
+            if let oldName = entity.renamingIdentifier, let number = numbers[oldName] { numbers[entity.name] = number }
+        }
+        // Every table's columns: entity tables, and the join tables of many-to-many relationships.
         var columns: [String: Set<String>] = [:]
-        for root in entities where root.superentity == nil {
-            let table = "Z" + root.name.uppercased()
-            if try connection.tableExists(table) {
-                columns[table] = Set(try connection.columns(in: table).map(\.name))
-            }
+        let tables = try connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z%'")
+        while try tables.step() {
+            guard let table = tables.string(at: 0) else { continue }
+            columns[table] = Set(try connection.columns(in: table).map(\.name))
         }
         // The structure decides compatibility: version hashes differ between
         // Apple's Core Data and this implementation for the same model.
@@ -252,17 +270,29 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
+    ///
+    /// Another coordinator (or process) writing the same file can make `BEGIN
+    /// IMMEDIATE` wait past the busy timeout, or a stale WAL snapshot fail with
+    /// `SQLITE_BUSY_SNAPSHOT`; both roll back cleanly, so the transaction is
+    /// retried a few times before the error is reported.
     func write<T>(_ body: (Connection) throws -> T) throws -> T {
         if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
-        do {
-            guard let result = try writer.withConnection({ connection in
-                try connection.inWriteTransaction { try body(connection) }
-            }) else {
-                throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                guard let result = try writer.withConnection({ connection in
+                    try connection.inWriteTransaction { try body(connection) }
+                }) else {
+                    throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
+                }
+                return result
+            } catch let error as SQLiteError where error.isBusy && attempt < 4 {
+                Thread.sleep(forTimeInterval: 0.01 * Double(attempt))
+                continue
+            } catch let error as SQLiteError {
+                throw Self.storeError(error, url: url, doing: "saving")
             }
-            return result
-        } catch let error as SQLiteError {
-            throw Self.storeError(error, url: url, doing: "saving")
         }
     }
 

@@ -1,0 +1,205 @@
+import DataStack
+import Foundation
+import GRDB
+
+/// `datastack-benchmarks [--n N] [--repetitions R] [--quick]`: DataStack side by
+/// side with raw SQLite and GRDB on the same data (see Benchmarks/README.md).
+@main
+struct Benchmarks {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            if arguments.first == MemoryBenchmark.childFlag {
+                try await MemoryBenchmark.child(Array(arguments.dropFirst()))
+                return
+            }
+            let options = try Options.parse(arguments)
+            try await run(options)
+        } catch let error as UsageError {
+            if !error.message.isEmpty { print("error: \(error.message)") }
+            print(Options.usage)
+            exit(error.message.isEmpty ? 0 : 2)
+        } catch {
+            print("error: \(error)")
+            exit(1)
+        }
+    }
+
+    enum Contender: String, CaseIterable {
+        case raw = "raw SQLite"
+        case grdbCodable = "GRDB Codable"
+        case grdbHandWritten = "GRDB hand-written"
+        case dataStack = "DataStack"
+
+        /// Its name on the command line (`--contenders`).
+        var flag: String {
+            switch self {
+            case .raw: "raw"
+            case .grdbCodable: "grdb-codable"
+            case .grdbHandWritten: "grdb-hand-written"
+            case .dataStack: "datastack"
+            }
+        }
+    }
+
+    /// One repetition's times and what the reads saw.
+    struct Repetition {
+        var importTime: Duration
+        var fetchTime: Duration
+        var faultTime: Duration
+        var fetched: Checksum
+        var fired: Checksum
+    }
+
+    /// Fraction of faults fired in the fault task: 1%.
+    static let fireStride = 100
+
+    static func run(_ options: Options) async throws {
+        print(Report.machine())
+        print("N = \(options.n), best of \(options.repetitions), chunks of \(options.chunkSize)\n")
+        if options.runs("import") || options.runs("fetch") || options.runs("fault") {
+            try await runTable(options)
+        }
+        if options.runs("merge") { try await runMerge(options) }
+        if options.runs("memory") { try runMemory(options) }
+    }
+
+    // MARK: - Import, fetch, fault
+
+    static func runTable(_ options: Options) async throws {
+        let rows = TickerValues.rows(options.n)
+        let contenders = Contender.allCases.filter { options.runs(contender: $0.flag) }
+        // A short untimed pass first, so no contender pays for first use (code, file system, allocator).
+        let warmUp = Array(rows.prefix(1_000))
+        for contender in contenders { _ = try await runRepetition(contender, rows: warmUp, options: options) }
+        var best: [Contender: Repetition] = [:]
+        for _ in 1...options.repetitions {
+            for contender in contenders {
+                let repetition = try await runRepetition(contender, rows: rows, options: options)
+                guard var current = best[contender] else { best[contender] = repetition; continue }
+                current.importTime = min(current.importTime, repetition.importTime)
+                current.fetchTime = min(current.fetchTime, repetition.fetchTime)
+                current.faultTime = min(current.faultTime, repetition.faultTime)
+                best[contender] = current
+            }
+        }
+        try check(best, n: options.n)
+        var measurements: [Measurement] = []
+        for task in ["import", "fetch", "fault"] where options.runs(task) {
+            for contender in contenders {
+                guard let repetition = best[contender] else { continue }
+                let time = task == "import" ? repetition.importTime : task == "fetch" ? repetition.fetchTime : repetition.faultTime
+                measurements.append(Measurement(task: task, contender: contender.rawValue, best: time, objects: options.n))
+            }
+        }
+        print(Report.results(measurements, repetitions: options.repetitions))
+        print("(fault: N fetched as faults or IDs, then 1% fired or read by ID)\n")
+    }
+
+    /// Every contender reads the same values back.
+    static func check(_ results: [Contender: Repetition], n: Int) throws {
+        guard let raw = results[.raw] else { return }
+        for (contender, result) in results {
+            // Which 1% the fault task fires depends on the store's row order (DataStack
+            // numbers a chunk's rows in its own order), so only its count is compared.
+            guard result.fired.rows == raw.fired.rows else {
+                throw BenchError("\(contender.rawValue) fault fired \(result.fired.rows) objects, raw SQLite read \(raw.fired.rows)")
+            }
+            for (label, mine, theirs) in [("fetch", result.fetched, raw.fetched)] {
+                let same = mine.rows == theirs.rows && mine.characters == theirs.characters && mine.volume == theirs.volume
+                    && abs(mine.price - theirs.price) <= 1e-9 * max(1, abs(theirs.price))
+                    && abs(mine.time - theirs.time) <= 1e-9 * max(1, abs(theirs.time))
+                guard same else { throw BenchError("\(contender.rawValue) \(label) read \(mine), raw SQLite read \(theirs)") }
+            }
+        }
+        guard raw.fetched.rows == n else { throw BenchError("raw SQLite fetched \(raw.fetched.rows) rows, expected \(n)") }
+    }
+
+    static func time<T>(_ body: () async throws -> T) async rethrows -> (Duration, T) {
+        let start = ContinuousClock.now
+        let value = try await body()
+        return (ContinuousClock.now - start, value)
+    }
+
+    /// Import into a fresh file, then fetch and fault each on a fresh connection to it.
+    static func runRepetition(_ contender: Contender, rows: [TickerValues], options: Options) async throws -> Repetition {
+        let directory = ScratchDirectory(contender == .dataStack ? "datastack" : "sqlite")
+        let chunk = options.chunkSize
+        switch contender {
+        case .raw:
+            let path = directory.file("raw.sqlite").path
+            let writer = try RawSQLite(path: path)
+            let importTime = try await time { try writer.insert(rows, chunkSize: chunk) }.0
+            let reader = try RawSQLite(path: path)
+            let (fetchTime, fetched) = try await time { try reader.fetchAll() }
+            let faulter = try RawSQLite(path: path)
+            let (faultTime, fired) = try await time { try faulter.fetchIDsThenRows(every: fireStride) }
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
+
+        case .grdbCodable, .grdbHandWritten:
+            let record: GRDBBench.Record = contender == .grdbCodable ? .codable : .handWritten
+            let path = directory.file("grdb.sqlite").path
+            let writer = try GRDBBench.open(path)
+            let importTime = try await time { try GRDBBench.insert(rows, chunkSize: chunk, as: record, into: writer) }.0
+            try writer.close()
+            let reader = try GRDBBench.open(path)
+            let (fetchTime, fetched) = try await time { try GRDBBench.fetchAll(as: record, from: reader) }
+            try reader.close()
+            let faulter = try GRDBBench.open(path)
+            let (faultTime, fired) = try await time { try GRDBBench.fetchIDsThenRecords(every: fireStride, as: record, from: faulter) }
+            try faulter.close()
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
+
+        case .dataStack:
+            let url = directory.file("DataStack.sqlite")
+            let importTime: Duration
+            do {
+                let (stack, watcher) = try await DataStackBench.open(url)
+                let (duration, chunks) = try await time { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
+                try await watcher.wait(for: chunks)
+                importTime = duration
+            }
+            let (reader, _) = try await DataStackBench.open(url)
+            let (fetchTime, fetched) = try await time { try await DataStackBench.fetchAll(in: reader.mainContext) }
+            let (faulter, _) = try await DataStackBench.open(url)
+            let (faultTime, fired) = try await time {
+                try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: faulter.mainContext)
+            }
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
+        }
+    }
+
+    // MARK: - Merge
+
+    static func runMerge(_ options: Options) async throws {
+        var results: [MergeBenchmark.Result] = []
+        for size in options.mergeSizes {
+            results.append(try await MergeBenchmark.run(saveSize: size, registered: options.mergeRegistered,
+                                                        repetitions: options.repetitions, chunkSize: options.chunkSize))
+        }
+        print(Report.table(["merge: K saved", "registered in main", "refreshed", "StackDidMerge.duration",
+                            "save() → notification", "of which save()"],
+                           results.map { [String($0.saveSize), String($0.registered), String($0.refreshed),
+                                          Report.milliseconds($0.mergeDuration), Report.milliseconds($0.wallTime),
+                                          Report.milliseconds($0.saveTime)] }))
+        if let first = results.first, let last = results.last, results.count > 1 {
+            print(String(format: "merge K=%d vs K=%d: StackDidMerge.duration %.2f×, save() → notification %.2f×\n",
+                         last.saveSize, first.saveSize,
+                         last.mergeDuration.seconds / max(first.mergeDuration.seconds, 1e-9),
+                         last.wallTime.seconds / max(first.wallTime.seconds, 1e-9)))
+        }
+    }
+
+    // MARK: - Memory
+
+    static func runMemory(_ options: Options) throws {
+        let results = try options.memorySizes.map { try MemoryBenchmark.measure(objects: $0, chunkSize: options.chunkSize) }
+        func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }
+        print(Report.table(["memory: N imported (child process)", "RSS after setup", "peak RSS (VmHWM)", "import time"],
+                           results.map { [String($0.objects), mib($0.baselineKiB), mib($0.peakKiB), String(format: "%.2f s", $0.seconds)] }))
+        if let first = results.first, let last = results.last, results.count > 1 {
+            print(String(format: "peak RSS N=%d vs N=%d: %.2f×", last.objects, first.objects,
+                         Double(last.peakKiB) / Double(max(first.peakKiB, 1))))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import DataStack
+import Foundation
+import Synchronization
+
+/// DataStack as an app uses it: a `StackManager` on a SQLite file, imports
+/// through `performImport` (importer contexts, a save and reset per chunk),
+/// reads through the main context.
+enum DataStackBench {
+    static let name = "DataStack"
+
+    /// A stack on `url`, with a watcher of its merges.
+    static func open(_ url: URL) async throws -> (StackManager, MergeWatcher) {
+        let stack = StackManager()
+        let watcher = MergeWatcher(stack)
+        try await stack.setup(model: BenchModel.make(), storeURL: url)
+        return (stack, watcher)
+    }
+
+    /// Imports the rows in chunks; returns the number of chunks saved.
+    static func insert(_ rows: [TickerValues], chunkSize: Int, into stack: StackManager) async throws -> Int {
+        let progress = try await stack.performImport(rows, chunkSize: chunkSize) { values, context in
+            BenchTicker(context: context).assign(values)
+        }
+        return progress.savedChunks
+    }
+
+    private static func read(_ ticker: BenchTicker, into checksum: inout Checksum) {
+        checksum.add(symbol: ticker.symbol, name: ticker.name, price: ticker.price, volume: ticker.volume, time: ticker.time)
+    }
+
+    /// Every object, fetched filled (`returnsObjectsAsFaults = false`), every attribute read.
+    static func fetchAll(in context: ManagedObjectContext) async throws -> Checksum {
+        try await context.perform {
+            var request = FetchRequest<BenchTicker>()
+            request.returnsObjectsAsFaults = false
+            var checksum = Checksum()
+            for ticker in try context.fetch(request) { read(ticker, into: &checksum) }
+            return checksum
+        }
+    }
+
+    /// Every object fetched as a fault, then every `stride`-th one fired.
+    static func fetchFaultsThenFire(every stride: Int, in context: ManagedObjectContext) async throws -> Checksum {
+        try await context.perform {
+            let tickers = try context.fetch(FetchRequest<BenchTicker>())
+            var checksum = Checksum()
+            for index in Swift.stride(from: 0, to: tickers.count, by: stride) { read(tickers[index], into: &checksum) }
+            return checksum
+        }
+    }
+}
+
+/// Counts a stack's merges (``StackManager/didMergeNotification``) and keeps a
+/// summary of each, so a benchmark can wait for them. It keeps no object IDs,
+/// so that watching a long import does not itself use memory in proportion to it.
+final class MergeWatcher: Sendable {
+    struct Merge: Sendable {
+        /// When the stack's merge notification arrived.
+        var received: ContinuousClock.Instant
+        /// `StackDidMerge.duration`.
+        var duration: Duration
+        /// How many objects the save inserted, updated and deleted.
+        var saved: (inserted: Int, updated: Int, deleted: Int)
+        /// How many registered objects of the main context the merge refreshed.
+        var refreshed: Int
+    }
+
+    private final class Log: Sendable {
+        let merges = Mutex<[Merge]>([])
+    }
+
+    private let log = Log()
+    private let token: Token
+
+    init(_ stack: StackManager) {
+        let log = self.log
+        token = Token(NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
+            let now = ContinuousClock.now
+            guard let payload = try? StackDidMerge(notification) else { return }
+            let merge = Merge(received: now, duration: payload.duration,
+                              saved: (payload.save.insertedObjectIDs.count, payload.save.updatedObjectIDs.count,
+                                      payload.save.deletedObjectIDs.count),
+                              refreshed: payload.refreshedObjectIDs.count)
+            log.merges.withLock { $0.append(merge) }
+        })
+    }
+
+    deinit { NotificationCenter.default.removeObserver(token.observer) }
+
+    var count: Int { log.merges.withLock { $0.count } }
+
+    var merges: [Merge] { log.merges.withLock { $0 } }
+
+    /// Waits until `count` merges arrived (the main queue keeps running meanwhile).
+    @discardableResult
+    func wait(for count: Int, timeout: Duration = .seconds(600)) async throws -> [Merge] {
+        let deadline = ContinuousClock.now + timeout
+        while self.count < count {
+            guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting for merge \(count) (have \(self.count))") }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        return merges
+    }
+}
+
+// @unchecked Sendable: an opaque NotificationCenter token, only handed back to it.
+private final class Token: @unchecked Sendable {
+    let observer: any NSObjectProtocol
+    init(_ observer: any NSObjectProtocol) { self.observer = observer }
+}

@@ -1,0 +1,80 @@
+/// The command line: `datastack-benchmarks [--n N] [--repetitions R] [--quick]`.
+struct Options: Sendable {
+    /// Objects per import, fetch and fault task.
+    var n = 100_000
+    /// Repetitions of each measurement; the best one is reported.
+    var repetitions = 3
+    /// Save sizes of the merge task.
+    var mergeSizes = [10, 1_000, 100_000]
+    /// Objects the main context has registered during the merge task.
+    var mergeRegistered = 10
+    /// Import sizes of the memory task (each in a child process).
+    var memorySizes = [100_000, 1_000_000]
+    /// Objects per saved chunk in the import and memory tasks.
+    var chunkSize = 10_000
+    /// Run only these tasks (all when empty).
+    var tasks: Set<String> = []
+    /// Run only these contenders in the import, fetch and fault tasks (all when empty);
+    /// for profiling one of them.
+    var contenders: Set<String> = []
+
+    /// The quick settings CI uses: small sizes, one repetition.
+    static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
+                               memorySizes: [2_000, 20_000], chunkSize: 10_000, tasks: [], contenders: [])
+
+    static let usage = """
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory]
+          --n N            objects per import/fetch/fault task (default 100000)
+          --repetitions R  repetitions; the best time is reported (default 3)
+          --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 1 repetition (for CI)
+          --tasks LIST     run only the named tasks
+          --contenders LIST  only raw, grdb-codable, grdb-hand-written and/or datastack (for profiling)
+          --merge-k LIST     save sizes of the merge task (default 10,1000,100000)
+        """
+
+    /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
+    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+        var options = arguments.contains("--quick") ? Options.quick : Options()
+        var rest = arguments[...]
+        func number(after flag: String) throws(UsageError) -> Int {
+            guard let text = rest.popFirst(), let value = Int(text.replacingOccurrences(of: "_", with: "")), value > 0 else {
+                throw UsageError(message: "\(flag) needs a positive whole number")
+            }
+            return value
+        }
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--quick": continue
+            case "--n": options.n = try number(after: argument)
+            case "--repetitions": options.repetitions = try number(after: argument)
+            case "--tasks":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
+                options.tasks = Set(list.split(separator: ",").map(String.init))
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory"])
+                if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
+            case "--contenders":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
+                options.contenders = Set(list.split(separator: ",").map(String.init))
+                let unknown = options.contenders.subtracting(["raw", "grdb-codable", "grdb-hand-written", "datastack"])
+                if !unknown.isEmpty { throw UsageError(message: "unknown contender \(unknown.sorted().joined(separator: ", "))") }
+            case "--merge-k":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--merge-k needs a list") }
+                let sizes = list.split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+                guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw UsageError(message: "--merge-k needs positive whole numbers") }
+                options.mergeSizes = sizes
+            case "--help", "-h": throw UsageError(message: "")
+            default: throw UsageError(message: "unknown argument \(argument)")
+            }
+        }
+        return options
+    }
+
+    func runs(_ task: String) -> Bool { tasks.isEmpty || tasks.contains(task) }
+
+    func runs(contender flag: String) -> Bool { contenders.isEmpty || contenders.contains(flag) }
+}
+
+/// A bad command line; the message says what is wrong.
+struct UsageError: Error {
+    var message: String
+}

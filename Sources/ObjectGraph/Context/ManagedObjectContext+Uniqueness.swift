@@ -1,0 +1,351 @@
+import Foundation
+
+// MARK: - Uniqueness constraints
+
+/// Uniqueness constraints (`EntityDescription.uniquenessConstraints`) are checked
+/// when a root context saves, after validation and before anything is written
+/// (Core Data's `NSConstraintConflict` handling):
+///
+/// - the inserted and updated objects are grouped by each constraint's values
+///   (a constraint covers its entity and the entity's subentities; a value of nil
+///   never conflicts, as in a SQLite unique index);
+/// - the store is asked for a row holding the same values (one indexed query per
+///   tuple), leaving out rows this context deletes or has changed;
+/// - with ``MergePolicy/error`` the save throws
+///   ``ObjectGraphError/uniquenessConflict(_:)`` and nothing changes; with the
+///   other policies the duplicates collapse into one object.
+///
+/// How duplicates collapse (Core Data documents little of it; these are the
+/// choices made here):
+/// - The survivor is the row already in the store when there is one: if the
+///   context has that row's object (or the row is of another entity of the
+///   hierarchy) that object survives; otherwise the oldest inserted duplicate
+///   takes over the row's identity (it becomes an update of that row, with the
+///   row's ID), so the other objects' relationships to it are kept. Values of
+///   properties the survivor's entity lacks are dropped.
+///   Without a stored row, the oldest object survives (an existing object before
+///   inserted ones, inserted ones in creation order).
+/// - Values (attributes and to-one relationships), "object trump"
+///   (``MergePolicy/mergeByPropertyObjectTrump`` and ``MergePolicy/overwrite``):
+///   every value the duplicates set wins over the stored row, the newest
+///   duplicate last. "Store trump" (``MergePolicy/mergeByPropertyStoreTrump`` and
+///   ``MergePolicy/rollback``): the stored row's values win, the duplicates only
+///   fill its nil values (oldest first); an existing object whose edit made it
+///   collide with another stored row has the edited constraint values undone.
+///   Without a stored row, the oldest object counts as the stored one.
+/// - An existing object that collides with another stored row under object
+///   trump survives, and that other row is merged into it and deleted.
+/// - To-many relationships are merged: the survivor keeps every destination of
+///   every duplicate (Core Data drops the discarded objects' relationships).
+/// - The other duplicates leave the context: inserted ones are never saved,
+///   existing ones are deleted. Objects that pointed at them now point at the
+///   survivor. ``ManagedObject/prepareForDeletion()`` is called on them.
+extension ManagedObjectContext {
+    /// A constraint as checked: its entity, keys and the keys' slots.
+    private struct Constraint: Hashable {
+        let entity: ObjectIdentifier
+        let keys: [String]
+        let indexes: [Int]
+        let declaringEntity: EntityDescription
+
+        static func == (lhs: Self, rhs: Self) -> Bool { lhs.entity == rhs.entity && lhs.keys == rhs.keys }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(entity)
+            hasher.combine(keys)
+        }
+    }
+
+    private struct Conflict {
+        let constraint: Constraint
+        /// The context's objects holding the values, oldest first.
+        let objects: [ManagedObject]
+        /// The stored row holding them that the context has not changed.
+        let databaseID: ObjectID?
+
+        var reported: UniquenessConflict {
+            UniquenessConflict(entityName: constraint.declaringEntity.name, constraint: constraint.keys,
+                               objectIDs: objects.map(\.objectID), databaseObjectID: databaseID)
+        }
+    }
+
+    /// Checks the uniqueness constraints of the objects this save writes and
+    /// resolves conflicts with the merge policy.
+    ///
+    /// - Returns: the IDs of the duplicates removed, with their survivors.
+    /// - Throws: ``ObjectGraphError/uniquenessConflict(_:)`` under ``MergePolicy/error``.
+    func resolveUniquenessConflicts() throws -> [ObjectID: ManagedObject] {
+        var survivors: [ObjectID: ManagedObject] = [:]
+        for _ in 0..<4 {
+            let conflicts = try findUniquenessConflicts()
+            if conflicts.isEmpty { return survivors }
+            let objectWins: Bool
+            switch mergePolicy {
+            case .error: throw ObjectGraphError.uniquenessConflict(conflicts.map(\.reported))
+            case .mergeByPropertyObjectTrump, .overwrite: objectWins = true
+            case .mergeByPropertyStoreTrump, .rollback: objectWins = false
+            }
+            for conflict in conflicts { try collapse(conflict, objectWins: objectWins, survivors: &survivors) }
+        }
+        let remaining = try findUniquenessConflicts()
+        if !remaining.isEmpty { throw ObjectGraphError.uniquenessConflict(remaining.map(\.reported)) }
+        return survivors
+    }
+
+    // MARK: - Finding conflicts
+
+    private func findUniquenessConflicts() throws -> [Conflict] {
+        var constraintsByEntity: [ObjectIdentifier: [Constraint]] = [:]
+        func constraints(of entity: EntityDescription) -> [Constraint] {
+            if let known = constraintsByEntity[ObjectIdentifier(entity)] { return known }
+            var found: [Constraint] = []
+            var current: EntityDescription? = entity
+            while let step = current {
+                for keys in step.uniquenessConstraints where !keys.isEmpty {
+                    let indexes = keys.compactMap { step.propertiesByName[$0]?.index }
+                    if indexes.count == keys.count {
+                        found.append(Constraint(entity: ObjectIdentifier(step), keys: keys, indexes: indexes, declaringEntity: step))
+                    }
+                }
+                current = step.superentity
+            }
+            constraintsByEntity[ObjectIdentifier(entity)] = found
+            return found
+        }
+
+        var groups: [Constraint: [[PropertyValue]: [ManagedObject]]] = [:]
+        var lookups: [Constraint: Set<[PropertyValue]>] = [:]
+        for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where !object.isDeleted {
+            let entityConstraints = constraints(of: object.entity)
+            if entityConstraints.isEmpty { continue }
+            object.fireFault()
+            for constraint in entityConstraints {
+                let tuple = constraint.indexes.map { object.slots[$0] }
+                if tuple.contains(where: \.isNull) { continue }
+                groups[constraint, default: [:]][tuple, default: []].append(object)
+                // An existing object whose values did not change keeps the row it has.
+                let unchanged = !object.isInserted && constraint.indexes.allSatisfy { object.snapshot?[$0] == object.slots[$0] }
+                if !unchanged { lookups[constraint, default: []].insert(tuple) }
+            }
+        }
+        if groups.isEmpty { return [] }
+
+        var stored: [Constraint: [[PropertyValue]: ObjectID]] = [:]
+        if let coordinator = persistentStoreCoordinator {
+            for (constraint, tuples) in lookups {
+                guard let store = try? coordinator.store(for: constraint.declaringEntity) as? any UniquenessCheckingStore else { continue }
+                let values = Array(tuples)
+                let ids = try store.objectIDs(of: constraint.declaringEntity, matching: constraint.keys, values: values)
+                for (tuple, id) in zip(values, ids) { if let id { stored[constraint, default: [:]][tuple] = id } }
+            }
+        }
+
+        var conflicts: [Conflict] = []
+        for (constraint, byValues) in groups {
+            for (tuple, objects) in byValues {
+                var databaseID = stored[constraint]?[tuple]
+                if let id = databaseID {
+                    if objects.contains(where: { $0.objectID == id }) {
+                        databaseID = nil
+                    } else if let registered = registry[id]?.object, registered.hasChanges {
+                        // Deleted here, or changed here: its row's values are not what it will hold.
+                        databaseID = nil
+                    }
+                }
+                guard objects.count > 1 || databaseID != nil else { continue }
+                conflicts.append(Conflict(constraint: constraint, objects: objects.sorted(by: Self.isOlder), databaseID: databaseID))
+            }
+        }
+        return conflicts.sorted {
+            ($0.constraint.declaringEntity.name, $0.constraint.keys.joined(separator: ","))
+                < ($1.constraint.declaringEntity.name, $1.constraint.keys.joined(separator: ","))
+        }
+    }
+
+    /// Existing objects (by primary key) before inserted ones (in creation order).
+    private static func isOlder(_ lhs: ManagedObject, _ rhs: ManagedObject) -> Bool {
+        switch (lhs.objectID.key, rhs.objectID.key) {
+        case let (.permanent(a), .permanent(b)): a < b
+        case (.permanent, .temporary): true
+        case (.temporary, .permanent): false
+        case let (.temporary(a), .temporary(b)): a < b
+        }
+    }
+
+    // MARK: - Collapsing duplicates
+
+    private func collapse(_ conflict: Conflict, objectWins: Bool, survivors: inout [ObjectID: ManagedObject]) throws {
+        var participants = conflict.objects.filter { $0.managedObjectContext === self && !$0.isDeleted }
+        if conflict.databaseID != nil && !objectWins {
+            // The store wins over edits that made existing objects collide with its row.
+            for object in participants where !object.isInserted {
+                for index in conflict.constraint.indexes { object.writeSlot(object.snapshot?[index] ?? .null, at: index) }
+            }
+            participants.removeAll { !$0.isInserted }
+            if participants.isEmpty { return }
+        }
+        guard participants.count + (conflict.databaseID == nil ? 0 : 1) > 1 else { return }
+        // What each duplicate set, before anything moves.
+        var changes: [ObjectIdentifier: [Int]] = [:]
+        for object in participants {
+            object.fireFault()
+            changes[ObjectIdentifier(object)] = object.entity.slotProperties.indices.filter { index in
+                let property = object.entity.slotProperties[index]
+                return !property.isTransient && (property as? RelationshipDescription)?.isToMany != true
+                    && Self.hasChanged(object, at: index)
+            }
+        }
+
+        let survivor: ManagedObject
+        var others: [ManagedObject]
+        var storedValues: ContiguousArray<PropertyValue>?
+        if let databaseID = conflict.databaseID {
+            if objectWins, let existing = participants.first(where: { !$0.isInserted }) {
+                // An existing object collided with another row: the row joins it.
+                survivor = existing
+                others = participants.filter { $0 !== existing } + [object(with: databaseID)]
+            } else if let registered = registry[databaseID]?.object ?? (databaseID.entity.name == participants[0].entity.name
+                                                                       ? nil : object(with: databaseID)) {
+                // The row's object, when the context has it or when the row is of
+                // another entity (a subentity sharing the constraint): it survives.
+                registered.fireFault()
+                survivor = registered
+                others = participants
+                storedValues = registered.slots
+            } else {
+                // No object of the row here: the oldest duplicate becomes it.
+                let node = try parentNode(for: databaseID)
+                survivor = participants[0]
+                others = Array(participants.dropFirst())
+                takeOver(databaseID, node: node, by: survivor, survivors: &survivors)
+                storedValues = node.values
+            }
+        } else {
+            survivor = participants[0]
+            others = Array(participants.dropFirst())
+        }
+        fireFaults(others)
+        others.removeAll { $0.isDeleted }
+
+        // Attributes and to-one relationships, from the oldest contributor to the newest.
+        let properties = survivor.entity.slotProperties
+        func isShared(_ index: Int, with other: ManagedObject) -> Bool {
+            other.entity.slotProperties.indices.contains(index) && other.entity.slotProperties[index] === properties[index]
+        }
+        var merged = storedValues ?? survivor.slots
+        for contributor in participants.sorted(by: Self.isOlder) where storedValues != nil || contributor !== survivor {
+            for index in changes[ObjectIdentifier(contributor)] ?? [] where isShared(index, with: contributor) {
+                if objectWins || merged[index].isNull { merged[index] = contributor.slots[index] }
+            }
+        }
+        // A row that leaves fills what is still nil.
+        for other in others where !participants.contains(where: { $0 === other }) {
+            for index in properties.indices where merged[index].isNull && isShared(index, with: other) {
+                if (properties[index] as? RelationshipDescription)?.isToMany == true || properties[index].isTransient { continue }
+                merged[index] = other.slots[index]
+            }
+        }
+
+        // To-many relationships: the survivor gathers every destination.
+        for case let relationship as RelationshipDescription in properties where relationship.isToMany && !relationship.isTransient {
+            let sharing = others.filter { isShared(relationship.index, with: $0) }
+            guard !sharing.isEmpty else { continue }
+            var destinations = survivor.relatedObjects(survivor.slotValue(at: relationship.index), for: relationship)
+            var present = Set(destinations.map(\.objectID))
+            for other in sharing {
+                for destination in other.relatedObjects(other.slotValue(at: relationship.index), for: relationship)
+                where present.insert(destination.objectID).inserted {
+                    destinations.append(destination)
+                }
+                try other.setRelationship(relationship, toObjects: [])
+            }
+            try survivor.setRelationship(relationship, toObjects: destinations)
+        }
+
+        // The others let go of what they point at; references to them move to the survivor.
+        var remap: [ObjectID: ObjectID] = [:]
+        for other in others {
+            for case let relationship as RelationshipDescription in other.entity.slotProperties where !relationship.isToMany {
+                try other.setRelationship(relationship, toObjects: [])
+            }
+            remap[other.objectID] = survivor.objectID
+        }
+        for (index, property) in properties.enumerated() where !property.isTransient && merged[index] != survivor.slots[index] {
+            if let relationship = property as? RelationshipDescription {
+                guard !relationship.isToMany else { continue }
+                var target: [ManagedObject] = []
+                if case .object(let id) = merged[index] { target = [object(with: remap[id] ?? id)] }
+                try survivor.setRelationship(relationship, toObjects: target)
+            } else {
+                survivor.writeSlot(merged[index], at: index)
+            }
+        }
+        remapReferences(remap)
+        for other in others {
+            let id = other.objectID
+            let wasInserted = other.isInserted
+            delete(other)
+            if wasInserted {
+                // Never saved: it simply leaves the context.
+                registry[id] = nil
+                other.flags = []
+                other.managedObjectContext = nil
+            }
+            survivors[id] = survivor
+        }
+    }
+
+    /// Whether an object set a value: for an inserted object, one other than the
+    /// default; for an existing one, one other than its last saved value.
+    private static func hasChanged(_ object: ManagedObject, at index: Int) -> Bool {
+        if let snapshot = object.snapshot, !object.isInserted { return object.slots[index] != snapshot[index] }
+        return object.slots[index] != ManagedObject.initialValue(of: object.entity.slotProperties[index])
+    }
+
+    /// Makes an inserted object the object of a stored row: it takes the row's ID
+    /// and version and becomes an update of it; its to-many relationships keep
+    /// the row's destinations too.
+    private func takeOver(_ rowID: ObjectID, node: IncrementalStoreNode, by object: ManagedObject,
+                          survivors: inout [ObjectID: ManagedObject]) {
+        let temporaryID = object.objectID
+        var toManys: [(RelationshipDescription, [ObjectID])] = []
+        for case let relationship as RelationshipDescription in object.entity.slotProperties where relationship.isToMany && !relationship.isTransient {
+            let stored = (try? persistentStoreCoordinator?.relatedObjectIDs(relationship, of: rowID, in: self)) ?? []
+            toManys.append((relationship, stored))
+        }
+        registry[temporaryID] = nil
+        insertedObjectsByID[temporaryID] = nil
+        pendingChanges.inserted.remove(temporaryID)
+        object.objectID = rowID
+        object.flags.remove(.inserted)
+        object.flags.insert(.updated)
+        registry[rowID] = Registration(object, strong: true)
+        updatedObjectsByID[rowID] = object
+        pendingChanges.updated.insert(rowID)
+        object.snapshot = node.values
+        object.snapshotVersion = node.version
+        remapReferences([temporaryID: rowID])
+        for (relationship, stored) in toManys {
+            var ids = stored
+            var present = Set(ids)
+            for id in object.relatedIDs(relationship) where present.insert(id).inserted { ids.append(id) }
+            object.slots[relationship.index] = .objects(ids)
+        }
+        survivors[temporaryID] = object
+    }
+
+    /// Replaces IDs in the relationship slots of every loaded registered object.
+    private func remapReferences(_ mapping: [ObjectID: ObjectID]) {
+        guard !mapping.isEmpty else { return }
+        for registration in registry.values {
+            guard let object = registration.object, object.state == .loaded, object.entity.hasRelationships else { continue }
+            for case let relationship as RelationshipDescription in object.entity.slotProperties {
+                let value = object.slots[relationship.index]
+                let remapped = value.remappingIDs(mapping)
+                if remapped != value {
+                    object.slots[relationship.index] = remapped
+                    objectDidChange(object)
+                }
+            }
+        }
+    }
+}

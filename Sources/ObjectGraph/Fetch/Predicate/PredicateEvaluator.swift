@@ -1,0 +1,379 @@
+import Foundation
+
+/// An object a predicate can be evaluated against in memory: a managed object,
+/// or any test double.
+///
+/// The in-memory evaluator asks only for values by key and for the object's ID,
+/// so pending changes in a context and objects of the in-memory store are
+/// matched by the same rules the SQLite store's SQL applies.
+package protocol PredicateSubject {
+    /// The value of a property: `.value` for an attribute, `.subject` (or
+    /// `.value(.null)`) for a to-one relationship, `.collection` of subjects for
+    /// a to-many one.
+    func predicateValue(forKey key: String) throws -> PredicateValue
+    /// The object's ID, which comparisons with objects use (`company == %@`) and
+    /// whose entity tells the evaluator which keys are to-many relationships.
+    var predicateObjectID: ObjectID? { get }
+}
+
+/// A property value handed to the evaluator by a ``PredicateSubject``.
+package indirect enum PredicateValue {
+    /// An attribute value (or `.null` for an empty to-one relationship).
+    case value(PropertyValue)
+    /// The destination of a to-one relationship.
+    case subject(any PredicateSubject)
+    /// The destinations of a to-many relationship.
+    case collection([PredicateValue])
+}
+
+extension FetchPredicate {
+    /// Whether `subject` matches (Core Data: `evaluate(with:)`).
+    ///
+    /// The answer is the one SQLite gives for the compiled SQL on the same row:
+    /// comparisons follow SQL's three-valued logic (a comparison with NULL is
+    /// unknown; `NOT` of unknown is unknown; only a definite true matches),
+    /// values compare as the SQLite store stores them (see ``PredicateScalar``),
+    /// and to-many key paths are quantified as `EXISTS` subqueries are.
+    ///
+    /// - Throws: ``FetchPredicateError`` for an unsubstituted variable or a key
+    ///   path that doesn't fit the values (a key read from a number, `ALL` over a
+    ///   single value), and whatever the subject throws.
+    /// - Complexity: O(*n*) in the predicate's size and the objects its to-many key paths reach.
+    package func evaluate(with subject: any PredicateSubject) throws -> Bool {
+        do {
+            return try PredicateEvaluator(variables: [:]).test(expression, on: .subject(subject)) == true
+        } catch let problem as PredicateProblem {
+            throw problem.error(format: source ?? description)
+        }
+    }
+}
+
+/// Evaluates a ``PredicateNode`` with SQLite's semantics.
+struct PredicateEvaluator {
+    /// An evaluated expression.
+    enum Value {
+        case scalar(PredicateScalar)
+        case subject(any PredicateSubject)
+        /// Values reached through a to-many relationship.
+        case many([Value])
+        /// A constant collection, `{a, b}`.
+        case list([Value])
+    }
+
+    var variables: [String: Value]
+
+    // MARK: - Predicates
+
+    /// The predicate's truth value: nil for SQL's "unknown".
+    func test(_ predicate: PredicateNode, on object: Value) throws -> Bool? {
+        switch predicate {
+        case .truePredicate:
+            return true
+        case .falsePredicate:
+            return false
+        case .and(let children):
+            var result: Bool? = true
+            for child in children {
+                switch try test(child, on: object) {
+                case false?: return false
+                case nil: result = nil
+                case true?: break
+                }
+            }
+            return result
+        case .or(let children):
+            var result: Bool? = false
+            for child in children {
+                switch try test(child, on: object) {
+                case true?: return true
+                case nil: result = nil
+                case false?: break
+                }
+            }
+            return result
+        case .not(let child):
+            return try test(child, on: object).map { !$0 }
+        case .comparison(let lhs, let op, let rhs, let options, let modifier):
+            return try compare(lhs, op, rhs, options: options, modifier: modifier, on: object)
+        default:
+            throw PredicateProblem("\(FetchPredicate(expression: predicate)) is a value, not a predicate")
+        }
+    }
+
+    private func compare(_ lhs: PredicateNode, _ op: ComparisonOperator, _ rhs: PredicateNode,
+                         options: ComparisonOptions, modifier: ComparisonModifier, on object: Value) throws -> Bool? {
+        var left = try value(lhs, on: object)
+        let right = try value(rhs, on: object)
+        let lhsIsNil = lhs == .constant(.null), rhsIsNil = rhs == .constant(.null)
+        var rightIsMany = false
+        if case .many = right { rightIsMany = true }
+        if modifier != .direct, !rightIsMany, case .scalar(.null) = left, lhs.isKeyPathOrVariable {
+            left = .many([])   // a nil to-one on the way to a to-many, for subjects without an entity
+        }
+
+        var leftItems: [Value]?
+        if case .many(let items) = left { leftItems = items }
+        if leftItems == nil, !rightIsMany, modifier != .direct {
+            throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")
+        }
+
+        switch op {
+        case .in:
+            func member(_ element: Value) throws -> Bool? {
+                let candidate = try scalar(element)
+                switch right {
+                case .list(let items):
+                    // SQL's `x IN (…)`: false for an empty list, unknown for NULL or an unknown miss.
+                    if items.isEmpty { return false }
+                    if candidate.isNull { return nil }
+                    var sawUnknown = false
+                    for item in items {
+                        switch try equal(candidate, try scalar(item), options: options, lhsIsNil: false, rhsIsNil: false) {
+                        case true?: return true
+                        case nil: sawUnknown = true
+                        case false?: break
+                        }
+                    }
+                    return sawUnknown ? nil : false
+                case .many(let items):
+                    for item in items where try equal(candidate, try scalar(item), options: options, lhsIsNil: lhsIsNil, rhsIsNil: false) == true {
+                        return true
+                    }
+                    return false
+                case .scalar(.text(let text)):
+                    return PredicateScalar.stringTest(.contains, .text(text), candidate, options)
+                case .scalar(.null):
+                    return nil
+                default:
+                    throw PredicateProblem("IN needs a collection, a to-many key path or a string after it")
+                }
+            }
+            if let leftItems { return try quantify(modifier, leftItems, member) }
+            return try member(left)
+
+        case .between:
+            guard case .list(let bounds) = right, bounds.count == 2 else {
+                if case .scalar(.null) = right { return nil }
+                throw PredicateProblem("BETWEEN needs {low, high} after it")
+            }
+            let low = try scalar(bounds[0]), high = try scalar(bounds[1])
+            func inRange(_ element: Value) throws -> Bool? {
+                let x = try scalar(element)
+                let above = ordered(.greaterOrEqual, x, low, options)
+                let below = ordered(.lessOrEqual, x, high, options)
+                if above == false || below == false { return false }
+                if above == nil || below == nil { return nil }
+                return true
+            }
+            if let leftItems { return try quantify(modifier, leftItems, inRange) }
+            return try inRange(left)
+
+        default:
+            if case .list = right { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
+            if case .list = left { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
+            var rightItems: [Value]?
+            if case .many(let items) = right { rightItems = items }
+            if let leftItems {
+                if rightItems != nil { throw PredicateProblem("only one side of a comparison may cross a to-many relationship") }
+                let r = try scalar(right)
+                return try quantify(modifier, leftItems) { try binary(op, try scalar($0), r, options, lhsIsNil, rhsIsNil) }
+            }
+            if let rightItems {
+                let l = try scalar(left)
+                return try quantify(modifier, rightItems) { try binary(op, l, try scalar($0), options, lhsIsNil, rhsIsNil) }
+            }
+            return try binary(op, try scalar(left), try scalar(right), options, lhsIsNil, rhsIsNil)
+        }
+    }
+
+    /// `ANY`/`SOME` (and a to-many side without a modifier): some element is
+    /// true; `ALL`: every element is true; `NONE`: no element is true.
+    private func quantify(_ modifier: ComparisonModifier, _ items: [Value], _ condition: (Value) throws -> Bool?) throws -> Bool {
+        switch modifier {
+        case .direct, .any:
+            for item in items where try condition(item) == true { return true }
+            return false
+        case .all:
+            for item in items where try condition(item) != true { return false }
+            return true
+        case .none:
+            for item in items where try condition(item) == true { return false }
+            return true
+        }
+    }
+
+    private func binary(_ op: ComparisonOperator, _ a: PredicateScalar, _ b: PredicateScalar,
+                        _ options: ComparisonOptions, _ lhsIsNil: Bool, _ rhsIsNil: Bool) throws -> Bool? {
+        switch op {
+        case .equal:
+            return try equal(a, b, options: options, lhsIsNil: lhsIsNil, rhsIsNil: rhsIsNil)
+        case .notEqual:
+            return try equal(a, b, options: options, lhsIsNil: lhsIsNil, rhsIsNil: rhsIsNil).map { !$0 }
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
+            return ordered(op, a, b, options)
+        case .beginsWith, .endsWith, .contains, .like, .matches:
+            return PredicateScalar.stringTest(op, a, b, options)
+        case .in, .between:
+            return nil
+        }
+    }
+
+    /// `==`: against a literal nil it is SQL's `IS NULL` (never unknown);
+    /// otherwise SQL's `=`.
+    private func equal(_ a: PredicateScalar, _ b: PredicateScalar, options: ComparisonOptions,
+                       lhsIsNil: Bool, rhsIsNil: Bool) throws -> Bool? {
+        if lhsIsNil || rhsIsNil {
+            return (lhsIsNil ? b : a).isNull || (lhsIsNil && rhsIsNil)
+        }
+        return PredicateScalar.compare(PredicateScalar.fold(a, options), PredicateScalar.fold(b, options)).map { $0 == .orderedSame }
+    }
+
+    private func ordered(_ op: ComparisonOperator, _ a: PredicateScalar, _ b: PredicateScalar, _ options: ComparisonOptions) -> Bool? {
+        guard let order = PredicateScalar.compare(PredicateScalar.fold(a, options), PredicateScalar.fold(b, options)) else { return nil }
+        switch op {
+        case .less: return order == .orderedAscending
+        case .lessOrEqual: return order != .orderedDescending
+        case .greater: return order == .orderedDescending
+        case .greaterOrEqual: return order != .orderedAscending
+        case .equal: return order == .orderedSame
+        default: return order != .orderedSame
+        }
+    }
+
+    // MARK: - Values
+
+    func value(_ expression: PredicateNode, on object: Value) throws -> Value {
+        switch expression {
+        case .keyPath(let keys):
+            return try resolve(object, keys[...])
+        case .variable(let name, let keys):
+            guard let bound = variables[name] else {
+                throw PredicateProblem("the variable $\(name) has no value; use withSubstitutionVariables(_:)", key: "$" + name)
+            }
+            return try resolve(bound, keys[...])
+        case .constant(.objects(let ids)):
+            return .list(ids.map { .scalar(.object($0)) })
+        case .constant(let constant):
+            return .scalar(PredicateScalar(constant))
+        case .collection(let elements):
+            return .list(try elements.map { try value($0, on: object) })
+        case .aggregate(let function, let collection, let keys):
+            return .scalar(try aggregate(function, of: try items(of: collection, on: object, for: "@" + function.rawValue), keys))
+        case .subquery(let collection, let variable, let predicate):
+            var kept: [Value] = []
+            for item in try items(of: collection, on: object, for: "SUBQUERY") {
+                var inner = self
+                inner.variables[variable] = item
+                if try inner.test(predicate, on: item) == true { kept.append(item) }
+            }
+            return .many(kept)
+        default:
+            throw PredicateProblem("a predicate can't be used as a value")
+        }
+    }
+
+    private func items(of collection: PredicateNode, on object: Value, for what: String) throws -> [Value] {
+        switch try value(collection, on: object) {
+        case .many(let items): return items
+        case .scalar(.null): return []
+        default: throw PredicateProblem("\(what) needs a to-many key path, and \(FetchPredicate(expression: collection)) is not one")
+        }
+    }
+
+    /// `@count`, `@sum` (SQL's `TOTAL`: 0 for no values), `@avg`, `@min`, `@max`
+    /// (NULL for no values), ignoring nil values as SQL aggregates do.
+    private func aggregate(_ function: AggregateFunction, of items: [Value], _ keys: [String]) throws -> PredicateScalar {
+        if function == .count {
+            guard keys.isEmpty else { throw PredicateProblem("@count takes no key path after it") }
+            return .integer(Int64(items.count))
+        }
+        var values: [PredicateScalar] = []
+        for item in items {
+            switch try resolve(item, keys[...]) {
+            case .many(let inner): values += try inner.map(scalar)
+            case let single: values.append(try scalar(single))
+            }
+        }
+        values.removeAll { $0.isNull }
+        switch function {
+        case .min, .max:
+            var best: PredicateScalar?
+            for value in values {
+                guard let current = best else { best = value; continue }
+                let order = PredicateScalar.compare(value, current)
+                if (function == .min && order == .orderedAscending) || (function == .max && order == .orderedDescending) {
+                    best = value
+                }
+            }
+            return best ?? .null
+        default:
+            var sum = 0.0
+            for value in values {
+                switch value {
+                case .integer(let v): sum += Double(v)
+                case .real(let v): sum += v
+                default: throw PredicateProblem("@\(function.rawValue) needs numbers, not \(value)")
+                }
+            }
+            if function == .sum { return .real(sum) }
+            return values.isEmpty ? .null : .real(sum / Double(values.count))
+        }
+    }
+
+    /// Follows `keys` from `value`, through to-one and to-many relationships.
+    private func resolve(_ value: Value, _ keys: ArraySlice<String>) throws -> Value {
+        guard let key = keys.first else { return value }
+        let rest = keys.dropFirst()
+        switch value {
+        case .subject(let subject):
+            var next = Self.convert(try subject.predicateValue(forKey: key))
+            if case .scalar(.null) = next, let entity = subject.predicateObjectID?.entity, Self.crossesToMany(entity, keys) {
+                next = .many([])   // a nil to-one, or an unloaded to-many, on the way to a to-many: no elements
+            }
+            return try resolve(next, rest)
+        case .many(let items):
+            var flattened: [Value] = []
+            for item in items {
+                switch try resolve(item, keys) {
+                case .many(let inner): flattened += inner
+                case let single: flattened.append(single)
+                }
+            }
+            return .many(flattened)
+        case .scalar(.null):
+            return .scalar(.null)
+        case .scalar(.object):
+            throw PredicateProblem("can't read '\(key)' from an object ID; a subject gives relationships as .subject", key: key)
+        case .scalar, .list:
+            throw PredicateProblem("can't read '\(key)' from a value that is not an object", key: key)
+        }
+    }
+
+    private static func convert(_ value: PredicateValue) -> Value {
+        switch value {
+        case .value(.objects(let ids)): .many(ids.map { .scalar(.object($0)) })
+        case .value(let value): .scalar(PredicateScalar(value))
+        case .subject(let subject): .subject(subject)
+        case .collection(let items): .many(items.map(convert))
+        }
+    }
+
+    /// Whether `keys`, read from an object of `entity`, pass a to-many relationship.
+    static func crossesToMany(_ entity: EntityDescription, _ keys: ArraySlice<String>) -> Bool {
+        var entity: EntityDescription? = entity
+        for key in keys {
+            guard let relationship = entity?.propertiesByName[key] as? RelationshipDescription else { return false }
+            if relationship.isToMany { return true }
+            entity = relationship.destinationEntity
+        }
+        return false
+    }
+
+    private func scalar(_ value: Value) throws -> PredicateScalar {
+        switch value {
+        case .scalar(let scalar): return scalar
+        case .subject(let subject): return subject.predicateObjectID.map { .object($0) } ?? .null
+        case .many, .list: throw PredicateProblem("a collection can't be compared as a single value; use ANY, ALL, NONE, IN or an aggregate")
+        }
+    }
+}

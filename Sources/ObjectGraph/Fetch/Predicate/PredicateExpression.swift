@@ -1,0 +1,199 @@
+import Foundation
+
+/// The parsed form of a predicate: one tree for the parser, the printer, the
+/// in-memory evaluator and the SQL compiler (Core Data: `NSPredicate` and `NSExpression`).
+///
+/// Predicates (`and`, `or`, `not`, `comparison`, `truePredicate`, `falsePredicate`)
+/// and expressions (key paths, constants, collections, variables, aggregates,
+/// subqueries) share the one enum; the parser only builds a predicate where a
+/// predicate belongs and an expression where a value belongs.
+///
+/// ```swift
+/// // price > 10 AND ANY updates.volume >= 1000
+/// PredicateNode.and([
+///     .comparison(lhs: .keyPath(["price"]), op: .greater, rhs: .constant(.integer(10)), options: [], modifier: .direct),
+///     .comparison(lhs: .keyPath(["updates", "volume"]), op: .greaterOrEqual, rhs: .constant(.integer(1000)), options: [], modifier: .any),
+/// ])
+/// ```
+package indirect enum PredicateNode: Sendable, Hashable {
+    // MARK: Predicates
+
+    /// `TRUEPREDICATE`: matches everything.
+    case truePredicate
+    /// `FALSEPREDICATE`: matches nothing.
+    case falsePredicate
+    /// `a AND b AND …`; an empty list matches everything.
+    case and([PredicateNode])
+    /// `a OR b OR …`; an empty list matches nothing.
+    case or([PredicateNode])
+    /// `NOT a`.
+    case not(PredicateNode)
+    /// `[ANY|ALL|NONE] lhs op[cd] rhs`.
+    case comparison(lhs: PredicateNode, op: ComparisonOperator, rhs: PredicateNode,
+                    options: ComparisonOptions, modifier: ComparisonModifier)
+
+    // MARK: Expressions
+
+    /// A key path from the evaluated object; `[]` is `SELF`.
+    case keyPath([String])
+    /// `$name`, followed by a key path (`$u.price`): a subquery's element, or a
+    /// substitution variable until ``FetchPredicate/withSubstitutionVariables(_:)`` replaces it.
+    case variable(String, [String])
+    /// A constant value.
+    case constant(PropertyValue)
+    /// `{a, b, …}` or an array or set given for `%@`.
+    case collection([PredicateNode])
+    /// `collection.@count`, `collection.@max.keyPath` and so on.
+    case aggregate(AggregateFunction, collection: PredicateNode, keyPath: [String])
+    /// `SUBQUERY(collection, $variable, predicate)`: the elements of `collection` that match.
+    case subquery(collection: PredicateNode, variable: String, predicate: PredicateNode)
+}
+
+/// How a comparison compares its two sides.
+package enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+    case beginsWith = "BEGINSWITH"
+    case endsWith = "ENDSWITH"
+    case contains = "CONTAINS"
+    case like = "LIKE"
+    case matches = "MATCHES"
+    case `in` = "IN"
+    case between = "BETWEEN"
+
+    /// Whether this is one of the six ordering and equality operators.
+    var isOrdering: Bool {
+        switch self {
+        case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual: true
+        default: false
+        }
+    }
+
+    /// The operator with its sides swapped (`a < b` ⇔ `b > a`).
+    var swapped: ComparisonOperator {
+        switch self {
+        case .less: .greater
+        case .lessOrEqual: .greaterOrEqual
+        case .greater: .less
+        case .greaterOrEqual: .lessOrEqual
+        default: self
+        }
+    }
+}
+
+/// The `[c]`, `[d]`, `[cd]` options of a string comparison.
+package struct ComparisonOptions: OptionSet, Sendable, Hashable {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// `[c]`: Unicode case folding.
+    package static let caseInsensitive = ComparisonOptions(rawValue: 1)
+    /// `[d]`: diacritic folding.
+    package static let diacriticInsensitive = ComparisonOptions(rawValue: 2)
+
+    /// The options as Foundation folding options.
+    var foldingOptions: String.CompareOptions {
+        var options: String.CompareOptions = []
+        if contains(.caseInsensitive) { options.insert(.caseInsensitive) }
+        if contains(.diacriticInsensitive) { options.insert(.diacriticInsensitive) }
+        return options
+    }
+
+    /// The modifier as written after an operator: `""`, `"[c]"`, `"[d]"` or `"[cd]"`.
+    var formatted: String {
+        if isEmpty { return "" }
+        return "[" + (contains(.caseInsensitive) ? "c" : "") + (contains(.diacriticInsensitive) ? "d" : "") + "]"
+    }
+}
+
+/// How a comparison treats a to-many side: `ANY` (the default when a key path
+/// crosses a to-many relationship), `ALL` or `NONE`.
+package enum ComparisonModifier: String, Sendable, Hashable {
+    /// No modifier written. A to-many side is then compared as with `ANY`.
+    case direct = ""
+    case any = "ANY"
+    case all = "ALL"
+    case none = "NONE"
+}
+
+/// A collection operator: `@count`, `@sum`, `@avg`, `@min`, `@max`.
+package enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
+    case count
+    case sum
+    case avg
+    case min
+    case max
+}
+
+// MARK: - Traversal
+
+extension PredicateNode {
+    /// Calls `body` on every constant, in the order the SQL compiler numbers
+    /// its parameters (pre-order, left to right).
+    func forEachConstant(_ body: (PropertyValue) -> Void) {
+        switch self {
+        case .truePredicate, .falsePredicate, .keyPath, .variable:
+            break
+        case .and(let children), .or(let children), .collection(let children):
+            for child in children { child.forEachConstant(body) }
+        case .not(let child):
+            child.forEachConstant(body)
+        case .comparison(let lhs, _, let rhs, _, _):
+            lhs.forEachConstant(body)
+            rhs.forEachConstant(body)
+        case .constant(let value):
+            body(value)
+        case .aggregate(_, let collection, _):
+            collection.forEachConstant(body)
+        case .subquery(let collection, _, let predicate):
+            collection.forEachConstant(body)
+            predicate.forEachConstant(body)
+        }
+    }
+
+    /// The tree with every node replaced bottom-up by `transform` (which may return nil to keep it).
+    func rewritten(_ transform: (PredicateNode) throws -> PredicateNode?) rethrows -> PredicateNode {
+        let rebuilt: PredicateNode
+        switch self {
+        case .truePredicate, .falsePredicate, .keyPath, .variable, .constant:
+            rebuilt = self
+        case .and(let children):
+            rebuilt = .and(try children.map { try $0.rewritten(transform) })
+        case .or(let children):
+            rebuilt = .or(try children.map { try $0.rewritten(transform) })
+        case .collection(let children):
+            rebuilt = .collection(try children.map { try $0.rewritten(transform) })
+        case .not(let child):
+            rebuilt = .not(try child.rewritten(transform))
+        case .comparison(let lhs, let op, let rhs, let options, let modifier):
+            rebuilt = .comparison(lhs: try lhs.rewritten(transform), op: op, rhs: try rhs.rewritten(transform),
+                                  options: options, modifier: modifier)
+        case .aggregate(let function, let collection, let keyPath):
+            rebuilt = .aggregate(function, collection: try collection.rewritten(transform), keyPath: keyPath)
+        case .subquery(let collection, let variable, let predicate):
+            rebuilt = .subquery(collection: try collection.rewritten(transform), variable: variable,
+                                predicate: try predicate.rewritten(transform))
+        }
+        return try transform(rebuilt) ?? rebuilt
+    }
+
+    /// Whether this node is a key path or a variable.
+    var isKeyPathOrVariable: Bool {
+        switch self {
+        case .keyPath, .variable: true
+        default: false
+        }
+    }
+
+    /// Whether this node is a predicate (as opposed to a value).
+    var isPredicate: Bool {
+        switch self {
+        case .truePredicate, .falsePredicate, .and, .or, .not, .comparison: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Prints a ``PredicateNode`` in canonical format, which the parser reads back.
+enum PredicateFormatter {
+    static func format(_ expression: PredicateNode) -> String {
+        switch expression {
+        case .truePredicate:
+            return "TRUEPREDICATE"
+        case .falsePredicate:
+            return "FALSEPREDICATE"
+        case .and(let children):
+            if children.isEmpty { return "TRUEPREDICATE" }
+            if children.count == 1 { return format(children[0]) }
+            return children.map { child in
+                switch child {
+                case .or, .and: "(" + format(child) + ")"
+                default: format(child)
+                }
+            }.joined(separator: " AND ")
+        case .or(let children):
+            if children.isEmpty { return "FALSEPREDICATE" }
+            if children.count == 1 { return format(children[0]) }
+            return children.map { child in
+                if case .or = child { return "(" + format(child) + ")" }
+                return format(child)
+            }.joined(separator: " OR ")
+        case .not(let child):
+            switch child {
+            case .and, .or, .not: return "NOT (" + format(child) + ")"
+            default: return "NOT " + format(child)
+            }
+        case .comparison(let lhs, let op, let rhs, let options, let modifier):
+            let prefix = modifier == .direct ? "" : modifier.rawValue + " "
+            return prefix + format(lhs) + " " + op.rawValue + options.formatted + " " + format(rhs)
+        case .keyPath(let keys):
+            return keys.isEmpty ? "SELF" : keyPath(keys)
+        case .variable(let name, let keys):
+            return "$" + name + (keys.isEmpty ? "" : "." + keyPath(keys))
+        case .constant(let value):
+            return constant(value)
+        case .collection(let elements):
+            return "{" + elements.map(format).joined(separator: ", ") + "}"
+        case .aggregate(let function, let collection, let keys):
+            return format(collection) + ".@" + function.rawValue + (keys.isEmpty ? "" : "." + keyPath(keys))
+        case .subquery(let collection, let variable, let predicate):
+            return "SUBQUERY(" + format(collection) + ", $" + variable + ", " + format(predicate) + ")"
+        }
+    }
+
+    private static func keyPath(_ keys: [String]) -> String {
+        keys.map { PredicateParser.reservedWords.contains($0.uppercased()) ? "#" + $0 : $0 }.joined(separator: ".")
+    }
+
+    static func constant(_ value: PropertyValue) -> String {
+        switch value {
+        case .null: return "nil"
+        case .integer(let v): return String(v)
+        case .double(let v):
+            return v.isFinite ? "\(v)" : "CAST(\(quoted("\(v)")), \"NSNumber\")"
+        case .bool(let v): return v ? "TRUE" : "FALSE"
+        case .string(let v): return quoted(v)
+        case .date(let v): return "CAST(\(constant(.double(v.timeIntervalSinceReferenceDate))), \"NSDate\")"
+        case .data(let v): return "CAST(\(quoted(v.base64EncodedString())), \"NSData\")"
+        case .uuid(let v): return "CAST(\(quoted(v.uuidString)), \"NSUUID\")"
+        case .uri(let v): return "CAST(\(quoted(v.absoluteString)), \"NSURL\")"
+        case .decimal(let v): return "CAST(\(quoted(v.description)), \"NSDecimalNumber\")"
+        case .object(let id): return "CAST(\(quoted(id.uriRepresentation().absoluteString)), \"NSManagedObjectID\")"
+        case .objects(let ids): return "{" + ids.map { constant(.object($0)) }.joined(separator: ", ") + "}"
+        }
+    }
+
+    static func quoted(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    out += "\\u{" + String(scalar.value, radix: 16) + "}"
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,249 @@
+import Foundation
+
+// MARK: - Lightweight migration
+
+extension SQLiteStore {
+    /// Whether the options ask for lightweight migration
+    /// (`migratesAutomatically` and `infersMappingModel`).
+    var migratesWithInferredMapping: Bool {
+        configuration.options.migratesAutomatically && configuration.options.infersMappingModel
+    }
+
+    /// Migrates the store file to the model, in place of the file (Core Data's
+    /// lightweight migration). Called by ``loadMetadata()`` when the file does
+    /// not match the model and the options allow it; no connection of this store
+    /// may be open.
+    ///
+    /// The mapping is inferred first (``MappingModel``): a change it cannot
+    /// infer throws before the file is touched. Then the file's write-ahead log
+    /// is folded into it (which fails, with `.migrationFailed`, while another
+    /// connection has the file open), the file is copied beside itself, the copy
+    /// migrated in one transaction, and the copy renamed over the original. If
+    /// anything fails, the copy is removed and the original keeps its data.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/migrationFailed`` saying why.
+    /// - Complexity: O(*n* log *n*), *n* = rows in the store; the file is copied once.
+    func migrateStoreFile(because incompatibility: PersistentStoreError) throws {
+        guard !isReadOnly else {
+            throw PersistentStoreError(.migrationFailed, url: url,
+                                       message: "the store needs migrating but is opened read-only: \(incompatibility.message)")
+        }
+        try SQLiteMigration(url: fileURL, configuration: configuration).run()
+    }
+}
+
+/// One lightweight migration of a store file.
+struct SQLiteMigration {
+    let url: URL
+    let configuration: StoreConfiguration
+    private var progress: (@Sendable (Double) -> Void)? { configuration.options.migrationProgress }
+
+    init(url: URL, configuration: StoreConfiguration) {
+        self.url = url
+        self.configuration = configuration
+    }
+
+    func run() throws {
+        progress?(0)
+        // 1. Infer the mapping from the original, then fold its log into it, so the main
+        //    file holds everything and nobody else has it open.
+        let snapshot: StoreSchemaSnapshot
+        let mapping: MappingModel
+        do {
+            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyTimeout: configuration.options.busyTimeout)
+            snapshot = try StoreSchemaSnapshot(connection: original, url: url)
+            mapping = try MappingModel(from: snapshot, to: configuration.entities, url: url) { table, numbers, column in
+                try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: original)
+            }
+            guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
+                throw failure("another connection has the store open; close it (remove the store from other coordinators) before migrating",
+                              underlying: nil)
+            }
+        } catch let error as SQLiteError {
+            throw failure("reading the store failed", underlying: error)
+        } catch let error as PersistentStoreError where error.code != .migrationFailed {
+            throw failure("the store could not be prepared: \(error.message)", underlying: error.underlyingDescription)
+        }
+        progress?(0.05)
+
+        // 2. Migrate a copy.
+        let copyURL = SQLiteStoreFile.temporarySibling(of: url, purpose: "migrating")
+        defer { try? SQLiteStoreFile.removeFiles(at: copyURL) }
+        do {
+            try SQLiteStoreFile.copyFiles(from: url, to: copyURL)
+        } catch {
+            throw failure("the store could not be copied", underlying: "\(error)")
+        }
+        do {
+            var options = Connection.Configuration()
+            options.createsIfMissing = false
+            options.journalMode = .delete   // the result must be one file, to rename over the original
+            options.busyTimeout = .milliseconds(Int(max(0, configuration.options.busyTimeout) * 1000))
+            let copy = try Connection(path: copyURL.path, configuration: options)
+            try copy.inWriteTransaction {
+                try migrate(copy, snapshot: snapshot, mapping: mapping)
+            }
+        } catch let error as SQLiteError {
+            let reason = switch error.resultCode {
+            case SQLiteError.SQLITE_CONSTRAINT: "rows of the store break a uniqueness constraint of the model"
+            case SQLiteError.SQLITE_FULL: "the disk is full"
+            default: "SQLite failed while migrating a copy of the store"
+            }
+            throw failure(reason, underlying: "\(error)")
+        }
+        progress?(0.95)
+
+        // 3. Swap the copy in.
+        do {
+            try SQLiteStoreFile.swap(url, with: copyURL)
+        } catch let error as PersistentStoreError {
+            throw failure(error.message, underlying: error.underlyingDescription)
+        }
+        progress?(1)
+    }
+
+    private func failure(_ message: String, underlying: String?) -> PersistentStoreError {
+        var error = PersistentStoreError(.migrationFailed, url: url, message: "migrating the store failed, and the store was not changed: " + message)
+        error.underlyingDescription = underlying
+        return error
+    }
+
+    private func failure(_ message: String, underlying: SQLiteError) -> PersistentStoreError {
+        failure(message, underlying: "\(underlying)")
+    }
+
+    // MARK: - The migration, inside one transaction on the copy
+
+    private func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel) throws {
+        // Move the old entity and join tables aside, without their indexes and triggers.
+        var renamed: [String: String] = [:]
+        for table in snapshot.rootsWithTables.compactMap(\.table) + snapshot.joinTables.keys.sorted() {
+            guard renamed[table] == nil else { continue }
+            try dropIndexesAndTriggers(of: table, connection)
+            let aside = "Z_MIGRATING_" + table
+            try connection.execute("ALTER TABLE \(quoted(table)) RENAME TO \(quoted(aside))")
+            renamed[table] = aside
+        }
+        for table in mapping.schema.tables {
+            guard try !connection.tableExists(table.name) else {
+                throw SQLiteError(resultCode: SQLiteError.SQLITE_ERROR,
+                                  message: "the file already has a table \(table.name) that is not an entity table of the store")
+            }
+        }
+        for statement in mapping.schema.creationStatements() {
+            try connection.execute(statement)
+        }
+
+        // Copy the rows, table by table.
+        let total = max(1, mapping.tables.reduce(0) { $0 + $1.sourceRowCount })
+        var copied = 0
+        for table in mapping.tables {
+            guard let source = table.sourceTable.flatMap({ renamed[$0] }), !table.entityNumbers.isEmpty else { continue }
+            let targets = ["Z_PK", "Z_ENT", "Z_OPT"] + table.columns.map { quoted($0.destination) }
+            let entityCase = "CASE Z_ENT " + table.entityNumbers.map { "WHEN \($0.source) THEN \($0.destination)" }.joined(separator: " ") + " END"
+            let values = ["Z_PK", entityCase, "Z_OPT"] + table.columns.map { quoted($0.source) }
+            try connection.execute("""
+                INSERT INTO \(quoted(table.table.name)) (\(targets.joined(separator: ", "))) \
+                SELECT \(values.joined(separator: ", ")) FROM \(quoted(source)) \
+                WHERE Z_ENT IN (\(table.entityNumbers.map { String($0.source) }.joined(separator: ",")))
+                """)
+            copied += table.sourceRowCount
+            progress?(0.05 + 0.8 * Double(copied) / Double(total))
+        }
+
+        // Join tables: the pairs whose two rows both still exist.
+        for join in mapping.joins {
+            guard let source = renamed[join.sourceTable] else { continue }
+            let table = join.table
+            try connection.execute("""
+                INSERT OR IGNORE INTO \(quoted(table.name)) (\(join.columns.map { quoted($0.destination) }.joined(separator: ", "))) \
+                SELECT \(join.columns.map { quoted($0.source) }.joined(separator: ", ")) FROM \(quoted(source)) s \
+                WHERE EXISTS (SELECT 1 FROM \(quoted(table.ownerTable)) o WHERE o.Z_PK = s.\(quoted(join.columns[0].source))) \
+                AND EXISTS (SELECT 1 FROM \(quoted(table.memberTable)) m WHERE m.Z_PK = s.\(quoted(join.columns[1].source)))
+                """)
+        }
+
+        // Defaults for new and newly required attributes.
+        for table in mapping.tables {
+            for fill in table.fills where !fill.entityNumbers.isEmpty {
+                let statement = try connection.prepare(
+                    "UPDATE \(quoted(table.table.name)) SET \(quoted(fill.column)) = ? WHERE \(quoted(fill.column)) IS NULL AND Z_ENT IN (\(fill.entityNumbers.map(String.init).joined(separator: ",")))")
+                try statement.bind(fill.value, at: 1)
+                try statement.execute()
+            }
+        }
+
+        // Foreign keys to rows that were not carried over are cleared; entity columns are recomputed.
+        for table in mapping.tables {
+            for toOne in table.toOnes where toOne.isCopied {
+                let name = quoted(table.table.name)
+                let key = quoted(toOne.column)
+                try connection.execute("""
+                    UPDATE \(name) SET \(key) = NULL WHERE \(key) IS NOT NULL AND NOT EXISTS \
+                    (SELECT 1 FROM \(quoted(toOne.destinationTable)) d WHERE d.Z_PK = \(name).\(key) \
+                    AND d.Z_ENT IN (\(toOne.destinationNumbers.map(String.init).joined(separator: ","))))
+                    """)
+                if let entityColumn = toOne.entityColumn {
+                    try connection.execute("""
+                        UPDATE \(name) SET \(quoted(entityColumn)) = (SELECT d.Z_ENT FROM \(quoted(toOne.destinationTable)) d \
+                        WHERE d.Z_PK = \(name).\(key)) WHERE \(key) IS NOT NULL
+                        """)
+                }
+            }
+        }
+        progress?(0.9)
+
+        for aside in renamed.values {
+            try connection.execute("DROP TABLE \(quoted(aside))")
+        }
+
+        // Z_PRIMARYKEY with the new numbering; each root keeps its counter.
+        try connection.execute("DELETE FROM Z_PRIMARYKEY WHERE Z_ENT < \(StoreSchemaSnapshot.firstHistoryEntityNumber)")
+        var maxByRoot: [String: Int64] = [:]
+        for table in mapping.tables {
+            let statement = try connection.prepare("SELECT max(Z_PK) FROM \(quoted(table.table.name))")
+            let highest = try statement.step() ? statement.int64(at: 0) : 0
+            maxByRoot[table.table.root.name] = max(highest, table.sourceMaxPrimaryKey)
+        }
+        let insertKey = try connection.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)")
+        for row in mapping.schema.primaryKeyRows() {
+            insertKey.reset()
+            try insertKey.bind(row.number, at: 1)
+            try insertKey.bind(row.name, at: 2)
+            try insertKey.bind(row.superNumber, at: 3)
+            try insertKey.bind(row.superNumber == 0 ? maxByRoot[row.name] ?? 0 : 0, at: 4)
+            try insertKey.execute()
+        }
+
+        // Metadata: the same store UUID, the new model's hashes. The compiled-model
+        // cache describes the old model, so it goes.
+        var metadata = snapshot.metadata
+        let model = configuration.model
+        metadata[StoreMetadataKey.modelVersionHashes] = model.entityVersionHashesByName
+        let identifiers = model.versionIdentifiers.sorted()
+        metadata[StoreMetadataKey.modelVersionIdentifiers] = identifiers.isEmpty ? [""] : identifiers
+        metadata["NSStoreModelVersionHashesDigest"] = nil
+        metadata["NSStoreModelVersionChecksumKey"] = nil
+        metadata[StoreMetadataKey.storeType] = "SQLite"
+        let updateMetadata = try connection.prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
+        try updateMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 1)
+        try updateMetadata.execute()
+        if try connection.tableExists("Z_MODELCACHE") {
+            try connection.execute("DELETE FROM Z_MODELCACHE")
+        }
+    }
+
+    private func dropIndexesAndTriggers(of table: String, _ connection: Connection) throws {
+        let statement = try connection.prepare(
+            "SELECT type, name FROM sqlite_master WHERE tbl_name = ? COLLATE NOCASE AND type IN ('index', 'trigger') AND sql IS NOT NULL")
+        try statement.bind(table, at: 1)
+        var drops: [String] = []
+        while try statement.step() {
+            guard let type = statement.string(at: 0), let name = statement.string(at: 1) else { continue }
+            drops.append("DROP \(type == "index" ? "INDEX" : "TRIGGER") \(quoted(name))")
+        }
+        for drop in drops { try connection.execute(drop) }
+    }
+
+    private func quoted(_ name: String) -> String { Connection.quotedIdentifier(name) }
+}

@@ -1,0 +1,255 @@
+import Foundation
+
+// MARK: - Reading relationships
+
+extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
+    /// The destinations of a to-many relationship of one row: from its join table
+    /// (many-to-many), or from the destination's foreign key (one-to-many), in
+    /// `Z_FOK_` order for an ordered relationship.
+    func toManyDestinations(_ relationship: RelationshipDescription, of objectID: ObjectID) throws -> PropertyValue {
+        guard let pk = objectID.primaryKey else { return .objects([]) }
+        let schema = try schema
+        let identity = identity
+        guard let destination = relationship.destinationEntity,
+              let destinationMapping = schema.mappings[ObjectIdentifier(destination)] else { return .objects([]) }
+        let sql: String
+        if let path = schema.joinPath(for: relationship) {
+            let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
+            sql = "SELECT t.Z_PK, t.Z_ENT FROM \(path.table.name) j JOIN \(path.destinationTable) t ON t.Z_PK = j.\(path.destinationColumn)"
+                + " WHERE j.\(path.sourceColumn) = ? ORDER BY \(order)"
+        } else if let inverse = relationship.inverseRelationship, !inverse.isToMany,
+                  let foreignKey = destinationMapping.columns[inverse.index]?.name {
+            var query = "SELECT Z_PK, Z_ENT FROM \(destinationMapping.table) WHERE \(foreignKey) = ?"
+            if let table = schema.table(named: destinationMapping.table), table.holdsSeveralEntities,
+               destination.superentity != nil || destinationMapping.numbersWithDescendants.count > 1 {
+                query += " AND Z_ENT IN (\(destinationMapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+            }
+            query += schema.orderColumn(forOrdered: relationship).map { " ORDER BY \($0), Z_PK" } ?? " ORDER BY Z_PK"
+            sql = query
+        } else {
+            return .objects([])
+        }
+        return try read { connection in
+            let statement = try connection.cachedStatement(sql)
+            try statement.bind(pk, at: 1)
+            var ids: [ObjectID] = []
+            while try statement.step() {
+                guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
+                ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+            }
+            return .objects(ids)
+        }
+    }
+
+    package func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
+        let schema = try schema
+        let identity = identity
+        guard relationship.isToMany, let destination = relationship.destinationEntity,
+              let mapping = schema.mappings[ObjectIdentifier(destination)],
+              let table = schema.table(named: mapping.table) else { return RelationshipPrefetch() }
+        var ownerByKey: [Int64: ObjectID] = [:]
+        for id in objectIDs { if let pk = id.primaryKey { ownerByKey[pk] = id } }
+        let keys = Array(ownerByKey.keys).sorted()
+        let columns = schema.selectColumns(of: table, alias: "t0")
+        let ownerPosition = Int32(3 + table.columns.count)
+        func sql(placeholders: String) -> String? {
+            if let path = schema.joinPath(for: relationship) {
+                let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
+                return "SELECT \(columns), j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(table.name) t0"
+                    + " ON t0.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(placeholders))"
+                    + " ORDER BY j.\(path.sourceColumn), \(order)"
+            }
+            guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+                  let foreignKey = mapping.columns[inverse.index]?.name else { return nil }
+            var sql = "SELECT \(columns), t0.\(foreignKey) FROM \(table.name) t0 WHERE t0.\(foreignKey) IN (\(placeholders))"
+            if table.holdsSeveralEntities {
+                sql += " AND t0.Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+            }
+            let order = schema.orderColumn(forOrdered: relationship).map { "t0.\($0), " } ?? ""
+            return sql + " ORDER BY t0.\(foreignKey), \(order)t0.Z_PK"
+        }
+        return try read { connection in
+            var decoder = RowDecoder(schema: schema, identity: identity)
+            var result = RelationshipPrefetch()
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let chunk = keys[start..<min(start + 500, keys.count)]
+                guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else {
+                    return result
+                }
+                let statement = try connection.cachedStatement(query)
+                for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
+                while try statement.step() {
+                    guard let node = decoder.node(from: statement),
+                          let owner = ownerByKey[statement.int64(at: ownerPosition)] else { continue }
+                    result.destinations[owner, default: []].append(node.objectID)
+                    result.nodes.append(node)
+                }
+            }
+            return result
+        }
+    }
+
+    package func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
+        let schema = try schema
+        let identity = identity
+        let mapping = try schema.mapping(for: entity)
+        var columns: [String] = []
+        for key in keys {
+            let property = try entity.property(forKey: key)
+            guard let column = mapping.columns[property.index] else { throw ObjectGraphError.unknownKey(key, entity: entity.name) }
+            columns.append(column.name)
+        }
+        var sql = "SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE " + columns.map { "\($0) = ?" }.joined(separator: " AND ")
+        if let table = schema.table(named: mapping.table), table.holdsSeveralEntities {
+            sql += " AND Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+        }
+        sql += " LIMIT 1"
+        return try read { connection in
+            let statement = try connection.cachedStatement(sql)
+            return try values.map { tuple -> ObjectID? in
+                guard tuple.count == columns.count, !tuple.contains(where: \.isNull) else { return nil }
+                statement.reset()
+                for (offset, value) in tuple.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
+                defer { statement.reset() }
+                guard try statement.step(), let found = schema.entitiesByNumber[statement.int64(at: 1)] else { return nil }
+                return ObjectID(entity: found, store: identity, primaryKey: statement.int64(at: 0))
+            }
+        }
+    }
+
+    /// Reports every SQL statement the store's connections run (for tests and
+    /// diagnostics); nil stops it. Bound values are not included.
+    package func traceStatements(_ observer: (@Sendable (String) -> Void)?) {
+        _ = reader.withConnection { $0.trace(observer) }
+        _ = writer.withConnection { $0.trace(observer) }
+    }
+}
+
+// MARK: - Writing relationships at save
+
+extension SQLiteStore {
+    /// Writes what the rows themselves do not hold, inside the save's transaction,
+    /// after its inserts and updates: the join-table rows of many-to-many
+    /// relationships (from the side that names the table), the `Z_FOK_` ranks of
+    /// ordered relationships (Core Data's steps of 1024), and the removal of
+    /// deleted rows from every join table.
+    ///
+    /// Only to-many slots that the context loaded (`.objects`) are written; an
+    /// unloaded one (`.null`) has not changed. Rows are compared with what the
+    /// file holds, so only differences are written.
+    func writeRelationships(of request: SaveChangesRequest, schema: SQLiteSchema, permanentIDs: [ObjectID: ObjectID],
+                            connection: Connection) throws {
+        func key(_ id: ObjectID) -> Int64? { (permanentIDs[id] ?? id).primaryKey }
+        let written = request.insertedObjects + request.updatedObjects
+        let inserted = Set(request.insertedObjects.map(\.objectID))
+        // Membership and order of the naming side first, so the other side's order finds its rows.
+        for primaryPass in [true, false] {
+            for node in written where node.objectID.entity.hasRelationships {
+                guard let owner = key(node.objectID) else { continue }
+                for case let relationship as RelationshipDescription in node.objectID.entity.slotProperties where relationship.isToMany {
+                    guard case .objects(let ids) = node.values[relationship.index] else { continue }
+                    var seen = Set<Int64>()
+                    let members = ids.compactMap(key).filter { seen.insert($0).inserted }
+                    if let path = schema.joinPath(for: relationship) {
+                        guard path.isPrimary == primaryPass else { continue }
+                        if primaryPass {
+                            try writeJoinRows(path, owner: owner, members: members, isNewOwner: inserted.contains(node.objectID), connection: connection)
+                        } else if path.orderColumn != nil {
+                            try writeJoinRanks(path, owner: owner, members: members, connection: connection)
+                        }
+                    } else if primaryPass, let orderColumn = schema.orderColumn(forOrdered: relationship),
+                              let inverse = relationship.inverseRelationship, let destination = relationship.destinationEntity,
+                              let mapping = schema.mappings[ObjectIdentifier(destination)],
+                              let foreignKey = mapping.columns[inverse.index]?.name {
+                        try writeForeignKeyRanks(table: mapping.table, foreignKey: foreignKey, orderColumn: orderColumn,
+                                                 owner: owner, members: members, connection: connection)
+                    }
+                }
+            }
+        }
+        guard !schema.joinTables.isEmpty else { return }
+        for node in request.deletedObjects {
+            guard let pk = node.objectID.primaryKey else { continue }
+            let entity = node.objectID.entity
+            for table in schema.joinTables {
+                if let owner = table.inverse?.destinationEntity ?? table.relationship.entity, entity.isKind(of: owner) {
+                    try run("DELETE FROM \(table.name) WHERE \(table.ownerColumn) = ?", [pk], connection)
+                }
+                if let member = table.relationship.destinationEntity, entity.isKind(of: member) {
+                    try run("DELETE FROM \(table.name) WHERE \(table.memberColumn) = ?", [pk], connection)
+                }
+            }
+        }
+    }
+
+    /// Makes the join table hold exactly `members` for `owner`, ranked if ordered.
+    private func writeJoinRows(_ path: SQLiteSchema.JoinPath, owner: Int64, members: [Int64], isNewOwner: Bool,
+                               connection: Connection) throws {
+        let source = path.sourceColumn
+        let destination = path.destinationColumn
+        let table = path.table.name
+        let existing = isNewOwner ? [:] : try ranks(
+            "SELECT \(destination), \(path.orderColumn ?? "NULL") FROM \(table) WHERE \(source) = ?", owner, connection)
+        let wanted = Set(members)
+        for member in existing.keys where !wanted.contains(member) {
+            try run("DELETE FROM \(table) WHERE \(source) = ? AND \(destination) = ?", [owner, member], connection)
+        }
+        for (position, member) in members.enumerated() {
+            let rank = Int64(position + 1) * 1024
+            if let orderColumn = path.orderColumn {
+                if existing[member] == nil {
+                    try run("INSERT OR REPLACE INTO \(table) (\(source), \(destination), \(orderColumn)) VALUES (?, ?, ?)",
+                            [owner, member, rank], connection)
+                } else if let current = existing[member], current != rank {
+                    try run("UPDATE \(table) SET \(orderColumn) = ? WHERE \(source) = ? AND \(destination) = ?",
+                            [rank, owner, member], connection)
+                }
+            } else if existing[member] == nil {
+                try run("INSERT OR IGNORE INTO \(table) (\(source), \(destination)) VALUES (?, ?)", [owner, member], connection)
+            }
+        }
+    }
+
+    /// Ranks the rows of the side of a join table that does not name it (its members were written by the other side).
+    private func writeJoinRanks(_ path: SQLiteSchema.JoinPath, owner: Int64, members: [Int64], connection: Connection) throws {
+        guard let orderColumn = path.orderColumn else { return }
+        let table = path.table.name
+        let existing = try ranks("SELECT \(path.destinationColumn), \(orderColumn) FROM \(table) WHERE \(path.sourceColumn) = ?",
+                                 owner, connection)
+        for (position, member) in members.enumerated() {
+            let rank = Int64(position + 1) * 1024
+            guard let current = existing[member], current != rank else { continue }
+            try run("UPDATE \(table) SET \(orderColumn) = ? WHERE \(path.sourceColumn) = ? AND \(path.destinationColumn) = ?",
+                    [rank, owner, member], connection)
+        }
+    }
+
+    /// Ranks the members of an ordered one-to-many in their `Z_FOK_<INVERSE>` column.
+    private func writeForeignKeyRanks(table: String, foreignKey: String, orderColumn: String, owner: Int64, members: [Int64],
+                                      connection: Connection) throws {
+        let existing = try ranks("SELECT Z_PK, \(orderColumn) FROM \(table) WHERE \(foreignKey) = ?", owner, connection)
+        for (position, member) in members.enumerated() {
+            let rank = Int64(position + 1) * 1024
+            guard let current = existing[member], current != rank else { continue }
+            try run("UPDATE \(table) SET \(orderColumn) = ? WHERE Z_PK = ?", [rank, member], connection)
+        }
+    }
+
+    /// The first column of each row, with the second (nil when NULL).
+    private func ranks(_ sql: String, _ argument: Int64, _ connection: Connection) throws -> [Int64: Int64?] {
+        let statement = try connection.cachedStatement(sql)
+        try statement.bind(argument, at: 1)
+        defer { statement.reset() }
+        var result: [Int64: Int64?] = [:]
+        while try statement.step() {
+            result[statement.int64(at: 0)] = statement.isNull(at: 1) ? Int64?.none : statement.int64(at: 1)
+        }
+        return result
+    }
+
+    private func run(_ sql: String, _ arguments: [Int64], _ connection: Connection) throws {
+        let statement = try connection.cachedStatement(sql)
+        for (offset, value) in arguments.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
+        try statement.execute()
+    }
+}

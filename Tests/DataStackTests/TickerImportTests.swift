@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+import DataStack
+
+/// Runs the ticker-import executable the build produced, as a user would.
+@Suite(.serialized) struct TickerImportTests {
+    struct Line: Decodable {
+        struct Entry: Decodable {
+            var symbol: String
+            var price: Double
+            var updates: Int64
+        }
+        var imported: Int
+        var stockUpdates: Int
+        var saved: Int
+        var mergeMillis: Double
+        var registeredInMain: Int
+        var watchlist: [Entry]
+        var final: Bool
+    }
+
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ticker-import")
+    }
+
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, lines: [Line], stderr: String) {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
+            try? JSONDecoder().decode(Line.self, from: Data($0.utf8))
+        }
+        return (process.terminationStatus, lines, errorText)
+    }
+
+    private func integrityAndCount(_ url: URL) throws -> (integrity: [String], stockUpdates: Int) {
+        let connection = try Connection(path: url.path)
+        let count = try connection.prepare("SELECT count(*) FROM ZSTOCKUPDATE")
+        _ = try count.step()
+        return (try connection.integrityCheck(), Int(count.int64(at: 0)))
+    }
+
+    @Test func jsonRunImportsRefreshesTheWatchlistAndLeavesAHealthyStore() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let result = try run(["--json", "--duration", "3", "--store", directory.storeURL.path, "--batch", "200"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let lines = result.lines
+        try #require(lines.count >= 3)
+        let first = lines[0], last = lines[lines.count - 1]
+        #expect(last.final)
+        #expect(last.imported > first.imported)
+        #expect(last.saved > first.saved)
+        #expect(zip(lines, lines.dropFirst()).allSatisfy { $0.imported <= $1.imported && $0.saved <= $1.saved })
+        #expect(first.watchlist.map(\.price) != last.watchlist.map(\.price))
+        #expect(last.watchlist.count == 10)
+        // The watchlist (10) and the top-movers panel (10, partly the same companies).
+        #expect(lines.allSatisfy { $0.registeredInMain >= 10 && $0.registeredInMain <= 20 })
+        let store = try integrityAndCount(directory.storeURL)
+        #expect(store.integrity == ["ok"])
+        #expect(store.stockUpdates == last.stockUpdates)
+
+        // A second run continues with the existing store.
+        let again = try run(["--json", "--duration", "1", "--store", directory.storeURL.path, "--batch", "200"])
+        #expect(again.status == 0)
+        let resumed = try #require(again.lines.last)
+        let before = Dictionary(uniqueKeysWithValues: last.watchlist.map { ($0.symbol, $0.updates) })
+        #expect(resumed.watchlist.allSatisfy { $0.updates >= before[$0.symbol] ?? 0 })
+        #expect(try integrityAndCount(directory.storeURL).stockUpdates == last.stockUpdates + resumed.stockUpdates)
+    }
+
+    @Test func killedMidRunTheStoreOpensAndHoldsEverySaveReported() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--json", "--store", directory.storeURL.path, "--batch", "100"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var buffer = Data()
+        var reported: [Line] = []
+        let deadline = Date().addingTimeInterval(30)
+        while reported.count < 5 && Date() < deadline {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            reported = String(decoding: buffer, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true).dropLast().compactMap {
+                try? JSONDecoder().decode(Line.self, from: Data($0.utf8))
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let last = try #require(reported.last)
+
+        let store = try integrityAndCount(directory.storeURL)
+        #expect(store.integrity == ["ok"])
+        #expect(store.stockUpdates >= last.stockUpdates)
+        // The store still opens through the engine, and its companies read back.
+        let stack = StackManager()
+        let ready = Semaphore()
+        stack.setup(model: TickerStoreModel.make(), storeURL: directory.storeURL) { error in
+            #expect(error == nil)
+            ready.signal()
+        }
+        ready.wait()
+        let importer = stack.importerContext()
+        let companies = try importer.performAndWait { try importer.count(for: FetchRequest<ManagedObject>(entityName: "Company")) }
+        #expect(companies == 300)
+    }
+
+    @Test func badFlagsPrintUsageAndExitNonZero() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        for arguments in [["--bogus"], ["--duration", "abc"], ["--tickers", "0"], ["--batch"], ["--watch", ","]] {
+            let result = try run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.contains("usage: ticker-import"), "\(arguments)")
+        }
+    }
+
+    @Test func defaultStoreLocationIsUnderTheDataHome() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let result = try run(["--json", "--duration", "0.5", "--tickers", "20"], environment: ["XDG_DATA_HOME": directory.url.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let expected = directory.url.appendingPathComponent("ticker-import/ticker-import.sqlite")
+        #expect(FileManager.default.fileExists(atPath: expected.path))
+    }
+}
+
+/// The ticker example's schema, declared here so the test can open its store.
+enum TickerStoreModel {
+    static func make() -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: "Company", properties: [
+                AttributeDescription(name: "symbol", type: .string, isOptional: false),
+                AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
+                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: "lastUpdate", type: .date),
+                AttributeDescription(name: "updateCount", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company", isToMany: true, deleteRule: .cascade),
+            ]),
+            EntityDescription(name: "StockUpdate", properties: [
+                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: "volume", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: "time", type: .date, isOptional: false),
+                RelationshipDescription(name: "company", destination: "Company", inverse: "updates"),
+            ]),
+        ])
+    }
+}
+
+/// A blocking wait for a callback, for tests that drive the callback API.
+final class Semaphore: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func signal() { semaphore.signal() }
+    func wait() { semaphore.wait() }
+}

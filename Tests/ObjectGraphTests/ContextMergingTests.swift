@@ -1,0 +1,288 @@
+import Foundation
+import Synchronization
+import Testing
+import ObjectGraph
+
+/// Notifications, `mergeChanges(fromContextDidSave:)` and automatic merging (SPEC §3.7, §3.8).
+@Suite struct ContextMergingTests {
+    /// Saves `count` companies and returns their IDs.
+    private func seed(_ stack: TestStack, count: Int) throws -> [ObjectID] {
+        let context = stack.newContext()
+        return try context.performAndWait {
+            let companies = (0..<count).map { index -> Company in
+                let company = Company(context: context)
+                company.symbol = "S\(index)"
+                return company
+            }
+            try context.save()
+            return companies.map(\.objectID)
+        }
+    }
+
+    @Test func processPendingChangesPostsObjectsDidChangeWithTheChangedIDs() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 2)
+        let context = stack.newContext()
+        let recorder = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: context)
+        let insertedID = try context.performAndWait {
+            (try context.existingObject(with: ids[0]) as! Company).employees = 3
+            context.delete(try context.existingObject(with: ids[1]))
+            let company = Company(context: context)
+            company.symbol = "NEW"
+            context.processPendingChanges()
+            return company.objectID
+        }
+        let change = try ObjectsDidChange(try #require(recorder.notifications.last))
+        #expect(change.updatedObjectIDs == [ids[0]])
+        #expect(change.deletedObjectIDs == [ids[1]])
+        #expect(change.insertedObjectIDs == [insertedID])
+        #expect(throws: NotificationPayloadError.self) { try ContextDidSave(try #require(recorder.notifications.last)) }
+    }
+
+    @Test func saveNotificationsCarryTheSavedIDs() async throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 2)
+        let context = stack.newContext()
+        let willSave = NotificationRecorder(ManagedObjectContext.willSaveNotification, object: context)
+        let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: context)
+        let events = context.events
+        let (inserted, updated, deleted) = try context.performAndWait {
+            let company = Company(context: context)
+            company.symbol = "N"
+            (try context.existingObject(with: ids[0]) as! Company).employees = 1
+            context.delete(try context.existingObject(with: ids[1]))
+            try context.save()
+            return (company.objectID, ids[0], ids[1])
+        }
+        #expect(willSave.notifications.count == 1)
+        let save = try ContextDidSave(try #require(didSave.notifications.first))
+        #expect(save.insertedObjectIDs == [inserted])
+        #expect(!inserted.isTemporaryID)
+        #expect(save.updatedObjectIDs == [updated])
+        #expect(save.deletedObjectIDs == [deleted])
+        // The same events arrive through the asynchronous sequence.
+        var sawDidSave = false
+        for await event in events {
+            if case .didSave(let payload) = event {
+                #expect(payload == save)
+                sawDidSave = true
+                break
+            }
+        }
+        #expect(sawDidSave)
+    }
+
+    @Test func aSaveWithoutChangesPostsNothing() throws {
+        let stack = try TestStack()
+        let context = stack.newContext()
+        let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: context)
+        try context.performAndWait { try context.save() }
+        #expect(didSave.notifications.isEmpty)
+    }
+
+    @Test(arguments: [StoreType.sqlite, .inMemory])
+    func mergeTouchesOnlyRegisteredObjectsAndKeepsLocalEdits(type: StoreType) throws {
+        let stack = try TestStack(type: type)
+        let ids = try seed(stack, count: 1_000)
+        let receiver = stack.newContext()
+        let shown = try receiver.performAndWait {
+            let shown = try ids.prefix(10).map { try receiver.existingObject(with: $0) as! Company }
+            shown[0].name = "local edit"
+            return shown
+        }
+        let writer = stack.newContext()
+        let save = try writer.performAndWait {
+            var request = FetchRequest<Company>()
+            request.returnsObjectsAsFaults = false
+            for company in try writer.fetch(request) {
+                company.employees += 7
+                company.name = "writer"
+            }
+            writer.delete(try writer.existingObject(with: ids[1]))
+            let extra = Company(context: writer)
+            extra.symbol = "EXTRA"
+            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
+            try writer.save()
+            return try ContextDidSave(try #require(didSave.notifications.first))
+        }
+        #expect(save.updatedObjectIDs.count == 999)
+        let change = receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: save) }
+        #expect(change.refreshedObjectIDs == Set(ids.prefix(10)).subtracting([ids[1]]))
+        #expect(change.deletedObjectIDs == [ids[1]])
+        #expect(change.insertedObjectIDs == save.insertedObjectIDs)
+        receiver.performAndWait {
+            #expect(receiver.registeredObjectCount == 9)
+            #expect(shown[0].name == "local edit")
+            #expect(shown[0].employees == 7)
+            #expect(shown[2].name == "writer")
+            #expect(shown[1].managedObjectContext == nil)
+            #expect(receiver.registeredObject(for: ids[1]) == nil)
+        }
+    }
+
+    @Test func mergeCostDoesNotGrowWithTheSizeOfTheSave() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 10)
+        let receiver = stack.newContext()
+        let held = try receiver.performAndWait { try ids.map { try receiver.existingObject(with: $0) } }
+        let entity = try #require(stack.model.entitiesByName["Company"])
+        let store = try #require(stack.coordinator.persistentStores.first)
+        func save(of count: Int) -> ContextDidSave {
+            // IDs of rows the receiver has never seen, plus the ten it shows.
+            var updated = Set((1...count).map { store.newObjectID(for: entity, primaryKey: Int64(1_000_000 + $0)) })
+            updated.formUnion(ids)
+            return ContextDidSave(updatedObjectIDs: updated)
+        }
+        let small = save(of: 10), large = save(of: 100_000)
+        let clock = ContinuousClock()
+        var touched: [Int] = []
+        var durations: [Duration] = []
+        for payload in [small, large, small, large] {
+            let start = clock.now
+            let change = receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: payload) }
+            durations.append(clock.now - start)
+            touched.append(change.refreshedObjectIDs.count)
+        }
+        // The objects touched are the ten registered ones, whatever the size of the save.
+        #expect(touched == [10, 10, 10, 10])
+        print("merge into 10 registered: K=20 \(durations[2]), K=100,010 \(durations[3])")
+        withExtendedLifetime(held) {}
+    }
+
+    @Test func automaticallyMergesSavesOfSiblingsOnTheSameCoordinator() async throws {
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let watcher = stack.newContext()
+        watcher.automaticallyMergesChangesFromParent = true
+        let company = try watcher.performAndWait { try watcher.existingObject(with: id) as! Company }
+        let writer = stack.newContext()
+        try writer.performAndWait {
+            (try writer.existingObject(with: id) as! Company).employees = 42
+            try writer.save()
+        }
+        var seen = 0
+        for _ in 0..<200 {
+            seen = watcher.performAndWait { company.employees }
+            if seen == 42 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(seen == 42)
+    }
+
+    @Test func automaticallyMergesSavesOfTheParent() async throws {
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let parent = stack.newContext()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        child.automaticallyMergesChangesFromParent = true
+        let company = try child.performAndWait { try child.existingObject(with: id) as! Company }
+        try parent.performAndWait {
+            (try parent.existingObject(with: id) as! Company).employees = 8
+            try parent.save()
+        }
+        var seen = 0
+        for _ in 0..<200 {
+            seen = child.performAndWait { company.employees }
+            if seen == 8 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(seen == 8)
+    }
+
+    @Test func afterAMergeNoReadReturnsAnOlderRow() throws {
+        // Two coordinators on one file, as the stack uses them.
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try other.addPersistentStore(type: .sqlite, at: stack.storeURL)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        // The reader caches the row by fetching faults.
+        try reader.performAndWait { _ = try reader.fetch(FetchRequest<Company>()) }
+        let writer = stack.newContext()
+        let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
+        try writer.performAndWait {
+            (try writer.existingObject(with: id) as! Company).employees = 77
+            try writer.save()
+        }
+        let save = try ContextDidSave(try #require(didSave.notifications.first))
+        try reader.performAndWait {
+            reader.mergeChanges(fromContextDidSave: save)
+            let fresh = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+            let value = try fresh.performAndWait { (try fresh.existingObject(with: id) as! Company).employees }
+            #expect(value == 77)
+            #expect((reader.object(with: id) as! Company).employees == 77)
+        }
+    }
+
+    @Test func stalenessIntervalDecidesWhetherACachedRowMayFireAFault() throws {
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try other.addPersistentStore(type: .sqlite, at: stack.storeURL)
+        let cached = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        try cached.performAndWait { _ = try cached.fetch(FetchRequest<Company>()) } // rows cached, objects released
+        let writer = stack.newContext()
+        try writer.performAndWait {
+            (try writer.existingObject(with: id) as! Company).employees = 5
+            try writer.save()
+        }
+        // Without a merge the cached row is stale: an infinite interval uses it, zero reads the store.
+        let lenient = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        #expect(lenient.performAndWait { (lenient.object(with: id) as! Company).employees } == 0)
+        let strict = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        strict.stalenessInterval = 0
+        #expect(strict.performAndWait { (strict.object(with: id) as! Company).employees } == 5)
+    }
+
+    @Test func refreshWithoutMergingDiscardsChangesAndWithMergingKeepsThem() throws {
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let context = stack.newContext()
+        let writer = stack.newContext()
+        try context.performAndWait {
+            let company = try context.existingObject(with: id) as! Company
+            company.name = "mine"
+            try writer.performAndWait {
+                (try writer.existingObject(with: id) as! Company).employees = 11
+                try writer.save()
+            }
+            context.refresh(company, mergeChanges: true)
+            #expect(company.name == "mine")
+            #expect(company.employees == 11)
+            #expect(company.hasChanges)
+            context.refresh(company, mergeChanges: false)
+            #expect(company.isFault)
+            #expect(!company.hasChanges)
+            #expect(company.name == nil)
+            #expect(company.employees == 11)
+        }
+    }
+}
+
+/// Records the notifications of one name (and sender) posted while it lives.
+final class NotificationRecorder: Sendable {
+    // @unchecked Sendable: notifications are appended and read under the mutex only.
+    private final class Log: @unchecked Sendable {
+        var items: [Notification] = []
+        let lock = NSLock()
+    }
+    private let log = Log()
+    private let token: TokenBox
+
+    init(_ name: Notification.Name, object: AnyObject?) {
+        let log = self.log
+        token = TokenBox(NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { notification in
+            log.lock.withLock { log.items.append(notification) }
+        })
+    }
+
+    deinit { NotificationCenter.default.removeObserver(token.token) }
+
+    var notifications: [Notification] { log.lock.withLock { log.items } }
+}
+
+// @unchecked Sendable: an opaque NotificationCenter token, only handed back to it.
+final class TokenBox: @unchecked Sendable {
+    let token: any NSObjectProtocol
+    init(_ token: any NSObjectProtocol) { self.token = token }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+/// Faults: returned by fetches, fired once on first access, in batches, and
+/// turned into deleted objects when their row is gone.
+@Suite struct FaultingTests {
+    private func seedTracked(_ stack: TestStack, titles: [String]) throws -> [ObjectID] {
+        let context = stack.newContext()
+        return try context.performAndWait {
+            let objects = titles.map { title in
+                let tracked = Tracked(context: context)
+                tracked.title = title
+                return tracked
+            }
+            try context.save()
+            return objects.map(\.objectID)
+        }
+    }
+
+    private func sortedRequest(faults: Bool = true, batchSize: Int = 0) -> FetchRequest<Tracked> {
+        var request = FetchRequest<Tracked>()
+        request.sortDescriptors = [FetchSort(key: "title")]
+        request.returnsObjectsAsFaults = faults
+        request.fetchBatchSize = batchSize
+        return request
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aFetchReturnsFaultsThatFireOnceWithTheRightValues(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        _ = try seedTracked(stack, titles: ["a", "b", "c"])
+        let context = stack.newContext()
+        try context.performAndWait {
+            let objects = try context.fetch(sortedRequest())
+            #expect(objects.count == 3)
+            #expect(objects.allSatisfy { $0.isFault })
+            #expect(objects.allSatisfy { $0.calls.isEmpty })
+
+            #expect(objects[1].title == "b")
+            #expect(!objects[1].isFault)
+            #expect(objects[0].isFault && objects[2].isFault, "only the touched fault fires")
+            #expect(objects[1].title == "b")
+            _ = try objects[1].value(forKey: "title")
+            #expect(objects[1].calls == ["awakeFromFetch"])
+
+            #expect(objects.map(\.title) == ["a", "b", "c"])
+            #expect(objects.allSatisfy { $0.count(of: "awakeFromFetch") == 1 })
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aFetchWithoutFaultsReturnsLoadedObjects(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        _ = try seedTracked(stack, titles: ["a", "b"])
+        let context = stack.newContext()
+        try context.performAndWait {
+            let objects = try context.fetch(sortedRequest(faults: false))
+            #expect(objects.allSatisfy { !$0.isFault })
+            #expect(objects.allSatisfy { $0.calls == ["awakeFromFetch"] })
+            #expect(objects.map(\.title) == ["a", "b"])
+            #expect(objects.allSatisfy { $0.calls.count == 1 })
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aRegisteredLoadedObjectIsNotTurnedBackIntoAFaultByAFetch(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        _ = try seedTracked(stack, titles: ["a"])
+        let context = stack.newContext()
+        try context.performAndWait {
+            let loaded = try context.fetch(sortedRequest(faults: false))[0]
+            loaded.title = "unsaved"
+            let again = try context.fetch(sortedRequest(faults: true))[0]
+            #expect(again === loaded)
+            #expect(!again.isFault)
+            #expect(again.title == "unsaved")
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aBatchedFetchFiresOneBatchAtATime(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        _ = try seedTracked(stack, titles: ["a", "b", "c", "d", "e", "f", "g"])
+        let context = stack.newContext()
+        try context.performAndWait {
+            let objects = try context.fetch(sortedRequest(batchSize: 3))
+            #expect(objects.count == 7)
+            #expect(objects.allSatisfy { $0.isFault })
+
+            #expect(objects[0].title == "a")
+            #expect(objects[0..<3].allSatisfy { !$0.isFault }, "the first batch fired together")
+            #expect(objects[3..<7].allSatisfy { $0.isFault })
+
+            #expect(objects[4].title == "e")
+            #expect(objects[3..<6].allSatisfy { !$0.isFault })
+            #expect(objects[6].isFault)
+
+            #expect(objects.map(\.title) == ["a", "b", "c", "d", "e", "f", "g"])
+            #expect(objects.allSatisfy { $0.count(of: "awakeFromFetch") == 1 })
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aFaultWhoseRowWasDeletedBecomesADeletedObject(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        let ids = try seedTracked(stack, titles: ["doomed", "kept"])
+        let context = stack.newContext()
+        let other = stack.newContext()
+        try context.performAndWait {
+            let objects = try context.fetch(sortedRequest())
+            try other.performAndWait {
+                other.delete(try other.existingObject(with: ids[0]))
+                try other.save()
+            }
+            let doomed = objects[0]
+            #expect(doomed.isFault)
+            #expect(doomed.title == nil, "no stale values")
+            #expect(try doomed.value(forKey: "title") == nil)
+            #expect(doomed.isDeleted)
+            #expect(!doomed.isFault)
+            #expect(context.deletedObjects == [doomed])
+            #expect(throws: ObjectGraphError.objectNotFound(ids[0])) { try context.existingObject(with: ids[0]) }
+            #expect(objects[1].title == "kept")
+
+            try context.save()   // the vanished object needs no validation and no write
+            #expect(!context.hasChanges)
+            #expect(context.registeredObject(for: ids[0]) == nil)
+        }
+    }
+
+    @Test func aFaultWhoseRowAnotherCoordinatorDeletedBecomesADeletedObject() throws {
+        let stack = try TestStack(type: .sqlite)
+        let ids = try stack.seedCompanies(["DOOMED"])
+        let context = stack.newContext()
+        let doomed = context.performAndWait { context.object(with: ids[0]) as? Company }
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try stack.secondCoordinator())
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: ids[0]))
+            try other.save()
+        }
+        try context.performAndWait {
+            let company = try #require(doomed)
+            #expect(company.isFault)
+            #expect(company.employees == 0)
+            #expect(company.name == nil)
+            #expect(company.isDeleted)
+            try context.save()
+        }
+    }
+
+    @Test func aFetchedFaultWithNoStalenessAllowedSeesARowDeletedByAnotherCoordinator() throws {
+        let stack = try TestStack(type: .sqlite)
+        let ids = try stack.seedCompanies(["DOOMED", "KEPT"])
+        let context = stack.newContext()
+        context.stalenessInterval = 0
+        let faults = try context.performAndWait {
+            var request = FetchRequest<Company>()
+            request.sortDescriptors = [FetchSort(key: "symbol")]
+            return try context.fetch(request)
+        }
+        let other = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: try stack.secondCoordinator())
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: ids[0]))
+            try other.save()
+        }
+        context.performAndWait {
+            #expect(faults[0].isFault)
+            #expect(faults[0].symbol == "")
+            #expect(faults[0].isDeleted)
+            #expect(faults[1].symbol == "KEPT")
+            #expect(!faults[1].isDeleted)
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aToManyRelationshipLoadsOnFirstAccess(type: StoreType) throws {
+        let stack = try TestStack(type: type)
+        let context = stack.newContext()
+        let id = try context.performAndWait {
+            let company = Company(context: context)
+            company.symbol = "A"
+            for price in [1.0, 2.0, 3.0] {
+                let update = StockUpdate(context: context)
+                update.price = price
+                update.company = company
+            }
+            try context.save()
+            return company.objectID
+        }
+        let reader = stack.newContext()
+        try reader.performAndWait {
+            let company = try #require(reader.object(with: id) as? Company)
+            let updates = company.updates
+            #expect(updates.map(\.price).sorted() == [1, 2, 3])
+            #expect(updates.allSatisfy { $0.company === company })
+        }
+    }
+}
