@@ -203,6 +203,74 @@ import Testing
         }
     }
 
+    /// Core Data names a reflexive join table after either side; an existing file
+    /// is read (and written) under the name it has.
+    @Test func aReflexiveJoinTableIsFoundUnderEitherName() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Graph.sqlite")
+        func open() throws -> PersistentStoreCoordinator {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+            try coordinator.addPersistentStore(type: .sqlite, at: url)
+            return coordinator
+        }
+        var coordinator: PersistentStoreCoordinator? = try open()
+        var context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator!)
+        let ids = try context.performAndWait {
+            let nodes = (0..<3).map { index -> GraphNode in
+                let node = GraphNode(context: context)
+                node.name = "n\(index)"
+                return node
+            }
+            nodes[0].links = [nodes[1], nodes[2]]
+            try context.save()
+            return nodes.map(\.objectID)
+        }
+        if let store = coordinator?.persistentStores.first { try coordinator?.remove(store) }
+        coordinator = nil
+        try RawStore.execute(url, "ALTER TABLE Z_6LINKS RENAME TO Z_6BACKLINKS")
+
+        coordinator = try open()
+        context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator!)
+        try context.performAndWait {
+            let nodes = try ids.map { try #require(context.existingObject(with: $0) as? GraphNode) }
+            #expect(nodes[0].links.map(\.name).sorted() == ["n1", "n2"])
+            #expect(nodes[2].backlinks.map(\.name) == ["n0"])
+            nodes[1].links = [nodes[2]]
+            try context.save()
+        }
+        #expect(try RawStore.int(url, "SELECT count(*) FROM Z_6BACKLINKS") == 3)
+        #expect(try RawStore.text(url, "SELECT name FROM sqlite_master WHERE name = 'Z_6LINKS'") == nil)
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aPredicateCrossesAManyToManyAndAToManyWithoutInverse(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try seed(graph)
+        let context = graph.context()
+        try context.performAndWait {
+            var authors = FetchRequest<Author>()
+            authors.sortDescriptors = [FetchSort(key: "name")]
+            authors.predicate = try FetchPredicate(format: "ANY books.title == %@", "b3")
+            #expect(try context.fetch(authors).map(\.name) == ["a1", "a2"])
+            authors.predicate = try FetchPredicate(format: "books.@count == 3")
+            #expect(try context.fetch(authors).map(\.name) == ["a1"])
+            var books = FetchRequest<Book>()
+            books.sortDescriptors = [FetchSort(key: "title")]
+            books.predicate = try FetchPredicate(format: "NONE authors.name == %@", "a2")
+            #expect(try context.fetch(books).map(\.title) == ["b1", "b2"])
+
+            let shelf = Shelf(context: context)
+            shelf.name = "s"
+            let label = Label(context: context)
+            label.text = "red"
+            shelf.labels = [label]
+            try context.save()
+            var shelves = FetchRequest<Shelf>()
+            shelves.predicate = try FetchPredicate(format: "ANY labels.text == %@", "red")
+            #expect(try context.fetch(shelves).map(\.name) == ["s"])
+        }
+    }
+
     // MARK: - Fixtures written by Core Data
 
     /// Big Nerd Ranch's TestModel: Author (1) <<->> Book (2) in `Z_1BOOKS`, in an

@@ -86,7 +86,8 @@ public final class PersistentStoreCoordinator: Sendable {
         store.metadata
     }
 
-    /// Replaces a store's user metadata keys; they are written with the next save.
+    /// Replaces a store's user metadata keys; they are written with the next save
+    /// that reaches the store (a context save without changes does not, as in Core Data).
     public func setMetadata(_ metadata: StoreMetadata, for store: any PersistentStore) throws {
         try store.setMetadata(metadata)
     }

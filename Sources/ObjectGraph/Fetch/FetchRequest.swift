@@ -55,7 +55,10 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     public var includesSubentities = true
     /// Whether objects come back as faults, their values loaded on first access. The default is true.
     public var returnsObjectsAsFaults = true
-    /// To-one and to-many key paths whose destinations are loaded with the results.
+    /// Relationship key paths (`"tracks"`, `"books.authors"`) whose destinations
+    /// are loaded with `.managedObject` results: one query per step of each key
+    /// path, whatever the number of objects, instead of one per object when the
+    /// relationships are first used. The default is none.
     public var relationshipKeyPathsForPrefetching: [String] = []
     /// For `.dictionary` results: drop duplicate dictionaries. The default is false.
     public var returnsDistinctResults = false

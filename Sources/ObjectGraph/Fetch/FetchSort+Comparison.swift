@@ -2,10 +2,10 @@ import Foundation
 
 extension FetchSort {
     /// Orders two values the way the SQLite store's `ORDER BY` does, so in-memory
-    /// sorting (pending changes, the in-memory store) agrees with the store:
+    /// sorting (pending changes, the in-memory store, a custom store) agrees with it:
     /// nil first, numbers by value, strings by their UTF-8 bytes (ASCII case
     /// folded when case-insensitive, like `COLLATE NOCASE`), dates by time.
-    package static func compare(_ lhs: PropertyValue, _ rhs: PropertyValue, caseInsensitive: Bool) -> ComparisonResult {
+    public static func compare(_ lhs: PropertyValue, _ rhs: PropertyValue, caseInsensitive: Bool) -> ComparisonResult {
         switch (lhs, rhs) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending

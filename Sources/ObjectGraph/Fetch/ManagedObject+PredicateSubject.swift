@@ -2,7 +2,7 @@ import Foundation
 
 // Managed objects are what the in-memory evaluator walks for pending changes.
 extension ManagedObject: PredicateSubject {
-    package func predicateValue(forKey key: String) throws -> PredicateValue {
+    public func predicateValue(forKey key: String) throws -> PredicateValue {
         let property = try entity.property(forKey: key)
         let value = slotValue(at: property.index)
         guard let relationship = property as? RelationshipDescription else { return .value(value) }
@@ -11,9 +11,9 @@ extension ManagedObject: PredicateSubject {
         return objects.first.map { .subject($0) } ?? .value(.null)
     }
 
-    package var predicateObjectID: ObjectID? { objectID }
+    public var predicateObjectID: ObjectID? { objectID }
 }
 
 extension ManagedObject: PredicateArgumentConvertible {
-    package var predicateArgument: PropertyValue { .object(objectID) }
+    public var predicateArgument: PropertyValue { .object(objectID) }
 }

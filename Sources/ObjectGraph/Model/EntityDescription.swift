@@ -59,8 +59,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     // MARK: - Layout (computed by the model; read-only once frozen)
 
-    /// Every property of the entity, inherited ones first, in slot order.
-    package internal(set) var slotProperties: [PropertyDescription] = []
+    /// Every property of the entity, inherited ones first, in slot order: the
+    /// order of the values in an ``IncrementalStoreNode`` of this entity.
+    public internal(set) var slotProperties: [PropertyDescription] = []
     package internal(set) var propertiesByNameStorage: [String: PropertyDescription] = [:]
     /// Whether any slot holds a relationship.
     package internal(set) var hasRelationships = false

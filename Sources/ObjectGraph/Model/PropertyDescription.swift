@@ -31,7 +31,8 @@ open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Assigned when the model is finalized: inherited properties come first, so a
     /// property keeps its index in every subentity.
-    package internal(set) var index: Int = -1
+    /// (It is the position of the property's value in an ``IncrementalStoreNode``.)
+    public internal(set) var index: Int = -1
 
     init(name: String, isOptional: Bool) {
         self.name = name

@@ -211,9 +211,15 @@ extension Connection {
             return statement
         }
         let statement = try Statement(handle: handle, sql: sql, persistent: true)
+        // SQL built per request (IN lists of varying length) must not grow the cache
+        // without bound; past the limit it starts again, keeping the hot statements a miss away.
+        if statementCache.count >= Self.statementCacheLimit { statementCache.removeAll(keepingCapacity: true) }
         statementCache[sql] = statement
         return statement
     }
+
+    /// The most statements kept prepared per connection.
+    package static let statementCacheLimit = 256
 
     /// The rows changed by the most recent INSERT, UPDATE or DELETE.
     package var changes: Int {

@@ -6,17 +6,17 @@ import Foundation
 /// `FetchPredicate(format: "company == %@", apple)` compares by object ID. The
 /// value is read once, when the predicate is created: the predicate never keeps
 /// the object, so it stays `Sendable`.
-package protocol PredicateArgumentConvertible {
+public protocol PredicateArgumentConvertible {
     /// The constant the argument stands for.
     var predicateArgument: PropertyValue { get }
 }
 
 extension PropertyValue: PredicateArgumentConvertible {
-    package var predicateArgument: PropertyValue { self }
+    public var predicateArgument: PropertyValue { self }
 }
 
 extension ObjectID: PredicateArgumentConvertible {
-    package var predicateArgument: PropertyValue { .object(self) }
+    public var predicateArgument: PropertyValue { .object(self) }
 }
 
 /// Turns format arguments and substitution values into predicate constants.

@@ -1,12 +1,12 @@
 import Foundation
 
 /// An object a predicate can be evaluated against in memory: a managed object,
-/// or any test double.
+/// a row of a custom store, or any test double.
 ///
 /// The in-memory evaluator asks only for values by key and for the object's ID,
 /// so pending changes in a context and objects of the in-memory store are
 /// matched by the same rules the SQLite store's SQL applies.
-package protocol PredicateSubject {
+public protocol PredicateSubject {
     /// The value of a property: `.value` for an attribute, `.subject` (or
     /// `.value(.null)`) for a to-one relationship, `.collection` of subjects for
     /// a to-many one.
@@ -17,7 +17,7 @@ package protocol PredicateSubject {
 }
 
 /// A property value handed to the evaluator by a ``PredicateSubject``.
-package indirect enum PredicateValue {
+public indirect enum PredicateValue {
     /// An attribute value (or `.null` for an empty to-one relationship).
     case value(PropertyValue)
     /// The destination of a to-one relationship.
@@ -39,7 +39,7 @@ extension FetchPredicate {
     ///   path that doesn't fit the values (a key read from a number, `ALL` over a
     ///   single value), and whatever the subject throws.
     /// - Complexity: O(*n*) in the predicate's size and the objects its to-many key paths reach.
-    package func evaluate(with subject: any PredicateSubject) throws -> Bool {
+    public func evaluate(with subject: any PredicateSubject) throws -> Bool {
         do {
             return try PredicateEvaluator(variables: [:]).test(expression, on: .subject(subject)) == true
         } catch let problem as PredicateProblem {

@@ -16,6 +16,12 @@ extension SQLiteSchema: PredicateSQLSchema {
     }
 
     func toManySource(_ relationship: RelationshipDescription, fromAlias: String, toAlias: String) throws -> (from: String, correlation: String) {
+        if let path = joinPath(for: relationship) {
+            // Many-to-many (or no inverse): through its join table (SQLiteSchema+Relationships.swift).
+            let join = toAlias + "_j"
+            return ("\(path.table.name) \(join) JOIN \(path.destinationTable) \(toAlias) ON \(toAlias).Z_PK = \(join).\(path.destinationColumn)",
+                    "\(join).\(path.sourceColumn) = \(fromAlias).Z_PK")
+        }
         guard let destination = relationship.destinationEntity, let inverse = relationship.inverseRelationship, !inverse.isToMany else {
             throw ObjectGraphError.unknownKey(relationship.name, entity: relationship.entity?.name ?? "?")
         }

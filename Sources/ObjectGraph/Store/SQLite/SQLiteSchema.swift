@@ -1,7 +1,10 @@
 import Foundation
 
 /// How a model maps onto Core Data's SQLite layout: entity numbers (`Z_ENT`),
-/// one table per root entity, and a column per persistent property.
+/// one table per root entity, a column per persistent attribute and to-one
+/// (plus `Z<n>_<REL>` for a destination with subentities and `Z_FOK_<REL>` for
+/// the rank in an ordered inverse), and a join table `Z_<n><REL>` per
+/// many-to-many relationship (SQLiteSchema+Relationships.swift).
 ///
 /// For a new store the mapping follows Core Data's rules; for an existing one
 /// entity numbers come from its `Z_PRIMARYKEY` table and every column is
