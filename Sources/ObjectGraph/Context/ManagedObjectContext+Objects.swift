@@ -135,7 +135,8 @@ extension ManagedObjectContext {
         }
     }
 
-    private func markDeleted(_ object: ManagedObject) {
+    /// Marks one object deleted, without applying delete rules.
+    func markDeleted(_ object: ManagedObject) {
         let id = object.objectID
         object.managedObjectContext = self
         object.flags.insert(.deleted)

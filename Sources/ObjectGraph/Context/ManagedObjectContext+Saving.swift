@@ -184,7 +184,7 @@ extension ManagedObjectContext {
         for node in request.deletedObjects {
             let object = self.object(with: resolved(node.objectID))
             object.fireFault()
-            markDeletedWithoutRules(object)
+            markDeleted(object)
         }
     }
 
@@ -202,21 +202,6 @@ extension ManagedObjectContext {
             if !derivedFromForeignKey { merged[relationship.index] = object.slots[relationship.index] }
         }
         return merged
-    }
-
-    private func markDeletedWithoutRules(_ object: ManagedObject) {
-        let id = object.objectID
-        object.flags.insert(.deleted)
-        updatedObjectsByID[id] = nil
-        pendingChanges.updated.remove(id)
-        if object.flags.contains(.inserted) {
-            insertedObjectsByID[id] = nil
-            pendingChanges.inserted.remove(id)
-        } else {
-            deletedObjectsByID[id] = object
-            pendingChanges.deleted.insert(id)
-        }
-        registry[id] = Registration(object, strong: true)
     }
 
     /// Brings the saved objects up to date: permanent IDs, new snapshots and

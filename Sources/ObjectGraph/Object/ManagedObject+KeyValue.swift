@@ -25,10 +25,7 @@ extension ManagedObject {
         let property = try entity.property(forKey: key)
         switch property {
         case let attribute as AttributeDescription:
-            let converted = try value.map { v throws(ObjectGraphError) in
-                try PropertyValue(v, for: attribute.type, key: key, entity: entity.name)
-            } ?? .null
-            setAttributeValue(converted, at: attribute.index)
+            setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
         case let relationship as RelationshipDescription:
             try setRelationship(relationship, toObjects: objects(from: value, for: relationship))
         default:
@@ -47,10 +44,7 @@ extension ManagedObject {
         let property = try entity.property(forKey: key)
         switch property {
         case let attribute as AttributeDescription:
-            let converted = try value.map { v throws(ObjectGraphError) in
-                try PropertyValue(v, for: attribute.type, key: key, entity: entity.name)
-            } ?? .null
-            setAttributeValue(converted, at: attribute.index)
+            setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
         case let relationship as RelationshipDescription:
             let ids = try objects(from: value, for: relationship).map(\.objectID)
             let slot: PropertyValue = relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
@@ -58,6 +52,12 @@ extension ManagedObject {
         default:
             throw ObjectGraphError.unknownKey(key, entity: entity.name)
         }
+    }
+
+    /// The slot value for a Swift value given for an attribute.
+    private func slotValue(from value: Any?, for attribute: AttributeDescription) throws(ObjectGraphError) -> PropertyValue {
+        guard let value else { return .null }
+        return try PropertyValue(value, for: attribute.type, key: attribute.name, entity: entity.name)
     }
 
     // MARK: - Slots

@@ -66,7 +66,9 @@ extension PropertyValue {
         }
     }
 
-    private static func integer(from value: Any) -> Int64? {
+    /// The value of any Swift integer as an `Int64`; nil for other values and for
+    /// unsigned values beyond `Int64.max`.
+    package static func integer(from value: Any) -> Int64? {
         switch value {
         case let v as Int: Int64(v)
         case let v as Int64: v

@@ -257,18 +257,9 @@ extension Connection {
                     ? "a write transaction is already open on this connection"
                     : "a transaction is already open on this connection; a write transaction cannot be nested in it")
         }
-        try cachedStatement("BEGIN IMMEDIATE").execute()
         isInWriteTransactionBody = true
         defer { isInWriteTransactionBody = false }
-        let result: T
-        do {
-            result = try body()
-            try cachedStatement("COMMIT").execute()
-        } catch {
-            rollbackIgnoringErrors()
-            throw error
-        }
-        return result
+        return try inTransaction(beginning: "BEGIN IMMEDIATE", body)
     }
 
     /// Runs `body` in a `BEGIN DEFERRED` transaction, so that all its reads see
@@ -279,7 +270,12 @@ extension Connection {
     /// (and stops WAL checkpoints from completing) until it ends.
     package func inReadTransaction<T>(_ body: () throws -> T) throws -> T {
         if isInTransaction { return try body() }
-        try cachedStatement("BEGIN DEFERRED").execute()
+        return try inTransaction(beginning: "BEGIN DEFERRED", body)
+    }
+
+    /// Begins a transaction, runs `body`, commits; rolls back and rethrows on any error.
+    private func inTransaction<T>(beginning begin: String, _ body: () throws -> T) throws -> T {
+        try cachedStatement(begin).execute()
         let result: T
         do {
             result = try body()

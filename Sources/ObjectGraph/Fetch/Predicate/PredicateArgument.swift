@@ -41,7 +41,7 @@ enum PredicateArgument {
     /// `value` as an integer, for `%d`, `%i`, `%ld` and friends.
     static func integer(from value: Any?, for specifier: String) throws -> PredicateNode {
         guard let value = unwrap(value) else { return .constant(.null) }
-        if let integer = integer(from: value) { return .constant(.integer(integer)) }
+        if let integer = PropertyValue.integer(from: value) { return .constant(.integer(integer)) }
         if let bool = value as? Bool { return .constant(.integer(bool ? 1 : 0)) }
         throw PredicateProblem("unsupported argument type \(type(of: value)) for \(specifier); it takes an integer")
     }
@@ -51,7 +51,7 @@ enum PredicateArgument {
         guard let value = unwrap(value) else { return .constant(.null) }
         if let double = value as? Double { return .constant(.double(double)) }
         if let float = value as? Float { return .constant(.double(Double(float))) }
-        if let integer = integer(from: value) { return .constant(.double(Double(integer))) }
+        if let integer = PropertyValue.integer(from: value) { return .constant(.double(Double(integer))) }
         if let decimal = value as? Decimal { return .constant(.double(PredicateScalar.double(from: decimal))) }
         throw PredicateProblem("unsupported argument type \(type(of: value)) for \(specifier); it takes a number")
     }
@@ -87,23 +87,7 @@ enum PredicateArgument {
         case let v as Data: return .data(v)
         case let v as UUID: return .uuid(v)
         case let v as URL: return .uri(v)
-        default: return integer(from: value).map { .integer($0) }
-        }
-    }
-
-    private static func integer(from value: Any) -> Int64? {
-        switch value {
-        case let v as Int: Int64(v)
-        case let v as Int64: v
-        case let v as Int32: Int64(v)
-        case let v as Int16: Int64(v)
-        case let v as Int8: Int64(v)
-        case let v as UInt8: Int64(v)
-        case let v as UInt16: Int64(v)
-        case let v as UInt32: Int64(v)
-        case let v as UInt: Int64(exactly: v)
-        case let v as UInt64: Int64(exactly: v)
-        default: nil
+        default: return PropertyValue.integer(from: value).map { .integer($0) }
         }
     }
 
