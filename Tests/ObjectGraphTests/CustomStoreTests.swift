@@ -238,10 +238,10 @@ import ObjectGraph
         request.predicate = try FetchPredicate(format: "company == nil")
         #expect(try results(of: request, in: stores, \.price) == everyStore([30]))
 
-        // Sorted through the to-one too: nil first.
-        request.predicate = try FetchPredicate(format: "price < %@", 20)
+        // Sorted through the to-one too: nil sorts first, so last when descending.
+        request.predicate = try FetchPredicate(format: "price < %@", 35)
         request.sortDescriptors = [FetchSort(key: "company.symbol", ascending: false), FetchSort(key: "price")]
-        #expect(try results(of: request, in: stores, \.price) == everyStore([12, 8, 5, 15]))
+        #expect(try results(of: request, in: stores, \.price) == everyStore([25, 12, 8, 5, 15, 30]))
     }
 
     @Test func predicateThroughAToManyFetchesWhatTheBuiltInStoresFetch() throws {

@@ -16,13 +16,20 @@ struct Benchmarks {
             let options = try Options.parse(arguments)
             try await run(options)
         } catch let error as UsageError {
-            if !error.message.isEmpty { print("error: \(error.message)") }
-            print(Options.usage)
-            exit(error.message.isEmpty ? 0 : 2)
+            if error.message.isEmpty {
+                print(Options.usage)
+                exit(0)
+            }
+            printError("error: \(error.message)\n\(Options.usage)")
+            exit(2)
         } catch {
-            print("error: \(error)")
+            printError("error: \(error)")
             exit(1)
         }
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
     }
 
     enum Contender: String, CaseIterable {
@@ -105,12 +112,11 @@ struct Benchmarks {
             guard result.fired.rows == raw.fired.rows else {
                 throw BenchError("\(contender.rawValue) fault fired \(result.fired.rows) objects, raw SQLite read \(raw.fired.rows)")
             }
-            for (label, mine, theirs) in [("fetch", result.fetched, raw.fetched)] {
-                let same = mine.rows == theirs.rows && mine.characters == theirs.characters && mine.volume == theirs.volume
-                    && abs(mine.price - theirs.price) <= 1e-9 * max(1, abs(theirs.price))
-                    && abs(mine.time - theirs.time) <= 1e-9 * max(1, abs(theirs.time))
-                guard same else { throw BenchError("\(contender.rawValue) \(label) read \(mine), raw SQLite read \(theirs)") }
-            }
+            let mine = result.fetched, theirs = raw.fetched
+            let same = mine.rows == theirs.rows && mine.characters == theirs.characters && mine.volume == theirs.volume
+                && abs(mine.price - theirs.price) <= 1e-9 * max(1, abs(theirs.price))
+                && abs(mine.time - theirs.time) <= 1e-9 * max(1, abs(theirs.time))
+            guard same else { throw BenchError("\(contender.rawValue) fetch read \(mine), raw SQLite read \(theirs)") }
         }
         guard raw.fetched.rows == n else { throw BenchError("raw SQLite fetched \(raw.fetched.rows) rows, expected \(n)") }
     }

@@ -6,8 +6,6 @@ import Synchronization
 /// through `performImport` (importer contexts, a save and reset per chunk),
 /// reads through the main context.
 enum DataStackBench {
-    static let name = "DataStack"
-
     /// A stack on `url`, with a watcher of its merges.
     static func open(_ url: URL) async throws -> (StackManager, MergeWatcher) {
         let stack = StackManager()

@@ -31,7 +31,7 @@ enum Report {
     /// Task, contender, best time, objects per second, ratio to raw SQLite for the same task.
     static func results(_ measurements: [Measurement], repetitions: Int) -> String {
         let rows = measurements.map { measurement -> [String] in
-            let raw = measurements.first { $0.task == measurement.task && $0.contender == RawSQLiteName.name }
+            let raw = measurements.first { $0.task == measurement.task && $0.contender == Benchmarks.Contender.raw.rawValue }
             let ratio = raw.map { String(format: "%.2f×", measurement.best.seconds / max($0.best.seconds, 1e-9)) } ?? "–"
             return [measurement.task, measurement.contender, milliseconds(measurement.best),
                     rate(measurement.objectsPerSecond), ratio]
@@ -49,8 +49,4 @@ enum Report {
         return "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model), "
             + String(format: "%.1f GiB", memory) + "; SQLite \(String(cString: sqlite3_libversion())); \(date)"
     }
-}
-
-enum RawSQLiteName {
-    static let name = "raw SQLite"
 }

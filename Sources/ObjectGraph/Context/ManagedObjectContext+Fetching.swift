@@ -112,6 +112,10 @@ extension ManagedObjectContext {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(nodes.count)
         var cached: [IncrementalStoreNode] = []
+        // Every object made here is alive until the caller drops the result: no sweep can free anything meanwhile.
+        sweepRegistry()
+        registry.reserveCapacity(registry.count + nodes.count)
+        sweepThreshold = max(sweepThreshold, 2 * (registry.count + nodes.count))
         for node in nodes {
             if let object = registry[node.objectID]?.object {
                 if object.isFault && !asFaults { fill(object, with: node) }

@@ -63,8 +63,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// order of the values in an ``IncrementalStoreNode`` of this entity.
     public internal(set) var slotProperties: [PropertyDescription] = []
     package internal(set) var propertiesByNameStorage: [String: PropertyDescription] = [:]
+    /// What a new object of this entity holds in each slot (defaults, empty to-manys).
+    package internal(set) var initialSlots: ContiguousArray<PropertyValue> = []
     /// Whether any slot holds a relationship.
     package internal(set) var hasRelationships = false
+    /// Slots of the `@Managed` properties of this entity's class, by storage key path.
+    let managedSlots = ManagedSlotTable()
     /// Position of the entity in its model's `entities`.
     package internal(set) var modelIndex: Int = -1
 

@@ -192,6 +192,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
             property.index = slots.firstIndex { $0 === property } ?? -1
         }
         entity.slotProperties = slots
+        entity.initialSlots = ContiguousArray(slots.map(ManagedObject.initialValue(of:)))
         entity.hasRelationships = slots.contains { $0 is RelationshipDescription }
         entity.propertiesByNameStorage = byName
     }

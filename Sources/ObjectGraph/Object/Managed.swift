@@ -14,15 +14,15 @@ import Synchronization
 /// ```
 ///
 /// The property's name is its key: nothing is repeated in a string. The key is
-/// found once per class and property (by reflection) and cached, and each
-/// object resolves it on first access, so later reads are a slot lookup.
+/// found once per entity and property (by reflection) and cached in a table
+/// read without a lock, so an access is a lookup of the key path and a slot read.
 ///
 /// Declaring a `@Managed` property whose name the entity lacks is a programmer
 /// error and traps on first access with the class and property named.
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
-    // The slot index, resolved on first access; -2 marks the property being looked up.
-    fileprivate var index: Int = -1
+    // Set only while the property's name is being looked up by reflection.
+    fileprivate var isMarked = false
 
     public init() {}
 
@@ -45,61 +45,47 @@ public struct Managed<Value: ManagedPropertyValue> {
         }
     }
 
+    @inline(__always)
     private static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
-        let cached = object[keyPath: storage].index
-        if cached >= 0 { return cached }
-        let index = ManagedKeyCache.index(for: storage, in: object) {
-            object[keyPath: storage].index = -2
-            defer { object[keyPath: storage].index = -1 }
-            return ManagedKeyCache.labelOfMarkedStorage(in: object)
-        }
-        object[keyPath: storage].index = index
-        return index
+        if let index = object.entity.managedSlots.index(for: storage) { return index }
+        return resolveSlotIndex(of: object, storage)
     }
-}
 
-extension Managed: ManagedStorageProbe {
-    fileprivate var isMarked: Bool { index == -2 }
-}
-
-private protocol ManagedStorageProbe {
-    var isMarked: Bool { get }
-}
-
-/// Maps a `@Managed` storage key path to its entity slot, once per class and property.
-private enum ManagedKeyCache {
-    // @unchecked Sendable: key paths are immutable values.
-    private struct Key: Hashable, @unchecked Sendable {
-        var keyPath: AnyKeyPath
-        var entity: ObjectIdentifier
-    }
-    private static let indexes = Mutex<[Key: Int]>([:])
-
-    static func index(for keyPath: AnyKeyPath, in object: ManagedObject, findLabel: () -> String?) -> Int {
-        let key = Key(keyPath: keyPath, entity: ObjectIdentifier(object.entity))
-        if let index = indexes.withLock({ $0[key] }) { return index }
-        guard let label = findLabel() else {
+    /// Finds the property's name by marking its storage and reflecting the object, once per entity and property.
+    private static func resolveSlotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+        object[keyPath: storage].isMarked = true
+        let label = labelOfMarkedStorage(in: object)
+        object[keyPath: storage].isMarked = false
+        guard let label else {
             preconditionFailure("\(type(of: object)): could not find the @Managed property's name")
         }
         let name = label.hasPrefix("_") ? String(label.dropFirst()) : label
         guard let property = object.entity.propertiesByName[name] else {
             preconditionFailure("\(type(of: object)).\(name) is @Managed, but entity \(object.entity.name) has no property named '\(name)'")
         }
-        indexes.withLock { $0[key] = property.index }
+        object.entity.managedSlots.insert(property.index, for: storage)
         return property.index
     }
 
-    /// The label of the `@Managed` storage currently marked, searching the class and its superclasses.
-    static func labelOfMarkedStorage(in object: ManagedObject) -> String? {
+    /// The label of the marked `@Managed` storage, searching the class and its superclasses.
+    private static func labelOfMarkedStorage(in object: ManagedObject) -> String? {
         var mirror: Mirror? = Mirror(reflecting: object)
         while let current = mirror {
             for child in current.children {
-                if let probe = child.value as? ManagedStorageProbe, probe.isMarked { return child.label }
+                if let probe = child.value as? ManagedStorageProbe, probe.isMarkedForLookup { return child.label }
             }
             mirror = current.superclassMirror
         }
         return nil
     }
+}
+
+extension Managed: ManagedStorageProbe {
+    fileprivate var isMarkedForLookup: Bool { isMarked }
+}
+
+private protocol ManagedStorageProbe {
+    var isMarkedForLookup: Bool { get }
 }
 
 // MARK: - Value conversions

@@ -183,7 +183,7 @@ open class ManagedObject {
     }
 
     package func materializeDefaults() {
-        slots = ContiguousArray(entity.slotProperties.map(Self.initialValue(of:)))
+        slots = entity.initialSlots
         state = .loaded
     }
 

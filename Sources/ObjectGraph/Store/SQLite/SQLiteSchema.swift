@@ -29,6 +29,8 @@ struct SQLiteSchema: Sendable {
         var slotPositions: [Int32] = []
         /// For each slot, the position of a to-one's entity column; -1 when none.
         var entityPositions: [Int32] = []
+        /// The entity's INSERT, UPDATE and DELETE, built once per store.
+        var statements = EntityStatements()
     }
 
     /// A property's column(s).
@@ -183,6 +185,7 @@ struct SQLiteSchema: Sendable {
                     guard case .toOne(let entityColumn?)? = column?.kind else { return -1 }
                     return positions[entityColumn] ?? -1
                 }
+                mapping.statements = EntityStatements(mapping)
                 mappings[ObjectIdentifier(entity)] = mapping
                 entitiesByNumber[number] = entity
             }

@@ -20,7 +20,7 @@ extension SQLiteStore {
             var conflicts: [MergeConflict] = []
             for node in request.deletedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
-                let statement = try connection.cachedStatement("DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?")
+                let statement = try connection.cachedStatement(mapping.statements.deleteSQL)
                 try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(node.version, at: 2)
                 try statement.execute()
@@ -30,12 +30,8 @@ extension SQLiteStore {
             }
             for node in request.updatedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
-                let writable = Self.writableSlots(of: mapping)
-                let assignments = writable.map { "\($0.column.name) = ?" } + writable.compactMap { entry in
-                    entry.entityColumn.map { "\($0) = ?" }
-                }
-                let statement = try connection.cachedStatement(
-                    "UPDATE \(mapping.table) SET Z_OPT = ?\(assignments.isEmpty ? "" : ", " + assignments.joined(separator: ", ")) WHERE Z_PK = ? AND Z_OPT = ?")
+                let writable = mapping.statements.writable
+                let statement = try connection.cachedStatement(mapping.statements.updateSQL)
                 var index: Int32 = 1
                 try statement.bind(node.version + 1, at: index)
                 index += 1
@@ -58,10 +54,8 @@ extension SQLiteStore {
 
             for node in request.insertedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
-                let writable = Self.writableSlots(of: mapping)
-                let names = ["Z_PK", "Z_ENT", "Z_OPT"] + writable.map(\.column.name) + writable.compactMap(\.entityColumn)
-                let statement = try connection.cachedStatement(
-                    "INSERT INTO \(mapping.table) (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ", ")))")
+                let writable = mapping.statements.writable
+                let statement = try connection.cachedStatement(mapping.statements.insertSQL)
                 try statement.bind(permanentIDs[node.objectID]?.primaryKey ?? node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(mapping.number, at: 2)
                 try statement.bind(Int64(1), at: 3)
@@ -131,16 +125,7 @@ extension SQLiteStore {
         return permanentIDs
     }
 
-    /// The slots an entity writes, with their columns, in a fixed order.
-    private static func writableSlots(of mapping: SQLiteSchema.EntityMapping) -> [(slot: Int, column: SQLiteSchema.Column, entityColumn: String?)] {
-        mapping.columns.enumerated().compactMap { slot, column in
-            guard let column else { return nil }
-            if case .toOne(let entityColumn) = column.kind { return (slot, column, entityColumn) }
-            return (slot, column, nil)
-        }
-    }
-
-    private func bindValues(of node: IncrementalStoreNode, writable: [(slot: Int, column: SQLiteSchema.Column, entityColumn: String?)],
+    private func bindValues(of node: IncrementalStoreNode, writable: [EntityStatements.WritableSlot],
                             into statement: Statement, from index: inout Int32, schema: SQLiteSchema,
                             permanentIDs: [ObjectID: ObjectID]) throws {
         var entityColumnValues: [PropertyValue] = []

@@ -1,0 +1,37 @@
+/// The SQL that saves rows of one entity, built once when the store opens:
+/// one prepared INSERT, UPDATE and DELETE per entity, reused for every row of
+/// every save and bound by position (SPEC §5).
+struct EntityStatements: Sendable {
+    /// A slot the entity writes, its column, and a to-one's entity column.
+    struct WritableSlot: Sendable {
+        let slot: Int
+        let column: SQLiteSchema.Column
+        let entityColumn: String?
+    }
+
+    /// The written slots, in binding order (entity columns follow all slots).
+    private(set) var writable: [WritableSlot] = []
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …)`.
+    private(set) var insertSQL = ""
+    /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`.
+    private(set) var updateSQL = ""
+    /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
+    private(set) var deleteSQL = ""
+
+    init() {}
+
+    init(_ mapping: SQLiteSchema.EntityMapping) {
+        writable = mapping.columns.enumerated().compactMap { slot, column in
+            guard let column else { return nil }
+            if case .toOne(let entityColumn) = column.kind { return WritableSlot(slot: slot, column: column, entityColumn: entityColumn) }
+            return WritableSlot(slot: slot, column: column, entityColumn: nil)
+        }
+        let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
+        let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
+        insertSQL = "INSERT INTO \(mapping.table) (\(allNames.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: allNames.count).joined(separator: ", ") + ")"
+        updateSQL = "UPDATE \(mapping.table) SET " + (["Z_OPT"] + names).map { "\($0) = ?" }.joined(separator: ", ")
+            + " WHERE Z_PK = ? AND Z_OPT = ?"
+        deleteSQL = "DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?"
+    }
+}
