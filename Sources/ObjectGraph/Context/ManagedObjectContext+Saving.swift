@@ -209,27 +209,32 @@ extension ManagedObjectContext {
     private func finishSave(_ saved: SavedObjects, permanentIDs: [ObjectID: ObjectID]) -> ContextDidSave {
         var result = ContextDidSave()
         let isRoot = parent == nil
-        for object in saved.inserted {
-            let temporaryID = object.objectID
-            if let permanentID = permanentIDs[temporaryID] {
-                registry[temporaryID] = nil
-                object.objectID = permanentID
-                permanentIDsByTemporaryID[temporaryID] = permanentID
-            }
-            object.snapshotVersion = isRoot ? 1 : 0
-            result.insertedObjectIDs.insert(object.objectID)
-        }
-        for object in saved.updated {
-            if isRoot { object.snapshotVersion += 1 }
-            result.updatedObjectIDs.insert(object.objectID)
-        }
-        for object in saved.inserted + saved.updated {
+        result.insertedObjectIDs.reserveCapacity(saved.inserted.count)
+        result.updatedObjectIDs.reserveCapacity(saved.updated.count)
+        func settle(_ object: ManagedObject) {
             if !permanentIDs.isEmpty && object.entity.hasRelationships {
                 object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(permanentIDs) })
             }
             object.snapshot = object.slots
             object.flags.subtract([.inserted, .updated])
-            releaseIfUnchanged(object)
+            registry[object.objectID] = Registration(object, strong: retainsRegisteredObjects)
+        }
+        for object in saved.inserted {
+            let temporaryID = object.objectID
+            if let permanentID = permanentIDs[temporaryID] {
+                registry[temporaryID] = nil
+                object.objectID = permanentID
+                // Only children know objects by temporary IDs their parent has since replaced.
+                if hasChildContexts { permanentIDsByTemporaryID[temporaryID] = permanentID }
+            }
+            object.snapshotVersion = isRoot ? 1 : 0
+            result.insertedObjectIDs.insert(object.objectID)
+            settle(object)
+        }
+        for object in saved.updated {
+            if isRoot { object.snapshotVersion += 1 }
+            result.updatedObjectIDs.insert(object.objectID)
+            settle(object)
         }
         for object in saved.deleted {
             result.deletedObjectIDs.insert(object.objectID)
@@ -244,7 +249,9 @@ extension ManagedObjectContext {
         if isRoot, let coordinator = persistentStoreCoordinator {
             coordinator.rowCache.remove(result.updatedObjectIDs.union(result.deletedObjectIDs))
         }
-        for object in saved.inserted + saved.updated + saved.deleted { object.didSave() }
+        for object in saved.inserted { object.didSave() }
+        for object in saved.updated { object.didSave() }
+        for object in saved.deleted { object.didSave() }
         return result
     }
 }

@@ -83,7 +83,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// The context this one saves into, for a child context.
     public var parent: ManagedObjectContext? {
-        didSet { if parent != nil { coordinator = nil } }
+        didSet {
+            if let parent {
+                coordinator = nil
+                parent.childContextsExist.store(true, ordering: .relaxed)
+            }
+        }
     }
 
     let queue: DispatchQueue
@@ -104,6 +109,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingChanges = PendingChanges()
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     var faultBatches: [ObjectID: FaultBatch] = [:]
+    /// Whether a child context was ever made with this context as its parent
+    /// (set from the child's side, so atomic).
+    let childContextsExist = Atomic<Bool>(false)
+    var hasChildContexts: Bool { childContextsExist.load(ordering: .relaxed) }
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
     /// The observer behind `automaticallyMergesChangesFromParent`.
@@ -134,7 +143,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Creates a child context of `parent`.
     public convenience init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext) {
         self.init(concurrencyType: concurrencyType)
+        // Observers do not run inside an initializer: do what `parent`'s didSet does.
         self.parent = parent
+        parent.childContextsExist.store(true, ordering: .relaxed)
     }
 
     deinit {

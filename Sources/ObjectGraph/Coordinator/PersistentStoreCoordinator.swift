@@ -148,6 +148,18 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Saves a context's changes, each store's share atomically.
     package func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
+        let stores = persistentStores
+        if stores.count == 1, stores[0].configurationName == nil {
+            // One store holding the whole model: the request goes as it is.
+            let store = stores[0]
+            let identity = StoreIdentity.named(store.identifier)
+            for node in request.updatedObjects + request.deletedObjects + request.lockedObjects where node.objectID.store !== identity {
+                throw ObjectGraphError.objectNotFound(node.objectID)
+            }
+            if store.isReadOnly { throw PersistentStoreError(.readOnly, url: store.url, message: "the store is read-only") }
+            guard case .saved(let result) = try store.execute(.save(request), in: context) else { return SaveResult(permanentIDs: [:]) }
+            return result
+        }
         var byStore: [ObjectIdentifier: (store: any PersistentStore, request: SaveChangesRequest)] = [:]
         func add(_ node: IncrementalStoreNode, _ keyPath: WritableKeyPath<SaveChangesRequest, [IncrementalStoreNode]>) throws {
             let store = try store(for: node.objectID)

@@ -65,6 +65,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     package internal(set) var propertiesByNameStorage: [String: PropertyDescription] = [:]
     /// What a new object of this entity holds in each slot (defaults, empty to-manys).
     package internal(set) var initialSlots: ContiguousArray<PropertyValue> = []
+    /// The persistent properties, as validation walks them: attributes flagged
+    /// when only their type and presence need checking.
+    package internal(set) var validationChecks: [ValidationCheck] = []
     /// Whether any slot holds a relationship.
     package internal(set) var hasRelationships = false
     /// Slots of the `@Managed` properties of this entity's class, by storage key path.
@@ -152,6 +155,23 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     public var description: String { "Entity \(name)" }
+}
+
+/// One persistent property as `validateValues()` checks it, without dynamic casts.
+package enum ValidationCheck {
+    /// An attribute with no rules beyond its type and whether it is optional.
+    case plainAttribute(AttributeDescription)
+    /// Anything else: an attribute with rules, or a relationship.
+    case property(PropertyDescription)
+
+    init(_ property: PropertyDescription) {
+        if let attribute = property as? AttributeDescription, attribute.minimumValue == nil, attribute.maximumValue == nil,
+           attribute.minimumLength == nil, attribute.maximumLength == nil, attribute.regularExpression == nil {
+            self = .plainAttribute(attribute)
+        } else {
+            self = .property(property)
+        }
+    }
 }
 
 /// A fetch index on an entity's table (Core Data: `NSFetchIndexDescription`).

@@ -193,6 +193,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
         }
         entity.slotProperties = slots
         entity.initialSlots = ContiguousArray(slots.map(ManagedObject.initialValue(of:)))
+        entity.validationChecks = slots.filter { !$0.isTransient }.map(ValidationCheck.init)
         entity.hasRelationships = slots.contains { $0 is RelationshipDescription }
         entity.propertiesByNameStorage = byName
     }

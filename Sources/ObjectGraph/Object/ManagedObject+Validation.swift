@@ -9,7 +9,19 @@ extension ManagedObject {
     public func validateValues() throws {
         fireFault()
         var errors: [ValidationError] = []
-        for property in entity.slotProperties where !property.isTransient {
+        for check in entity.validationChecks {
+            let property: PropertyDescription
+            switch check {
+            case .plainAttribute(let attribute):
+                // The common case, checked inline: present when required, of the right kind, in range.
+                let value = slots[attribute.index]
+                if value.isNull ? attribute.isOptional : attribute.type.accepts(value) && Self.fitsIntegerRange(value, attribute.type) {
+                    continue
+                }
+                property = attribute
+            case .property(let other):
+                property = other
+            }
             if let reason = problem(with: slots[property.index], for: property) {
                 errors.append(ValidationError(objectID: objectID, key: property.name, reason: reason))
             }
@@ -83,6 +95,11 @@ extension ManagedObject {
             if match?.range != range { return "does not match the pattern \(attribute.regularExpression ?? "")" }
         }
         return nil
+    }
+
+    private static func fitsIntegerRange(_ value: PropertyValue, _ type: AttributeType) -> Bool {
+        guard case .integer(let integer) = value, let range = type.integerRange else { return true }
+        return range.contains(integer)
     }
 
     /// Orders two numbers or two dates; nil when they cannot be compared.
