@@ -86,7 +86,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         didSet {
             if let parent {
                 coordinator = nil
-                parent.childContextsExist.store(true, ordering: .relaxed)
+                parent.childContextsExist.withLock { $0 = true }
             }
         }
     }
@@ -111,8 +111,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var faultBatches: [ObjectID: FaultBatch] = [:]
     /// Whether a child context was ever made with this context as its parent
     /// (set from the child's side, so atomic).
-    let childContextsExist = Atomic<Bool>(false)
-    var hasChildContexts: Bool { childContextsExist.load(ordering: .relaxed) }
+    let childContextsExist = Mutex(false)
+    var hasChildContexts: Bool { childContextsExist.withLock { $0 } }
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
     /// The observer behind `automaticallyMergesChangesFromParent`.
@@ -145,7 +145,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.init(concurrencyType: concurrencyType)
         // Observers do not run inside an initializer: do what `parent`'s didSet does.
         self.parent = parent
-        parent.childContextsExist.store(true, ordering: .relaxed)
+        parent.childContextsExist.withLock { $0 = true }
     }
 
     deinit {
