@@ -12,6 +12,7 @@ struct Options: Sendable {
     var seed: UInt64 = 1
     var json = false
     var modelFile = false
+    var runLoop = false
 
     static let usage = """
         usage: ticker-import [options]
@@ -28,6 +29,7 @@ struct Options: Sendable {
           --seed N             seed of the simulated market (default 1)
           --json               print one JSON object per merge instead of the live screen
           --model-file         load the model from TickerModel.xcdatamodeld instead of code
+          --run-loop           service the main queue with RunLoop.main instead of dispatchMain()
           --help               show this help
         """
 
@@ -69,6 +71,7 @@ struct Options: Sendable {
                 options.seed = seed
             case "--json": options.json = true
             case "--model-file": options.modelFile = true
+            case "--run-loop": options.runLoop = true
             case "--help", "-h": throw UsageError(description: "")
             default: throw UsageError(description: "unknown option '\(flag)'")
             }

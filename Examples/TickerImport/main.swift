@@ -33,5 +33,10 @@ Task.detached {
     }
 }
 
-// The main context runs on the main queue; Linux needs it serviced explicitly.
-dispatchMain()
+// The main context runs on the main queue; Linux needs it serviced explicitly,
+// by dispatch or by Foundation's run loop (both work; --run-loop shows the second).
+if options.runLoop {
+    RunLoop.main.run()
+} else {
+    dispatchMain()
+}

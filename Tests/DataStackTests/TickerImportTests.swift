@@ -120,6 +120,16 @@ import DataStack
         #expect(companies == 300)
     }
 
+    @Test func mainQueueServicedByRunLoopMainWorksToo() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let result = try run(["--json", "--run-loop", "--duration", "1.5", "--tickers", "50", "--store", directory.storeURL.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.lines.count >= 2)
+        #expect(result.lines.last?.final == true)
+        #expect((result.lines.last?.saved ?? 0) > 1)
+    }
+
     @Test func badFlagsPrintUsageAndExitNonZero() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
         for arguments in [["--bogus"], ["--duration", "abc"], ["--tickers", "0"], ["--batch"], ["--watch", ","]] {

@@ -38,7 +38,9 @@ public struct Managed<Value: ManagedPropertyValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
         get {
-            Value.read(from: object, at: slotIndex(of: object, storageKeyPath))
+            let index = slotIndex(of: object, storageKeyPath)
+            object.entity.managedSlots.noteRead(of: object, at: index)
+            return Value.read(from: object, at: index)
         }
         set {
             Value.write(newValue, to: object, at: slotIndex(of: object, storageKeyPath))
