@@ -79,16 +79,7 @@ extension ManagedObjectContext {
         let id = object.objectID
         if mergeChanges && object.hasChanges && object.state == .loaded {
             guard let node = try? parentNode(for: id) else { return }
-            var merged = node.values
-            if let base = object.snapshot {
-                for index in merged.indices where object.slots[index] != base[index] {
-                    merged[index] = object.slots[index]
-                }
-            }
-            object.slots = merged
-            object.snapshot = node.values
-            object.snapshotVersion = node.version
-            object.awakeFromFetch()
+            merge(node, into: object)
             return
         }
         if object.state == .fault { return }

@@ -9,11 +9,16 @@ extension ManagedObjectContext {
     /// values become what the policy chooses. Returns the objects that no longer
     /// take part in the save (rolled back, or whose row is gone).
     func resolve(_ conflicts: [MergeConflict], with coordinator: PersistentStoreCoordinator) throws -> Set<ObjectID> {
-        var dropped = Set<ObjectID>()
         coordinator.rowCache.remove(Set(conflicts.map(\.objectID)))
+        return try resolve(conflicts) { try? coordinator.node(for: $0, stalenessInterval: 0, in: self) }
+    }
+
+    /// Resolves conflicts against rows read by `currentRow` (nil: the row is gone).
+    func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) -> IncrementalStoreNode?) throws -> Set<ObjectID> {
+        var dropped = Set<ObjectID>()
         for conflict in conflicts {
             guard let object = registry[conflict.objectID]?.object else { continue }
-            guard let stored = try? coordinator.node(for: conflict.objectID, stalenessInterval: 0, in: self) else {
+            guard let stored = currentRow(conflict.objectID) else {
                 // The row is gone: there is nothing left to update or delete.
                 dropped.insert(conflict.objectID)
                 updatedObjectsByID[conflict.objectID] = nil
@@ -60,5 +65,27 @@ extension ManagedObjectContext {
             object.snapshotVersion = stored.version
         }
         return dropped
+    }
+}
+
+// MARK: - Resolving inside the store's transaction
+
+extension ManagedObjectContext {
+    /// Called by a store from inside its write transaction when a save meets
+    /// version conflicts: resolves them with ``mergePolicy`` against the rows
+    /// the store holds now (no other writer can move them meanwhile) and returns
+    /// the request to write instead, or nil to let the conflict be thrown.
+    ///
+    /// This is how Core Data applies a merge policy: within the save, so a busy
+    /// row cannot starve a save under a trump policy.
+    package func resolveConflictsDuringSave(_ conflicts: [MergeConflict],
+                                            currentRows: [ObjectID: IncrementalStoreNode]) throws -> SaveChangesRequest? {
+        assertOnQueue()
+        guard mergePolicy != .error, var saved = savingObjects else { return nil }
+        let dropped = try resolve(conflicts) { currentRows[$0] }
+        saved.updated.removeAll { dropped.contains($0.objectID) }
+        saved.deleted.removeAll { dropped.contains($0.objectID) }
+        savingObjects = saved
+        return saveRequest(for: saved)
     }
 }

@@ -62,8 +62,9 @@ extension ManagedObjectContext {
         return ids.compactMap { registry[$0]?.object }
     }
 
-    /// Gives an object a newer row, keeping its unsaved changes on top.
-    private func merge(_ node: IncrementalStoreNode, into object: ManagedObject) {
+    /// Gives an object a newer row, keeping its unsaved changes on top
+    /// (a merge, and `refresh(_:mergeChanges: true)`).
+    func merge(_ node: IncrementalStoreNode, into object: ManagedObject) {
         var values = node.values
         if object.hasChanges, let base = object.snapshot {
             for index in values.indices where object.slots[index] != base[index] {

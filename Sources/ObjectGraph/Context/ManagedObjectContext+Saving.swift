@@ -60,7 +60,7 @@ extension ManagedObjectContext {
         }
     }
 
-    private struct SavedObjects {
+    struct SavedObjects {
         var inserted: [ManagedObject]
         var updated: [ManagedObject]
         var deleted: [ManagedObject]
@@ -118,7 +118,7 @@ extension ManagedObjectContext {
         return IncrementalStoreNode(objectID: object.objectID, values: values, version: version)
     }
 
-    private func saveRequest(for saved: SavedObjects) -> SaveChangesRequest {
+    func saveRequest(for saved: SavedObjects) -> SaveChangesRequest {
         SaveChangesRequest(
             insertedObjects: saved.inserted.map { node(for: $0, version: 0) },
             updatedObjects: saved.updated.map { node(for: $0, version: $0.snapshotVersion) },
@@ -129,12 +129,24 @@ extension ManagedObjectContext {
 
     /// Saves to the coordinator, resolving version conflicts with the merge policy and retrying.
     private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> [ObjectID: ObjectID] {
-        for attempt in 1...5 {
+        // Resolution happens outside the write transaction, so another writer can
+        // move a row again before the retry; contended rows get a few more tries,
+        // spaced out, before the conflict is reported.
+        let attempts = 20
+        for attempt in 1...attempts {
             do {
                 let request = saveRequest(for: saved)
                 if request.isEmpty { return [:] }
+                // A store may resolve conflicts inside its transaction through
+                // `resolveConflictsDuringSave`, which works on `savingObjects`.
+                savingObjects = saved
+                defer {
+                    if let resolved = savingObjects { saved = resolved }
+                    savingObjects = nil
+                }
                 return try coordinator.save(request, in: self).permanentIDs
-            } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < 5 {
+            } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < attempts {
+                if attempt > 2 { Thread.sleep(forTimeInterval: Double.random(in: 0...0.001) * Double(attempt)) }
                 let dropped = try resolve(conflicts, with: coordinator)
                 saved.updated.removeAll { dropped.contains($0.objectID) }
                 saved.deleted.removeAll { dropped.contains($0.objectID) }

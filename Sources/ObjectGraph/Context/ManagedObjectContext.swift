@@ -109,6 +109,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingChanges = PendingChanges()
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     var faultBatches: [ObjectID: FaultBatch] = [:]
+    /// The objects of the save in progress, for conflict resolution inside the store's transaction.
+    var savingObjects: SavedObjects?
     /// Whether a child context was ever made with this context as its parent
     /// (set from the child's side, so atomic).
     let childContextsExist = Mutex(false)

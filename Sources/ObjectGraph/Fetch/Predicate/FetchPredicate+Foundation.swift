@@ -68,6 +68,7 @@ struct FoundationPredicateTranslator {
     mutating func condition(_ expression: Any) throws -> PredicateNode {
         let term = try translate(expression)
         if term.node.isPredicate { return term.node }
+        if case .constant(.bool(let value)) = term.node { return value ? .truePredicate : .falsePredicate }
         // A Boolean attribute used as a condition: `$0.active`.
         return .comparison(lhs: term.node, op: .equal, rhs: .constant(.bool(true)), options: [], modifier: .direct)
     }
@@ -108,7 +109,7 @@ struct FoundationPredicateTranslator {
         return Term(node: .keyPath(path + [property.name]))
     }
 
-    /// The unqualified type name with its generic arguments (`Arithmetic<…>`).
+    /// The type name with its generic arguments (`Arithmetic<KeyPath<…>, Value<Int>>`).
     static func name(of type: Any.Type) -> String {
         String(describing: type)
     }

@@ -6,7 +6,7 @@ extension SQLiteStore {
     public func execute(_ request: StoreRequest, in context: ManagedObjectContext?) throws -> StoreResult {
         switch request {
         case .fetch(let fetch): return try execute(fetch)
-        case .save(let save): return .saved(try execute(save))
+        case .save(let save): return .saved(try execute(save, in: context))
         }
     }
 

@@ -12,10 +12,64 @@ extension SQLiteStore {
     /// A version mismatch rolls everything back and throws the conflicts; a
     /// unique index refusing a row throws ``ObjectGraphError/uniquenessConflict(_:)``;
     /// so does any SQLite error.
-    func execute(_ request: SaveChangesRequest) throws -> SaveResult {
+    ///
+    /// When the request meets conflicts and the saving context's merge policy
+    /// is not `.error`, the attempt is rolled back to a savepoint, the context
+    /// resolves the conflicts against the rows as they are now, and the
+    /// resolved request is written — all in the same transaction, so no other
+    /// writer can move the rows in between.
+    func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         let schema = try schema
-        let identity = identity
         return try write { connection in
+            var request = request
+            // Inside the transaction the rows cannot move, so one resolution settles
+            // them; the bound only guards against a resolver that keeps conflicting.
+            var round = 0
+            while true {
+                round += 1
+                try connection.execute("SAVEPOINT datastack_save")
+                do {
+                    let result = try write(request, schema: schema, connection: connection)
+                    try connection.execute("RELEASE datastack_save")
+                    // Once, after the attempt that stands: a rolled-back attempt must not consume it.
+                    try writeMetadataIfNeeded(connection)
+                    return result
+                } catch ObjectGraphError.mergeConflict(let conflicts) where context != nil && !conflicts.isEmpty && round < 4 {
+                    try connection.execute("ROLLBACK TO datastack_save")
+                    try connection.execute("RELEASE datastack_save")
+                    let current = try currentRows(of: conflicts.map(\.objectID), schema: schema, connection: connection)
+                    guard let resolved = try context?.resolveConflictsDuringSave(conflicts, currentRows: current) else {
+                        throw ObjectGraphError.mergeConflict(conflicts)
+                    }
+                    request = resolved
+                } catch {
+                    try? connection.execute("ROLLBACK TO datastack_save")
+                    try? connection.execute("RELEASE datastack_save")
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The rows of these objects as the open transaction sees them.
+    private func currentRows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
+        var decoder = RowDecoder(schema: schema, identity: identity)
+        var rows: [ObjectID: IncrementalStoreNode] = [:]
+        for id in objectIDs {
+            let mapping = try schema.mapping(for: id.entity)
+            guard let table = schema.table(named: mapping.table) else { continue }
+            let statement = try connection.cachedStatement("SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK = ?")
+            try statement.bind(id.primaryKey ?? 0, at: 1)
+            if try statement.step(), let node = decoder.node(from: statement) { rows[id] = node }
+            statement.reset()
+        }
+        return rows
+    }
+
+    /// One attempt at writing a save, inside the caller's transaction.
+    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, connection: Connection) throws -> SaveResult {
+        let identity = identity
+        do {
             let permanentIDs = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema, identity: identity, connection: connection)
             var conflicts: [MergeConflict] = []
             for node in request.deletedObjects {
@@ -64,7 +118,6 @@ extension SQLiteStore {
                 try Self.executeCheckingUniqueness(statement, node: node)
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
-            try writeMetadataIfNeeded(connection)
             return SaveResult(permanentIDs: permanentIDs)
         }
     }
