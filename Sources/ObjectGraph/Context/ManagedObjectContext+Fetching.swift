@@ -53,11 +53,13 @@ extension ManagedObjectContext {
         for key in request.propertiesToFetch ?? [] {
             _ = try entity.property(forKey: key)
         }
-        return StoreFetch(entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
+        var fetch = StoreFetch(entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
                           fetchLimit: max(0, request.fetchLimit), fetchOffset: max(0, request.fetchOffset),
                           includesSubentities: request.includesSubentities, resultType: request.resultType,
                           propertiesToFetch: request.propertiesToFetch,
                           returnsDistinctResults: request.returnsDistinctResults)
+        fetch.affectedStoreIdentifiers = request.affectedStores.map { Set($0.map(\.identifier)) }
+        return fetch
     }
 
     /// Checks that a key path leads through to-one relationships to a property.

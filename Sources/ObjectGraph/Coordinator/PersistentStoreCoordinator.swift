@@ -128,7 +128,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Runs a fetch on every store that holds the entity.
     package func execute(_ fetch: StoreFetch, in context: ManagedObjectContext?) throws -> StoreResult {
         let targets = persistentStores.filter { store in
-            managedObjectModel.entities(forConfigurationName: store.configurationName).contains { $0 === fetch.entity }
+            (fetch.affectedStoreIdentifiers?.contains(store.identifier) ?? true)
+                && managedObjectModel.entities(forConfigurationName: store.configurationName).contains { $0 === fetch.entity }
         }
         guard !targets.isEmpty else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
         if targets.count == 1 { return try targets[0].execute(.fetch(fetch), in: context) }

@@ -149,6 +149,8 @@ public struct StoreFetch: Sendable {
     public var resultType: FetchResultType
     public var propertiesToFetch: [String]?
     public var returnsDistinctResults: Bool
+    /// The identifiers of the stores to search (`FetchRequest.affectedStores`); nil for all.
+    public var affectedStoreIdentifiers: Set<String>? = nil
 
     /// The entities whose rows match: the entity and, if included, its subentities.
     public var entities: [EntityDescription] {
