@@ -10,11 +10,24 @@ import Synchronization
 final class ManagedSlotTable: Sendable {
     private final class Snapshot: Sendable {
         let indexes: [ObjectIdentifier: Int]
+        /// The same entries in a flat array: for the few properties of a typical
+        /// entity a linear scan of identities beats hashing.
+        let entries: ContiguousArray<(key: ObjectIdentifier, index: Int)>
         /// The key paths, kept alive so their identities cannot be reused.
         let keyPaths: [AnyKeyPathBox]
         init(indexes: [ObjectIdentifier: Int], keyPaths: [AnyKeyPathBox]) {
             self.indexes = indexes
+            self.entries = ContiguousArray(indexes.map { (key: $0.key, index: $0.value) })
             self.keyPaths = keyPaths
+        }
+
+        @inline(__always)
+        func index(for key: ObjectIdentifier) -> Int? {
+            if entries.count <= 16 {
+                for entry in entries where entry.key == key { return entry.index }
+                return nil
+            }
+            return indexes[key]
         }
     }
 
@@ -31,7 +44,7 @@ final class ManagedSlotTable: Sendable {
     @inline(__always)
     func index(for keyPath: AnyKeyPath) -> Int? {
         guard let raw = UnsafeRawPointer(bitPattern: current.load(ordering: .acquiring)) else { return nil }
-        return Unmanaged<Snapshot>.fromOpaque(raw).takeUnretainedValue().indexes[ObjectIdentifier(keyPath)]
+        return Unmanaged<Snapshot>.fromOpaque(raw).takeUnretainedValue().index(for: ObjectIdentifier(keyPath))
     }
 
     /// Records a resolved slot.
