@@ -18,7 +18,10 @@ import Synchronization
 /// read without a lock, so an access is a lookup of the key path and a slot read.
 ///
 /// Declaring a `@Managed` property whose name the entity lacks is a programmer
-/// error and traps on first access with the class and property named.
+/// error and traps on first access with the class and property named. So does
+/// relating objects of two different contexts through a typed property, as
+/// Core Data raises there; `setValue(_:forKey:)` throws the same error instead.
+/// A to-one property must be optional (`Company?`).
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
     // Set only while the property's name is being looked up by reflection.
