@@ -64,7 +64,6 @@ extension ManagedObjectContext {
         var inserted: [ManagedObject]
         var updated: [ManagedObject]
         var deleted: [ManagedObject]
-        var all: [ManagedObject] { inserted + updated + deleted }
     }
 
     /// Calls `willSave()` on every changed object, again on objects that
@@ -259,7 +258,7 @@ extension ManagedObjectContext {
         deletedObjectsByID = [:]
         pendingChanges = PendingChanges()
         if isRoot, let coordinator = persistentStoreCoordinator {
-            coordinator.rowCache.remove(result.updatedObjectIDs.union(result.deletedObjectIDs))
+            coordinator.rowCache.remove(result.updatedObjectIDs, result.deletedObjectIDs)
         }
         for object in saved.inserted { object.didSave() }
         for object in saved.updated { object.didSave() }

@@ -23,7 +23,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public let managedObjectModel: ManagedObjectModel
     /// Rows read recently, for faults to fire from.
     package let rowCache: RowCache
-    private let stores = Mutex<[any PersistentStore]>([])
+    /// The stores, each with the identity its object IDs carry (looked up once, when added).
+    private let stores = Mutex<[(store: any PersistentStore, identity: StoreIdentity)]>([])
 
     /// Creates a coordinator for a model.
     public init(managedObjectModel: ManagedObjectModel) {
@@ -52,7 +53,8 @@ public final class PersistentStoreCoordinator: Sendable {
         let store = try type.makeStore(StoreConfiguration(model: managedObjectModel, configurationName: configuration,
                                                           url: url, options: options))
         try store.loadMetadata()
-        stores.withLock { $0.append(store) }
+        let identity = StoreIdentity.named(store.identifier)
+        stores.withLock { $0.append((store, identity)) }
         return store
     }
 
@@ -61,7 +63,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: ``PersistentStoreError/Code/storeNotFound`` if it is not one of this coordinator's.
     public func remove(_ store: any PersistentStore) throws {
         let removed = stores.withLock { stores -> Bool in
-            guard let index = stores.firstIndex(where: { $0 === store }) else { return false }
+            guard let index = stores.firstIndex(where: { $0.store === store }) else { return false }
             stores.remove(at: index)
             return true
         }
@@ -73,12 +75,12 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The coordinator's stores, in the order they were added.
-    public var persistentStores: [any PersistentStore] { stores.withLock { $0 } }
+    public var persistentStores: [any PersistentStore] { stores.withLock { $0.map(\.store) } }
 
     /// The store at a location, if it was added.
     public func persistentStore(for url: URL) -> (any PersistentStore)? {
         let path = url.standardizedFileURL.path
-        return stores.withLock { $0.first { $0.url?.standardizedFileURL.path == path } }
+        return stores.withLock { $0.first { $0.store.url?.standardizedFileURL.path == path }?.store }
     }
 
     /// A store's metadata.
@@ -104,10 +106,11 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The store that holds an object, or would hold a new one of its entity.
+    ///
+    /// - Complexity: O(*s*) identity comparisons, *s* = stores; this runs for every fault.
     package func store(for objectID: ObjectID) throws -> any PersistentStore {
-        let all = persistentStores
         if let identity = objectID.store {
-            if let store = all.first(where: { StoreIdentity.named($0.identifier) === identity }) { return store }
+            if let store = stores.withLock({ $0.first { $0.identity === identity }?.store }) { return store }
             throw ObjectGraphError.objectNotFound(objectID)
         }
         return try store(for: objectID.entity)
@@ -149,13 +152,12 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Saves a context's changes, each store's share atomically.
     package func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
-        let stores = persistentStores
-        if stores.count == 1, stores[0].configurationName == nil {
+        let entries = stores.withLock { $0 }
+        if entries.count == 1, entries[0].store.configurationName == nil {
             // One store holding the whole model: the request goes as it is.
-            let store = stores[0]
-            let identity = StoreIdentity.named(store.identifier)
-            for node in request.updatedObjects + request.deletedObjects + request.lockedObjects where node.objectID.store !== identity {
-                throw ObjectGraphError.objectNotFound(node.objectID)
+            let (store, identity) = entries[0]
+            for nodes in [request.updatedObjects, request.deletedObjects, request.lockedObjects] {
+                for node in nodes where node.objectID.store !== identity { throw ObjectGraphError.objectNotFound(node.objectID) }
             }
             if store.isReadOnly { throw PersistentStoreError(.readOnly, url: store.url, message: "the store is read-only") }
             guard case .saved(let result) = try store.execute(.save(request), in: context) else { return SaveResult(permanentIDs: [:]) }

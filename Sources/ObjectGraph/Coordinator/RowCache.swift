@@ -41,17 +41,10 @@ package final class RowCache: Sendable {
         return entry.node
     }
 
-    /// Drops rows made stale by a save or a merge.
-    package func remove<S: Sequence>(_ objectIDs: S) where S.Element == ObjectID {
-        rows.withLock { rows in
-            if rows.isEmpty { return }
-            for id in objectIDs { rows[id] = nil }
-        }
-    }
-
-    /// Drops the rows of the given sets, walking whichever is smaller: the
-    /// cache or the sets. A merge of a large save into a small cache stays cheap.
-    package func remove(_ first: Set<ObjectID>, _ second: Set<ObjectID>) {
+    /// Drops rows made stale by a save or a merge, walking whichever is
+    /// smaller: the cache or the sets. A merge of a large save into a small
+    /// cache stays cheap.
+    package func remove(_ first: Set<ObjectID>, _ second: Set<ObjectID> = []) {
         rows.withLock { rows in
             if rows.isEmpty { return }
             if rows.count < first.count + second.count {

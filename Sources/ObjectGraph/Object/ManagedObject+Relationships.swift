@@ -67,18 +67,6 @@ extension ManagedObject {
         }
     }
 
-    /// Adds objects to a to-many relationship (Core Data's `mutableSetValue(forKey:)` add).
-    package func addObjects(_ objects: [ManagedObject], to relationship: RelationshipDescription) throws {
-        try setRelationship(relationship, toObjects: relatedObjects(slotValue(at: relationship.index), for: relationship) + objects)
-    }
-
-    /// Removes objects from a to-many relationship.
-    package func removeObjects(_ objects: [ManagedObject], from relationship: RelationshipDescription) throws {
-        let removed = Set(objects.map(\.objectID))
-        let kept = relatedObjects(slotValue(at: relationship.index), for: relationship).filter { !removed.contains($0.objectID) }
-        try setRelationship(relationship, toObjects: kept)
-    }
-
     /// Makes this object's side of `inverse` include `source`.
     private func addInverse(_ inverse: RelationshipDescription, pointingAt source: ManagedObject) {
         if inverse.isToMany {

@@ -65,14 +65,6 @@ package enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
     case `in` = "IN"
     case between = "BETWEEN"
 
-    /// Whether this is one of the six ordering and equality operators.
-    var isOrdering: Bool {
-        switch self {
-        case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual: true
-        default: false
-        }
-    }
-
     /// The operator with its sides swapped (`a < b` ⇔ `b > a`).
     var swapped: ComparisonOperator {
         switch self {
