@@ -18,19 +18,11 @@ extension ManagedObjectContext {
     }
 
     private func fulfillBatch(_ batch: FaultBatch) {
-        let faults = batch.objectIDs.compactMap { id -> ManagedObject? in
+        let members = batch.objectIDs.compactMap { id -> ManagedObject? in
             faultBatches[id] = nil
-            guard let object = registry[id]?.object, object.isFault else { return nil }
-            return object
+            return registry[id]?.object
         }
-        guard !faults.isEmpty,
-              let nodes = try? parentNodes(for: faults.map(\.objectID)) else { return }
-        var byID: [ObjectID: IncrementalStoreNode] = [:]
-        byID.reserveCapacity(nodes.count)
-        for node in nodes { byID[node.objectID] = node }
-        for object in faults {
-            if let node = byID[object.objectID] { fill(object, with: node) }
-        }
+        fireFaults(members)
     }
 
     /// Fires the faults among `objects` together: one query per 500 rows and
