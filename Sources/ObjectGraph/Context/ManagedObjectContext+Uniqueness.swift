@@ -74,6 +74,10 @@ extension ManagedObjectContext {
     /// - Returns: the IDs of the duplicates removed, with their survivors.
     /// - Throws: ``ObjectGraphError/uniquenessConflict(_:)`` under ``MergePolicy/error``.
     func resolveUniquenessConflicts() throws -> [ObjectID: ManagedObject] {
+        // Most models declare no constraints: then a save pays nothing here.
+        guard persistentStoreCoordinator?.managedObjectModel.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) == true else {
+            return [:]
+        }
         var survivors: [ObjectID: ManagedObject] = [:]
         for _ in 0..<4 {
             let conflicts = try findUniquenessConflicts()
