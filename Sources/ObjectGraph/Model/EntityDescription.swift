@@ -42,7 +42,16 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         }
     }
     /// The entity this one inherits from.
-    public internal(set) weak var superentity: EntityDescription?
+    ///
+    /// Back references between descriptions (this one, ``PropertyDescription/entity``,
+    /// ``RelationshipDescription/destinationEntity`` and its inverse) are unowned,
+    /// as Core Data's are: the model owns its entities and they own their
+    /// properties, so keep the model alive while you use its descriptions.
+    /// They are not weak because a weak reference gives its target a side
+    /// table, and every copy of an ``ObjectID`` retains its entity: with a side
+    /// table each of those retains takes the runtime's slow path, shared by
+    /// every queue that uses the entity.
+    public internal(set) unowned var superentity: EntityDescription?
     /// Sets of property names whose values must be unique among the entity's objects.
     public var uniquenessConstraints: [[String]] = [] { didSet { checkMutable() } }
     /// Fetch indexes kept on the entity's table.

@@ -25,7 +25,8 @@ open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public var userInfo: [String: String] = [:] { didSet { checkMutable() } }
 
     /// The entity that declares this property.
-    public internal(set) weak var entity: EntityDescription?
+    /// Unowned: see ``EntityDescription/superentity``.
+    public internal(set) unowned var entity: EntityDescription?
 
     /// The slot this property occupies in objects of its entity and of its subentities.
     ///

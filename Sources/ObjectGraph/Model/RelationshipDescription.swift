@@ -38,9 +38,10 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
     public var maxCount: Int = 0 { didSet { checkMutable() } }
 
     /// The destination entity, resolved when the model is finalized.
-    public internal(set) weak var destinationEntity: EntityDescription?
+    /// Unowned: see ``EntityDescription/superentity``.
+    public internal(set) unowned var destinationEntity: EntityDescription?
     /// The inverse relationship, resolved when the model is finalized.
-    public internal(set) weak var inverseRelationship: RelationshipDescription?
+    public internal(set) unowned var inverseRelationship: RelationshipDescription?
 
     /// Creates a relationship.
     ///
