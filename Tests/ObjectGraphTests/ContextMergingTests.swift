@@ -19,6 +19,49 @@ import ObjectGraph
         }
     }
 
+    @Test func aMergeRefreshesOnlyObjectsSomeoneHoldsAndFreesTheOthers() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 3)
+        let receiver = stack.newContext()
+        weak var dropped: ManagedObject?
+        let kept = try receiver.performAndWait {
+            let kept = try receiver.existingObject(with: ids[0])
+            dropped = try receiver.existingObject(with: ids[1])
+            _ = receiver.object(with: ids[2])   // a fault nobody holds
+            return kept
+        }
+        let writer = stack.newContext()
+        let save = try writer.performAndWait {
+            for id in ids { (try writer.existingObject(with: id) as! Company).employees = 5 }
+            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
+            try writer.save()
+            return try ContextDidSave(try #require(didSave.notifications.first))
+        }
+        let change = receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: save) }
+        #expect(change.refreshedObjectIDs == [ids[0]])
+        receiver.performAndWait {
+            #expect(dropped == nil, "the registry let go of the object only it held")
+            #expect(receiver.registeredObjectCount == 1)
+            #expect((kept as! Company).employees == 5)
+        }
+    }
+
+    @Test func theRegistryStaysBoundedWhileFaultsAreMadeAndDropped() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 5_000)
+        let context = stack.newContext()
+        weak var first: ManagedObject?
+        context.performAndWait {
+            first = context.object(with: ids[0])
+            for id in ids.dropFirst() { _ = context.object(with: id) }
+            #expect(first == nil, "freed by a sweep while the registry grew")
+            #expect(context.registeredObjectCount == 0)
+            context.retainsRegisteredObjects = true
+            let faults = ids.prefix(2_000).map { context.object(with: $0) }.count
+            #expect(context.registeredObjectCount == faults)
+        }
+    }
+
     @Test func processPendingChangesPostsObjectsDidChangeWithTheChangedIDs() throws {
         let stack = try TestStack()
         let ids = try seed(stack, count: 2)

@@ -34,7 +34,6 @@ extension ManagedObjectContext {
             if object.flags.contains(.inaccessible) { continue }
             if let snapshot = object.snapshot { object.slots = snapshot }
             object.flags.subtract([.updated, .deleted])
-            releaseIfUnchanged(object)
             change.refreshedObjectIDs.insert(object.objectID)
         }
         insertedObjectsByID = [:]
@@ -49,8 +48,7 @@ extension ManagedObjectContext {
     /// with ``ObjectsDidChange/invalidatedAll``.
     public func reset() {
         assertOnQueue()
-        for registration in registry.values {
-            guard let object = registration.object else { continue }
+        for object in registry.values {
             object.managedObjectContext = nil
             object.flags = []
         }
@@ -92,15 +90,13 @@ extension ManagedObjectContext {
         object.flags.subtract([.updated, .deleted])
         object.turnIntoFault()
         faultBatches[id] = nil
-        releaseIfUnchanged(object)
     }
 
     /// Refreshes every registered object, keeping unsaved changes.
     public func refreshAllObjects() {
         assertOnQueue()
-        for registration in registry.values {
-            if let object = registration.object { refresh(object, mergeChanges: true) }
-        }
+        sweepRegistry(always: true)
+        for object in Array(registry.values) { refresh(object, mergeChanges: true) }
     }
 
     /// Gives the objects permanent IDs now, before they are saved.
@@ -132,9 +128,9 @@ extension ManagedObjectContext {
     func applyPermanentIDs(_ mapping: [ObjectID: ObjectID]) {
         for (temporaryID, permanentID) in mapping {
             permanentIDsByTemporaryID[temporaryID] = permanentID
-            guard let registration = registry.removeValue(forKey: temporaryID), let object = registration.object else { continue }
+            guard let object = registry.removeValue(forKey: temporaryID) else { continue }
             object.objectID = permanentID
-            registry[permanentID] = registration
+            registry[permanentID] = object
             if insertedObjectsByID.removeValue(forKey: temporaryID) != nil { insertedObjectsByID[permanentID] = object }
             if pendingChanges.inserted.remove(temporaryID) != nil { pendingChanges.inserted.insert(permanentID) }
         }

@@ -20,7 +20,7 @@ extension ManagedObjectContext {
     private func fulfillBatch(_ batch: FaultBatch) {
         let members = batch.objectIDs.compactMap { id -> ManagedObject? in
             faultBatches[id] = nil
-            return registry[id]?.object
+            return registry[id]
         }
         fireFaults(members)
     }
@@ -62,7 +62,7 @@ extension ManagedObjectContext {
         object.state = .loaded
         object.flags.insert([.deleted, .inaccessible])
         deletedObjectsByID[object.objectID] = object
-        registry[object.objectID] = Registration(object, strong: true)
+        registry[object.objectID] = object
     }
 
     /// The destinations of a relationship of `object`, from the parent store.
@@ -71,7 +71,7 @@ extension ManagedObjectContext {
         do {
             if let parent {
                 return parent.performAndWait {
-                    guard let owner = parent.registry[object.objectID]?.object ?? (object.objectID.isTemporaryID ? nil : parent.object(with: object.objectID)) else { return [] }
+                    guard let owner = parent.registry[object.objectID] ?? (object.objectID.isTemporaryID ? nil : parent.object(with: object.objectID)) else { return [] }
                     return owner.relatedIDs(relationship)
                 }
             }
@@ -125,7 +125,7 @@ extension ManagedObjectContext {
 
     /// The object's state in this context as a row, for a child context.
     func currentNode(for objectID: ObjectID) throws -> IncrementalStoreNode {
-        if let object = registry[objectID]?.object {
+        if let object = registry[objectID] {
             if object.flags.contains(.deleted) { throw ObjectGraphError.objectNotFound(objectID) }
             object.fireFault()
             if object.flags.contains(.inaccessible) { throw ObjectGraphError.objectNotFound(objectID) }

@@ -98,7 +98,7 @@ extension ManagedObjectContext {
                 if batchSize > 0 {
                     for start in stride(from: 0, to: ids.count, by: batchSize) {
                         let batch = FaultBatch(objectIDs: Array(ids[start..<min(start + batchSize, ids.count)]))
-                        for id in batch.objectIDs where registry[id]?.object?.isFault == true { faultBatches[id] = batch }
+                        for id in batch.objectIDs where registry[id]?.isFault == true { faultBatches[id] = batch }
                     }
                 }
                 if !returnsObjectsAsFaults && batchSize == 0 { objects.forEach { $0.fireFault() } }
@@ -119,7 +119,7 @@ extension ManagedObjectContext {
         registry.reserveCapacity(registry.count + nodes.count)
         sweepThreshold = max(sweepThreshold, 2 * (registry.count + nodes.count))
         for node in nodes {
-            if let object = registry[node.objectID]?.object {
+            if let object = registry[node.objectID] {
                 if object.isFault && !asFaults { fill(object, with: node) }
                 objects.append(object)
                 continue

@@ -17,7 +17,7 @@ extension ManagedObjectContext {
     func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) -> IncrementalStoreNode?) throws -> Set<ObjectID> {
         var dropped = Set<ObjectID>()
         for conflict in conflicts {
-            guard let object = registry[conflict.objectID]?.object else { continue }
+            guard let object = registry[conflict.objectID] else { continue }
             guard let stored = currentRow(conflict.objectID) else {
                 // The row is gone: there is nothing left to update or delete.
                 dropped.insert(conflict.objectID)
@@ -45,7 +45,6 @@ extension ManagedObjectContext {
                 updatedObjectsByID[conflict.objectID] = nil
                 deletedObjectsByID[conflict.objectID] = nil
                 dropped.insert(conflict.objectID)
-                releaseIfUnchanged(object)
             case .mergeByPropertyObjectTrump:
                 // Start from the store's row; re-apply every property this context changed.
                 var merged = stored.values

@@ -53,13 +53,11 @@ extension ManagedObjectContext {
         return change
     }
 
-    /// The registered objects among `ids`, walking whichever of the two is smaller.
+    /// The registered objects in use among `ids`, walking whichever of the two is smaller.
     private func registeredObjects(among ids: Set<ObjectID>) -> [ManagedObject] {
         if ids.isEmpty || registry.isEmpty { return [] }
-        if registry.count < ids.count {
-            return registry.compactMap { id, registration in ids.contains(id) ? registration.object : nil }
-        }
-        return ids.compactMap { registry[$0]?.object }
+        let candidates = registry.count < ids.count ? registry.keys.filter(ids.contains) : Array(ids)
+        return candidates.compactMap(registeredObjectInUse(for:))
     }
 
     /// Gives an object a newer row, keeping its unsaved changes on top

@@ -6,7 +6,7 @@ extension ManagedObjectContext {
     /// The object registered with this ID, if any. Never performs I/O.
     public func registeredObject(for objectID: ObjectID) -> ManagedObject? {
         assertOnQueue()
-        return registry[objectID]?.object
+        return registry[objectID]
     }
 
     /// The object with this ID: the registered one, or a new fault.
@@ -15,7 +15,7 @@ extension ManagedObjectContext {
     /// when the fault fires (see ``shouldDeleteInaccessibleFaults``).
     public func object(with objectID: ObjectID) -> ManagedObject {
         assertOnQueue()
-        if let object = registry[objectID]?.object { return object }
+        if let object = registry[objectID] { return object }
         let object = makeFault(for: inThisModel(objectID))
         return object
     }
@@ -25,7 +25,7 @@ extension ManagedObjectContext {
     /// - Throws: ``ObjectGraphError/objectNotFound(_:)`` when neither the context nor its store has it.
     public func existingObject(with objectID: ObjectID) throws -> ManagedObject {
         assertOnQueue()
-        if let object = registry[objectID]?.object {
+        if let object = registry[objectID] {
             if object.isFault {
                 let node = try parentNode(for: objectID)
                 fill(object, with: node)
@@ -78,7 +78,7 @@ extension ManagedObjectContext {
         object.managedObjectContext = self
         if object.state == .new { object.materializeDefaults() }
         object.flags.insert(.inserted)
-        registry[object.objectID] = Registration(object, strong: true)
+        registry[object.objectID] = object
         insertedObjectsByID[object.objectID] = object
         pendingChanges.inserted.insert(object.objectID)
         if firstInsert { object.awakeFromInsert() }
@@ -150,7 +150,7 @@ extension ManagedObjectContext {
             deletedObjectsByID[id] = object
             pendingChanges.deleted.insert(id)
         }
-        registry[id] = Registration(object, strong: true)
+        registry[id] = object
     }
 
     /// Records that a registered object's values changed.
@@ -160,7 +160,6 @@ extension ManagedObjectContext {
         if !object.flags.contains(.updated) {
             object.flags.insert(.updated)
             updatedObjectsByID[id] = object
-            registry[id] = Registration(object, strong: true)
         }
         pendingChanges.updated.insert(id)
     }
@@ -169,30 +168,41 @@ extension ManagedObjectContext {
 
     /// Registers an object created by this context (a fault or a fetched object).
     func register(_ object: ManagedObject) {
-        registry[object.objectID] = Registration(object, strong: retainsRegisteredObjects)
+        registry[object.objectID] = object
         if registry.count >= sweepThreshold { sweepRegistry() }
     }
 
-    /// Removes the entries of objects that no longer exist.
-    func sweepRegistry() {
-        if registry.count < sweepThreshold / 2 { return }
-        registry = registry.filter { $0.value.object != nil }
+    /// Drops the objects that only the registry holds and that have no changes,
+    /// unless ``retainsRegisteredObjects``; then the next sweep waits until the
+    /// registry has doubled, so sweeping costs O(1) per registration.
+    ///
+    /// - Parameter always: sweep now, even below the threshold (before the
+    ///   registry is reported or walked as a whole).
+    func sweepRegistry(always: Bool = false) {
+        if retainsRegisteredObjects || (!always && registry.count < sweepThreshold / 2) { return }
+        var unused: [ObjectID] = []
+        var index = registry.values.startIndex
+        while index != registry.values.endIndex {
+            if isKnownUniquelyReferenced(&registry.values[index]), !registry.values[index].hasChanges {
+                unused.append(registry.keys[index])
+            }
+            registry.values.formIndex(after: &index)
+        }
+        for id in unused { registry[id] = nil }
         sweepThreshold = max(1024, registry.count * 2)
     }
 
-    /// Turns strong references to unchanged objects on or off.
-    func retainAllRegisteredObjects(_ retain: Bool) {
-        performAndWait {
-            for (id, registration) in registry {
-                guard let object = registration.object else { continue }
-                registry[id] = Registration(object, strong: retain || object.hasChanges)
-            }
+    /// The registered object with this ID, unless only the registry holds it
+    /// and it has no changes: then it is dropped instead, as a weakly held
+    /// object would already be gone. For work that should touch only the
+    /// objects someone still uses (merges, refreshes).
+    func registeredObjectInUse(for id: ObjectID) -> ManagedObject? {
+        guard let index = registry.index(forKey: id) else { return nil }
+        if !retainsRegisteredObjects, isKnownUniquelyReferenced(&registry.values[index]), !registry.values[index].hasChanges {
+            registry.remove(at: index)
+            return nil
         }
-    }
-
-    /// Makes an unchanged object weakly held again after its changes are saved or discarded.
-    func releaseIfUnchanged(_ object: ManagedObject) {
-        registry[object.objectID] = Registration(object, strong: retainsRegisteredObjects || object.hasChanges)
+        return registry.values[index]
     }
 
     /// A new fault for `objectID`, registered here.

@@ -170,7 +170,7 @@ extension ManagedObjectContext {
         }
         for node in request.insertedObjects {
             let id = resolved(node.objectID)
-            if let existing = registry[id]?.object {
+            if let existing = registry[id] {
                 existing.fireFault()
                 existing.slots = keepingLoadedToManys(of: existing, under: remapped(node.values))
                 objectDidChange(existing)
@@ -182,7 +182,7 @@ extension ManagedObjectContext {
             object.state = .loaded
             object.managedObjectContext = self
             object.flags.insert(.inserted)
-            registry[id] = Registration(object, strong: true)
+            registry[id] = object
             insertedObjectsByID[id] = object
             pendingChanges.inserted.insert(id)
         }
@@ -228,7 +228,7 @@ extension ManagedObjectContext {
             }
             object.snapshot = object.slots
             object.flags.subtract([.inserted, .updated])
-            registry[object.objectID] = Registration(object, strong: retainsRegisteredObjects)
+            registry[object.objectID] = object
         }
         for object in saved.inserted {
             let temporaryID = object.objectID

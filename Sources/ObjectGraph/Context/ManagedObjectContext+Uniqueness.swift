@@ -150,7 +150,7 @@ extension ManagedObjectContext {
                 if let id = databaseID {
                     if objects.contains(where: { $0.objectID == id }) {
                         databaseID = nil
-                    } else if let registered = registry[id]?.object, registered.hasChanges {
+                    } else if let registered = registry[id], registered.hasChanges {
                         // Deleted here, or changed here: its row's values are not what it will hold.
                         databaseID = nil
                     }
@@ -207,7 +207,7 @@ extension ManagedObjectContext {
                 // An existing object collided with another row: the row joins it.
                 survivor = existing
                 others = participants.filter { $0 !== existing } + [object(with: databaseID)]
-            } else if let registered = registry[databaseID]?.object ?? (databaseID.entity.name == participants[0].entity.name
+            } else if let registered = registry[databaseID] ?? (databaseID.entity.name == participants[0].entity.name
                                                                        ? nil : object(with: databaseID)) {
                 // The row's object, when the context has it or when the row is of
                 // another entity (a subentity sharing the constraint): it survives.
@@ -322,7 +322,7 @@ extension ManagedObjectContext {
         object.objectID = rowID
         object.flags.remove(.inserted)
         object.flags.insert(.updated)
-        registry[rowID] = Registration(object, strong: true)
+        registry[rowID] = object
         updatedObjectsByID[rowID] = object
         pendingChanges.updated.insert(rowID)
         object.snapshot = node.values
@@ -340,8 +340,8 @@ extension ManagedObjectContext {
     /// Replaces IDs in the relationship slots of every loaded registered object.
     private func remapReferences(_ mapping: [ObjectID: ObjectID]) {
         guard !mapping.isEmpty else { return }
-        for registration in registry.values {
-            guard let object = registration.object, object.state == .loaded, object.entity.hasRelationships else { continue }
+        for object in registry.values {
+            guard object.state == .loaded, object.entity.hasRelationships else { continue }
             for case let relationship as RelationshipDescription in object.entity.slotProperties {
                 let value = object.slots[relationship.index]
                 let remapped = value.remappingIDs(mapping)

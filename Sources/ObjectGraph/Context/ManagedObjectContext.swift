@@ -58,9 +58,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// default, as in Core Data) instead of trapping.
     public var shouldDeleteInaccessibleFaults = true
     /// Whether the context keeps every registered object alive. The default is false.
-    public var retainsRegisteredObjects = false {
-        didSet { retainAllRegisteredObjects(retainsRegisteredObjects) }
-    }
+    public var retainsRegisteredObjects = false
 
     /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/readOnly(_:)``
     /// and the changes stay in the context. The default is false.
@@ -97,9 +95,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     // MARK: - Internal state (protected by `queue`)
 
-    /// Every registered object: unchanged ones weakly, changed ones strongly.
-    var registry: [ObjectID: Registration] = [:]
-    /// Registry size at which dead weak entries are swept next.
+    /// Every registered object.
+    ///
+    /// Held strongly, and swept: an unchanged object that nothing but the
+    /// registry holds is dropped (see `sweepRegistry()`), which is what a weak
+    /// reference would do, found by `isKnownUniquelyReferenced` instead. Weak
+    /// references would give every object a side table, and every retain and
+    /// release of the object would take the runtime's slow path.
+    var registry: [ObjectID: ManagedObject] = [:]
+    /// Registry size at which the next sweep runs.
     var sweepThreshold = 1024
     /// Objects inserted, updated and deleted since the last save, by ID.
     var insertedObjectsByID: [ObjectID: ManagedObject] = [:]
@@ -222,14 +226,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Every object registered in the context that is still alive.
     public var registeredObjects: Set<ManagedObject> {
         assertOnQueue()
-        sweepRegistry()
-        return Set(registry.values.compactMap(\.object))
+        sweepRegistry(always: true)
+        return Set(registry.values)
     }
 
     /// How many live objects the context holds (``registeredObjects``.count without building the set).
     public var registeredObjectCount: Int {
         assertOnQueue()
-        return registry.values.reduce(0) { $0 + ($1.object == nil ? 0 : 1) }
+        sweepRegistry(always: true)
+        return registry.count
     }
 }
 
@@ -255,19 +260,6 @@ final class QueueToken: Sendable {
         return ProcessInfo.processInfo.environment["DATASTACK_QUEUE_CHECKS"] == "1"
         #endif
     }()
-}
-
-/// A registry entry: weak while the object is unchanged, strong once it changes.
-struct Registration {
-    weak var weakObject: ManagedObject?
-    var strongObject: ManagedObject?
-
-    init(_ object: ManagedObject, strong: Bool) {
-        weakObject = object
-        strongObject = strong ? object : nil
-    }
-
-    var object: ManagedObject? { strongObject ?? weakObject }
 }
 
 /// Object IDs changed since the last `processPendingChanges()`.
