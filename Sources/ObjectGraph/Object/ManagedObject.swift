@@ -38,24 +38,27 @@ open class ManagedObject {
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's identity; temporary until its context saves it to a store.
-    public internal(set) var objectID: ObjectID
+    @exclusivity(unchecked) public internal(set) var objectID: ObjectID
     /// The context the object lives in; nil once it is removed from it.
     public internal(set) weak var managedObjectContext: ManagedObjectContext?
 
     // MARK: - Internal state (protected by the context's queue)
+    //
+    // `@exclusivity(unchecked)`, for the reason given on the context's state:
+    // confined to one queue, and hot (several accesses per property access).
 
     /// The current values, indexed by the entity's slot layout; empty while a fault.
-    package var slots: ContiguousArray<PropertyValue> = []
+    @exclusivity(unchecked) package var slots: ContiguousArray<PropertyValue> = []
     /// The values last read from or written to the parent store; nil if never saved.
-    package var snapshot: ContiguousArray<PropertyValue>?
+    @exclusivity(unchecked) package var snapshot: ContiguousArray<PropertyValue>?
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
-    package var snapshotVersion: Int64 = 0
-    package var state: State = .new
-    package var flags: Flags = []
+    @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
+    @exclusivity(unchecked) package var state: State = .new
+    @exclusivity(unchecked) package var flags: Flags = []
     /// The destinations a fetch prefetched for this object's relationships
     /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
     /// its values, as a fired relationship retains its objects in Core Data.
-    package var prefetchedObjects: [Int: [ManagedObject]] = [:]
+    @exclusivity(unchecked) package var prefetchedObjects: [Int: [ManagedObject]] = [:]
 
     package enum State {
         /// Created, with defaults not yet written into `slots`.
