@@ -46,6 +46,41 @@ import ObjectGraph
         }
     }
 
+    @Test func aMergeReadsNothingAndTheRefreshedObjectsReloadTogetherOnFirstUse() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 5)
+        let store = try #require(stack.coordinator.persistentStores.first as? SQLiteStore)
+        let receiver = stack.newContext()
+        let shown = try receiver.performAndWait {
+            try ids.prefix(3).map { try receiver.existingObject(with: $0) as! Company }
+        }
+        let edited = try receiver.performAndWait {
+            let edited = try receiver.existingObject(with: ids[3]) as! Company
+            edited.name = "local"
+            return edited
+        }
+        let writer = stack.newContext()
+        let save = try writer.performAndWait {
+            for id in ids { (try writer.existingObject(with: id) as! Company).employees = 9 }
+            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
+            try writer.save()
+            return try ContextDidSave(try #require(didSave.notifications.first))
+        }
+        let log = StatementLog()
+        store.traceStatements { log.append($0) }
+        defer { store.traceStatements(nil) }
+        receiver.performAndWait {
+            let change = receiver.mergeChanges(fromContextDidSave: save)
+            #expect(change.refreshedObjectIDs == Set(ids.prefix(4)))
+            #expect(log.selects.count == 1, "one reload, for the object with unsaved changes only")
+            #expect(edited.employees == 9 && edited.name == "local", "the new row under the local change")
+            #expect(shown.allSatisfy { $0.isFault }, "unchanged objects turn into faults, as refresh(mergeChanges: true) does")
+            #expect(shown[0].employees == 9)
+            #expect(log.selects.count == 2, "one query brought back all three")
+            #expect(shown.allSatisfy { !$0.isFault && $0.employees == 9 })
+        }
+    }
+
     @Test func theRegistryStaysBoundedWhileFaultsAreMadeAndDropped() throws {
         let stack = try TestStack()
         let ids = try seed(stack, count: 5_000)

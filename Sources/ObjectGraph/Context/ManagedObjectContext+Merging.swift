@@ -5,16 +5,19 @@ import Foundation
 extension ManagedObjectContext {
     /// Merges another context's save (Core Data: `mergeChanges(fromContextDidSave:)`).
     ///
-    /// Refreshes the updated objects this context has registered — loaded ones
-    /// are reloaded in one query, keeping their unsaved changes on top; faults
-    /// simply stay faults — and removes the deleted ones. Inserted objects are
+    /// Refreshes the updated objects this context has registered, as
+    /// ``refresh(_:mergeChanges:)`` with `true` does — objects with unsaved
+    /// changes are reloaded now (in one query), keeping those changes on top;
+    /// unchanged ones turn into faults that fire together, in one query, when
+    /// one of them is next used; faults stay faults — and removes the deleted ones. Inserted objects are
     /// reported by ID and not materialized. Nothing else is touched, and the
     /// coordinator's cached rows for the saved objects are dropped first, so no
     /// read after the merge returns an older row. Posts
     /// `objectsDidChangeNotification` with what it refreshed and removed.
     ///
-    /// - Complexity: O(min(*r*, *k*)) lookups plus the reload of the touched
-    ///   objects, *r* = objects registered here, *k* = objects in the save.
+    /// - Complexity: O(min(*r*, *k*)) lookups, plus one query for the touched
+    ///   objects that have unsaved changes; *r* = objects registered here,
+    ///   *k* = objects in the save. No store access at all when none has changes.
     @discardableResult
     public func mergeChanges(fromContextDidSave save: ContextDidSave) -> ObjectsDidChange {
         assertOnQueue()
@@ -26,16 +29,33 @@ extension ManagedObjectContext {
         let updated = registeredObjects(among: save.updatedObjectIDs)
         let deleted = registeredObjects(among: save.deletedObjectIDs)
 
-        let loaded = updated.filter { !$0.isFault && !$0.flags.contains(.inserted) }
-        let nodes = (try? parentNodes(for: loaded.map(\.objectID))) ?? []
-        var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
-        for node in nodes { nodesByID[node.objectID] = node }
+        // As `refresh(_:mergeChanges: true)`: objects with unsaved changes take
+        // the new row now, under their changes; unchanged ones turn into faults
+        // that fire together, in one query, when one of them is next used.
+        var edited: [ManagedObject] = []
+        var refaulted: [ObjectID] = []
         for object in updated {
             change.refreshedObjectIDs.insert(object.objectID)
             guard !object.isFault else { continue }
             change.updatedObjectIDs.insert(object.objectID)
-            guard let node = nodesByID[object.objectID] else { continue }
-            merge(node, into: object)
+            if object.flags.contains(.inserted) { continue }
+            if object.hasChanges {
+                edited.append(object)
+            } else {
+                object.turnIntoFault()
+                refaulted.append(object.objectID)
+            }
+        }
+        if refaulted.count > 1 {
+            let batch = FaultBatch(objectIDs: refaulted)
+            for id in refaulted { faultBatches[id] = batch }
+        }
+        if !edited.isEmpty {
+            var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
+            for node in (try? parentNodes(for: edited.map(\.objectID))) ?? [] { nodesByID[node.objectID] = node }
+            for object in edited {
+                if let node = nodesByID[object.objectID] { merge(node, into: object) }
+            }
         }
         for object in deleted {
             let id = object.objectID
