@@ -31,6 +31,8 @@ struct SQLiteSchema: Sendable {
         var entityPositions: [Int32] = []
         /// The entity's INSERT, UPDATE and DELETE, built once per store.
         var statements = EntityStatements()
+        /// How a full-row select of the entity is decoded, built once per store.
+        var rowLayout: RowLayout?
     }
 
     /// A property's column(s).
@@ -186,6 +188,7 @@ struct SQLiteSchema: Sendable {
                     return positions[entityColumn] ?? -1
                 }
                 mapping.statements = EntityStatements(mapping)
+                mapping.rowLayout = RowLayout(mapping)
                 mappings[ObjectIdentifier(entity)] = mapping
                 entitiesByNumber[number] = entity
             }
