@@ -228,13 +228,13 @@ extension ManagedObjectContext {
             }
             object.snapshot = object.slots
             object.flags.subtract([.inserted, .updated])
-            registry[object.objectID] = object
         }
         for object in saved.inserted {
             let temporaryID = object.objectID
             if let permanentID = permanentIDs[temporaryID] {
                 registry[temporaryID] = nil
                 object.objectID = permanentID
+                registry[permanentID] = object
                 // Only children know objects by temporary IDs their parent has since replaced.
                 if hasChildContexts { permanentIDsByTemporaryID[temporaryID] = permanentID }
             }

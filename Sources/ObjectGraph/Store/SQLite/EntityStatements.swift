@@ -10,28 +10,28 @@ struct EntityStatements: Sendable {
     }
 
     /// The written slots, in binding order (entity columns follow all slots).
-    private(set) var writable: [WritableSlot] = []
+    let writable: [WritableSlot]
     /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …)`.
-    private(set) var insertSQL = ""
+    let insertSQL: String
     /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`.
-    private(set) var updateSQL = ""
+    let updateSQL: String
     /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
-    private(set) var deleteSQL = ""
+    let deleteSQL: String
 
-    init() {}
-
-    init(_ mapping: SQLiteSchema.EntityMapping) {
-        writable = mapping.columns.enumerated().compactMap { slot, column in
+    /// - Parameter columns: the column of each slot of the entity (nil: none).
+    init(table: String, columns: [SQLiteSchema.Column?]) {
+        let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
             guard let column else { return nil }
             if case .toOne(let entityColumn) = column.kind { return WritableSlot(slot: slot, column: column, entityColumn: entityColumn) }
             return WritableSlot(slot: slot, column: column, entityColumn: nil)
         }
+        self.writable = writable
         let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
         let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
-        insertSQL = "INSERT INTO \(mapping.table) (\(allNames.joined(separator: ", "))) VALUES ("
+        insertSQL = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES ("
             + Array(repeating: "?", count: allNames.count).joined(separator: ", ") + ")"
-        updateSQL = "UPDATE \(mapping.table) SET " + (["Z_OPT"] + names).map { "\($0) = ?" }.joined(separator: ", ")
+        updateSQL = "UPDATE \(table) SET " + (["Z_OPT"] + names).map { "\($0) = ?" }.joined(separator: ", ")
             + " WHERE Z_PK = ? AND Z_OPT = ?"
-        deleteSQL = "DELETE FROM \(mapping.table) WHERE Z_PK = ? AND Z_OPT = ?"
+        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?"
     }
 }

@@ -16,19 +16,19 @@ final class RowLayout: Sendable {
     let entity: EntityDescription
     let steps: [Step]
 
-    init(_ mapping: SQLiteSchema.EntityMapping) {
-        entity = mapping.entity
-        let properties = mapping.entity.slotProperties
+    init(entity: EntityDescription, columns: [SQLiteSchema.Column?], slotPositions: [Int32], entityPositions: [Int32]) {
+        self.entity = entity
+        let properties = entity.slotProperties
         steps = properties.indices.map { slot in
-            let position = mapping.slotPositions[slot]
-            guard position >= 0, let column = mapping.columns[slot] else {
+            let position = slotPositions[slot]
+            guard position >= 0, let column = columns[slot] else {
                 return .constant((properties[slot] as? AttributeDescription)?.defaultValue ?? .null)
             }
             switch column.kind {
             case .attribute(let type):
                 return .attribute(position: position, type: type)
             case .toOne:
-                return .toOne(position: position, entityPosition: mapping.entityPositions[slot],
+                return .toOne(position: position, entityPosition: entityPositions[slot],
                               destination: (properties[slot] as? RelationshipDescription)?.destinationEntity)
             }
         }

@@ -12,7 +12,9 @@ import Foundation
 /// between model versions and suffixes clashing column names.
 struct SQLiteSchema: Sendable {
     /// One entity's place in the file.
-    struct EntityMapping: Sendable {
+    /// A class, so that looking one up on the save and fetch paths is one
+    /// retain rather than a copy of every field.
+    final class EntityMapping: Sendable {
         let entity: EntityDescription
         /// `Z_ENT` of the entity.
         let number: Int64
@@ -26,13 +28,33 @@ struct SQLiteSchema: Sendable {
         let numbersWithDescendants: [Int64]
         /// For each slot, the position of its column in a full-row select (see
         /// ``SQLiteSchema/selectColumns(of:)``); -1 when the slot has no column.
-        var slotPositions: [Int32] = []
+        let slotPositions: [Int32]
         /// For each slot, the position of a to-one's entity column; -1 when none.
-        var entityPositions: [Int32] = []
+        let entityPositions: [Int32]
         /// The entity's INSERT, UPDATE and DELETE, built once per store.
-        var statements = EntityStatements()
+        let statements: EntityStatements
         /// How a full-row select of the entity is decoded, built once per store.
-        var rowLayout: RowLayout?
+        let rowLayout: RowLayout
+
+        /// - Parameter positions: each column's position in a full-row select of the table.
+        init(entity: EntityDescription, number: Int64, rootNumber: Int64, table: String, columns: [Column?],
+             numbersWithDescendants: [Int64], positions: [String: Int32]) {
+            self.entity = entity
+            self.number = number
+            self.rootNumber = rootNumber
+            self.table = table
+            self.columns = columns
+            self.numbersWithDescendants = numbersWithDescendants
+            let slotPositions = columns.map { $0.flatMap { positions[$0.name] } ?? -1 }
+            let entityPositions = columns.map { column -> Int32 in
+                guard case .toOne(let entityColumn?)? = column?.kind else { return -1 }
+                return positions[entityColumn] ?? -1
+            }
+            self.slotPositions = slotPositions
+            self.entityPositions = entityPositions
+            statements = EntityStatements(table: table, columns: columns)
+            rowLayout = RowLayout(entity: entity, columns: columns, slotPositions: slotPositions, entityPositions: entityPositions)
+        }
     }
 
     /// A property's column(s).
@@ -179,16 +201,9 @@ struct SQLiteSchema: Sendable {
             for entity in hierarchy {
                 let columns = entity.slotProperties.map { columnByProperty[ObjectIdentifier($0)] }
                 let number = numbers[entity.name] ?? 0
-                var mapping = EntityMapping(
+                let mapping = EntityMapping(
                     entity: entity, number: number, rootNumber: rootNumber, table: tableName, columns: columns,
-                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] })
-                mapping.slotPositions = columns.map { $0.flatMap { positions[$0.name] } ?? -1 }
-                mapping.entityPositions = columns.map { column in
-                    guard case .toOne(let entityColumn?)? = column?.kind else { return -1 }
-                    return positions[entityColumn] ?? -1
-                }
-                mapping.statements = EntityStatements(mapping)
-                mapping.rowLayout = RowLayout(mapping)
+                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] }, positions: positions)
                 mappings[ObjectIdentifier(entity)] = mapping
                 entitiesByNumber[number] = entity
             }

@@ -140,11 +140,14 @@ extension SQLiteStore {
     func writeRelationships(of request: SaveChangesRequest, schema: SQLiteSchema, permanentIDs: [ObjectID: ObjectID],
                             connection: Connection) throws {
         func key(_ id: ObjectID) -> Int64? { (permanentIDs[id] ?? id).primaryKey }
-        let written = request.insertedObjects + request.updatedObjects
-        let inserted = Set(request.insertedObjects.map(\.objectID))
+        // Most saves relate nothing: then there is nothing to collect either.
+        var related: [IncrementalStoreNode] = []
+        for node in request.insertedObjects where node.objectID.entity.hasRelationships { related.append(node) }
+        for node in request.updatedObjects where node.objectID.entity.hasRelationships { related.append(node) }
+        let inserted = related.isEmpty ? [] : Set(request.insertedObjects.map(\.objectID))
         // Membership and order of the naming side first, so the other side's order finds its rows.
-        for primaryPass in [true, false] {
-            for node in written where node.objectID.entity.hasRelationships {
+        for primaryPass in [true, false] where !related.isEmpty {
+            for node in related {
                 guard let owner = key(node.objectID) else { continue }
                 for case let relationship as RelationshipDescription in node.objectID.entity.slotProperties where relationship.isToMany {
                     guard case .objects(let ids) = node.values[relationship.index] else { continue }

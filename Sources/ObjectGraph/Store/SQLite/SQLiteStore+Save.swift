@@ -72,9 +72,12 @@ extension SQLiteStore {
         do {
             let permanentIDs = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema, identity: identity, connection: connection)
             var conflicts: [MergeConflict] = []
+            var deletes = EntityStatementCache(connection: connection, sql: \.deleteSQL)
+            var updates = EntityStatementCache(connection: connection, sql: \.updateSQL)
+            var inserts = EntityStatementCache(connection: connection, sql: \.insertSQL)
             for node in request.deletedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
-                let statement = try connection.cachedStatement(mapping.statements.deleteSQL)
+                let statement = try deletes.statement(for: mapping)
                 try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(node.version, at: 2)
                 try statement.execute()
@@ -85,7 +88,7 @@ extension SQLiteStore {
             for node in request.updatedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
                 let writable = mapping.statements.writable
-                let statement = try connection.cachedStatement(mapping.statements.updateSQL)
+                let statement = try updates.statement(for: mapping)
                 var index: Int32 = 1
                 try statement.bind(node.version + 1, at: index)
                 index += 1
@@ -109,7 +112,7 @@ extension SQLiteStore {
             for node in request.insertedObjects {
                 let mapping = try schema.mapping(for: node.objectID.entity)
                 let writable = mapping.statements.writable
-                let statement = try connection.cachedStatement(mapping.statements.insertSQL)
+                let statement = try inserts.statement(for: mapping)
                 try statement.bind(permanentIDs[node.objectID]?.primaryKey ?? node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(mapping.number, at: 2)
                 try statement.bind(Int64(1), at: 3)
@@ -119,6 +122,31 @@ extension SQLiteStore {
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             return SaveResult(permanentIDs: permanentIDs)
+        }
+    }
+
+    /// One kind of an entity's prepared statement (INSERT, UPDATE or DELETE),
+    /// for the rows of one save: each row finds it by its entity's mapping
+    /// rather than by hashing the statement's SQL in the connection's cache.
+    private struct EntityStatementCache {
+        let connection: Connection
+        let sql: KeyPath<EntityStatements, String>
+        private var statements: [ObjectIdentifier: Statement] = [:]
+
+        init(connection: Connection, sql: KeyPath<EntityStatements, String>) {
+            self.connection = connection
+            self.sql = sql
+        }
+
+        mutating func statement(for mapping: SQLiteSchema.EntityMapping) throws -> Statement {
+            if let statement = statements[ObjectIdentifier(mapping)] {
+                // Every parameter is bound again for each row; only a failed step left it unreset.
+                statement.reset()
+                return statement
+            }
+            let statement = try connection.cachedStatement(mapping.statements[keyPath: sql])
+            statements[ObjectIdentifier(mapping)] = statement
+            return statement
         }
     }
 
