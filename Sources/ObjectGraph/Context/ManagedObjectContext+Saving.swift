@@ -69,15 +69,20 @@ extension ManagedObjectContext {
     /// Calls `willSave()` on every changed object, again on objects that
     /// `willSave()` itself changes, until no new object changes.
     private func callWillSave() {
-        var called = Set<ObjectIdentifier>()
+        var called: [ManagedObject] = []
+        called.reserveCapacity(insertedObjectsByID.count + updatedObjectsByID.count + deletedObjectsByID.count)
+        defer { for object in called { object.flags.remove(.willSaveCalled) } }
         for _ in 0..<100 {
-            let pending = (Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) + Array(deletedObjectsByID.values))
-                .filter { !called.contains(ObjectIdentifier($0)) }
-            if pending.isEmpty { return }
-            for object in pending {
-                called.insert(ObjectIdentifier(object))
-                object.willSave()
+            let before = called.count
+            // Copies of the change sets: `willSave()` may change them.
+            for changes in [insertedObjectsByID, updatedObjectsByID, deletedObjectsByID] {
+                for object in changes.values where !object.flags.contains(.willSaveCalled) {
+                    object.flags.insert(.willSaveCalled)
+                    called.append(object)
+                    object.willSave()
+                }
             }
+            if called.count == before { return }
         }
     }
 

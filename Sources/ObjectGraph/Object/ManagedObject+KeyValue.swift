@@ -79,7 +79,8 @@ extension ManagedObject {
         assertOnContextQueue()
         if state != .loaded { fireFault() }
         slots[index] = value
-        managedObjectContext?.objectDidChange(self)
+        // Inserted and deleted objects are already tracked: spare the weak load.
+        if flags.isDisjoint(with: [.inserted, .deleted]) { managedObjectContext?.objectDidChange(self) }
     }
 
     package func assertOnContextQueue(file: StaticString = #fileID, line: UInt = #line) {

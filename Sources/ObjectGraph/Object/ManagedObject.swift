@@ -77,6 +77,8 @@ open class ManagedObject {
         package static let deleted = Flags(rawValue: 1 << 2)
         /// Its row was gone when the fault fired (`shouldDeleteInaccessibleFaults`).
         package static let inaccessible = Flags(rawValue: 1 << 4)
+        /// `willSave()` ran during the save in progress.
+        package static let willSaveCalled = Flags(rawValue: 1 << 5)
     }
 
     /// Creates an object of `entity`, and inserts it into `context` if one is given.
