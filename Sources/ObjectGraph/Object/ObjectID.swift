@@ -18,7 +18,11 @@ public struct ObjectID: Sendable, Hashable {
     /// The object's entity.
     public let entity: EntityDescription
     /// The store that holds the row; nil while the ID is temporary.
-    package let store: StoreIdentity?
+    package var store: StoreIdentity? { storeReference?.takeUnretainedValue() }
+    /// Unretained: identities are interned for the life of the process (see
+    /// ``StoreIdentity``), so an ID needs no reference count on it, and IDs are
+    /// copied on every registry, set and dictionary operation.
+    private let storeReference: Unmanaged<StoreIdentity>?
     package let key: Key
 
     package enum Key: Hashable, Sendable {
@@ -28,13 +32,13 @@ public struct ObjectID: Sendable, Hashable {
 
     package init(entity: EntityDescription, store: StoreIdentity, primaryKey: Int64) {
         self.entity = entity
-        self.store = store
+        self.storeReference = Unmanaged.passUnretained(store)
         self.key = .permanent(primaryKey)
     }
 
     private init(temporaryFor entity: EntityDescription) {
         self.entity = entity
-        self.store = nil
+        self.storeReference = nil
         self.key = .temporary(Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue)
     }
 
@@ -91,7 +95,7 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.store === rhs.store
+        lhs.key == rhs.key && lhs.storeReference?.toOpaque() == rhs.storeReference?.toOpaque()
             && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
     }
 
@@ -107,6 +111,9 @@ extension ObjectID: CustomStringConvertible {
 
 /// A store's identity inside IDs: one instance per store UUID in the process, so
 /// two coordinators on the same file produce equal IDs, compared by reference.
+///
+/// Identities are never freed (a few bytes per store UUID a process ever
+/// opens): ``ObjectID`` holds its identity unowned.
 package final class StoreIdentity: Sendable {
     package let uuid: String
 
