@@ -110,7 +110,12 @@ extension ManagedObjectContext {
 
     /// Objects for fetched rows: registered ones as they are, new ones as faults
     /// (their rows kept in the coordinator's cache) or filled.
-    private func materialize(_ nodes: [IncrementalStoreNode], asFaults: Bool) throws -> [ManagedObject] {
+    ///
+    /// The nodes are consumed, last first, so that each row's values move into
+    /// its object: a large fetch's rows are long out of the cache by now, and
+    /// copying them out (then destroying the array) would touch each one twice more.
+    private func materialize(_ nodes: consuming [IncrementalStoreNode], asFaults: Bool) throws -> [ManagedObject] {
+        var nodes = nodes
         var objects: [ManagedObject] = []
         objects.reserveCapacity(nodes.count)
         var cached: [IncrementalStoreNode] = []
@@ -118,7 +123,7 @@ extension ManagedObjectContext {
         sweepRegistry()
         registry.reserveCapacity(registry.count + nodes.count)
         sweepThreshold = max(sweepThreshold, 2 * (registry.count + nodes.count))
-        for node in nodes {
+        while let node = nodes.popLast() {
             if let object = registry[node.objectID] {
                 if object.isFault && !asFaults { fill(object, with: node) }
                 objects.append(object)
@@ -129,6 +134,7 @@ extension ManagedObjectContext {
             objects.append(object)
         }
         if !cached.isEmpty { persistentStoreCoordinator?.rowCache.store(cached) }
+        objects.reverse()
         return objects
     }
 
