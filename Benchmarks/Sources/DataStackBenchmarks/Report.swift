@@ -14,6 +14,7 @@ struct Measurement: Sendable {
 enum Report {
     static func milliseconds(_ duration: Duration) -> String {
         let ms = duration.seconds * 1000
+        if ms < 1 { return String(format: "%.1f µs", ms * 1000) }
         return ms < 10 ? String(format: "%.2f ms", ms) : String(format: "%.1f ms", ms)
     }
 
