@@ -81,6 +81,9 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     package internal(set) var hasRelationships = false
     /// Slots of the `@Managed` properties of this entity's class, by storage key path.
     let managedSlots = ManagedSlotTable()
+    /// The lock-free entries of `managedSlots`, copied here as a trivial value
+    /// so that the `@Managed` accessors read them without retaining the table.
+    let managedSlotEntries: ManagedSlotEntries
     /// Position of the entity in its model's `entities`.
     package internal(set) var modelIndex: Int = -1
 
@@ -88,6 +91,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self, properties: [PropertyDescription] = []) {
         self.name = name
         self.managedObjectClass = managedObjectClass
+        self.managedSlotEntries = managedSlots.entries
         self.properties = properties
         for property in properties { property.entity = self }
     }

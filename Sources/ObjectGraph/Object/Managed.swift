@@ -42,7 +42,7 @@ public struct Managed<Value: ManagedPropertyValue> {
     ) -> Value {
         get {
             let index = slotIndex(of: object, storageKeyPath)
-            object.entity.managedSlots.noteRead(of: object, at: index)
+            object.entity.managedSlotEntries.noteRead(of: object, at: index)
             return Value.read(from: object, at: index)
         }
         set {
@@ -52,12 +52,14 @@ public struct Managed<Value: ManagedPropertyValue> {
 
     @inline(__always)
     private static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
-        if let index = object.entity.managedSlots.index(for: storage) { return index }
+        if let index = object.entity.managedSlotEntries.index(for: storage) { return index }
         return resolveSlotIndex(of: object, storage)
     }
 
     /// Finds the property's name by marking its storage and reflecting the object, once per entity and property.
     private static func resolveSlotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+        // Entries past the lock-free capacity are kept under a lock.
+        if let index = object.entity.managedSlots.index(for: storage) { return index }
         object[keyPath: storage].isMarked = true
         let label = labelOfMarkedStorage(in: object)
         object[keyPath: storage].isMarked = false
