@@ -161,6 +161,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     deinit {
+        // Objects outliving their context see no context (they hold it unretained).
+        for object in registry.values { object.managedObjectContext = nil }
         if let observer = automaticMergeObserver.withLock({ $0 }) {
             NotificationCenter.default.removeObserver(observer.token)
         }

@@ -40,7 +40,16 @@ open class ManagedObject {
     /// The object's identity; temporary until its context saves it to a store.
     @exclusivity(unchecked) public internal(set) var objectID: ObjectID
     /// The context the object lives in; nil once it is removed from it.
-    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+    public internal(set) var managedObjectContext: ManagedObjectContext? {
+        get { contextReference?.takeUnretainedValue() }
+        set { contextReference = newValue.map { Unmanaged.passUnretained($0) } }
+    }
+    /// Unretained rather than weak: every path that takes an object out of its
+    /// context's registry clears it, and so does the context's `deinit` for the
+    /// objects it still holds, so it never outlives the context. A weak
+    /// reference would give the context a side table, and every retain and
+    /// release of the context would take the runtime's slow path.
+    @exclusivity(unchecked) private var contextReference: Unmanaged<ManagedObjectContext>?
 
     // MARK: - Internal state (protected by the context's queue)
     //
