@@ -57,7 +57,7 @@ import ObjectGraph
         let stack = try TestStack()
         let root = stack.newContext()
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: root)
-        // Unchanged objects are held weakly: keep the child's object alive, as a view would.
+        // Unchanged objects are let go: keep the child's object alive, as a view would.
         let childCompany = try child.performAndWait {
             let company = Company(context: child)
             company.symbol = "T"

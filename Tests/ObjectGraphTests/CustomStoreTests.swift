@@ -91,7 +91,7 @@ import ObjectGraph
             try first.save()
             return company.objectID
         }
-        // The second context reads version 1 and keeps the object (contexts hold unchanged objects weakly).
+        // The second context reads version 1 and keeps the object (contexts let unchanged objects go).
         let stale = try second.performAndWait {
             let company = try #require(second.existingObject(with: id) as? Company)
             #expect(company.symbol == "A")

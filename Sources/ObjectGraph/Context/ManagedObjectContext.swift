@@ -20,8 +20,10 @@ import Synchronization
 /// between queues. Debug builds check this on every object access; set the
 /// environment variable `DATASTACK_QUEUE_CHECKS=1` to check in release builds too.
 ///
-/// The context holds unchanged objects weakly and changed ones strongly: an
-/// object you no longer reference and did not change leaves the context.
+/// The context keeps changed objects and lets unchanged ones go, as if it held
+/// them weakly: an object you no longer reference and did not change leaves the
+/// context (at the latest when ``registeredObjects`` is read, a merge reaches
+/// it, or the registry next doubles), unless ``retainsRegisteredObjects``.
 ///
 /// ## Topics
 /// ### Running work
