@@ -59,10 +59,12 @@ extension StackManager {
             let context = importerContext()
             let counts = try await context.perform { () throws -> (Int, Int) in
                 defer { context.reset() }
+                // Most imports insert an object or so per input.
+                context.reserveCapacity(forInserting: batch.count)
                 for input in batch { try body(input, context) }
-                let counts = (context.insertedObjects.count, context.updatedObjects.count)
+                let counts = context.pendingChangeCounts
                 try context.save()
-                return counts
+                return (counts.inserted, counts.updated)
             }
             state.processedInputs += batch.count
             state.savedChunks += 1

@@ -234,18 +234,29 @@ extension ManagedObjectContext {
             object.snapshot = object.slots
             object.flags.subtract([.inserted, .updated])
         }
+        // Re-keying an entry costs a removal from the registry; when most of it
+        // changes keys (an import), building it again from the IDs is cheaper.
+        let rebuildsRegistry = permanentIDs.count * 2 > registry.count
         for object in saved.inserted {
             let temporaryID = object.objectID
             if let permanentID = permanentIDs[temporaryID] {
-                registry[temporaryID] = nil
                 object.objectID = permanentID
-                registry[permanentID] = object
+                if !rebuildsRegistry {
+                    registry[temporaryID] = nil
+                    registry[permanentID] = object
+                }
                 // Only children know objects by temporary IDs their parent has since replaced.
                 if hasChildContexts { permanentIDsByTemporaryID[temporaryID] = permanentID }
             }
             object.snapshotVersion = isRoot ? 1 : 0
             result.insertedObjectIDs.insert(object.objectID)
             settle(object)
+        }
+        if rebuildsRegistry {
+            var rekeyed = [ObjectID: ManagedObject](minimumCapacity: registry.count)
+            for object in registry.values { rekeyed[object.objectID] = object }
+            assert(rekeyed.count == registry.count, "the registry holds each object under its own ID")
+            registry = rekeyed
         }
         for object in saved.updated {
             if isRoot { object.snapshotVersion += 1 }

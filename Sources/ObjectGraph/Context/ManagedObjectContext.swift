@@ -233,6 +233,22 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The objects that the next save deletes.
     public var deletedObjects: Set<ManagedObject> { assertOnQueue(); return Set(deletedObjectsByID.values) }
 
+    /// How many objects the next save inserts and updates, without building
+    /// ``insertedObjects`` and ``updatedObjects``.
+    package var pendingChangeCounts: (inserted: Int, updated: Int) {
+        assertOnQueue()
+        return (insertedObjectsByID.count, updatedObjectsByID.count)
+    }
+
+    /// Makes room for `count` inserts, for a caller that knows how many come
+    /// (an import chunk): the change tracking tables then never grow by rehashing.
+    package func reserveCapacity(forInserting count: Int) {
+        assertOnQueue()
+        registry.reserveCapacity(registry.count + count)
+        insertedObjectsByID.reserveCapacity(insertedObjectsByID.count + count)
+        pendingChanges.inserted.reserveCapacity(pendingChanges.inserted.count + count)
+    }
+
     /// Every object registered in the context that is still alive.
     public var registeredObjects: Set<ManagedObject> {
         assertOnQueue()

@@ -172,15 +172,16 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
 /// One persistent property as `validateValues()` checks it, without dynamic casts.
 package enum ValidationCheck {
-    /// An attribute with no rules beyond its type and whether it is optional.
-    case plainAttribute(AttributeDescription)
+    /// An attribute with no rules beyond its type and whether it is optional:
+    /// plain values, so that checking it retains nothing.
+    case plainAttribute(index: Int, type: AttributeType, isOptional: Bool)
     /// Anything else: an attribute with rules, or a relationship.
     case property(PropertyDescription)
 
     init(_ property: PropertyDescription) {
         if let attribute = property as? AttributeDescription, attribute.minimumValue == nil, attribute.maximumValue == nil,
            attribute.minimumLength == nil, attribute.maximumLength == nil, attribute.regularExpression == nil {
-            self = .plainAttribute(attribute)
+            self = .plainAttribute(index: attribute.index, type: attribute.type, isOptional: attribute.isOptional)
         } else {
             self = .property(property)
         }

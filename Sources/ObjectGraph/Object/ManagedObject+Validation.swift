@@ -12,13 +12,13 @@ extension ManagedObject {
         for check in entity.validationChecks {
             let property: PropertyDescription
             switch check {
-            case .plainAttribute(let attribute):
+            case .plainAttribute(let index, let type, let isOptional):
                 // The common case, checked inline: present when required, of the right kind, in range.
-                let value = slots[attribute.index]
-                if value.isNull ? attribute.isOptional : attribute.type.accepts(value) && Self.fitsIntegerRange(value, attribute.type) {
-                    continue
+                let fits = slots.withUnsafeBufferPointer { slots in
+                    slots[index].isNull ? isOptional : type.accepts(slots[index]) && Self.fitsIntegerRange(slots[index], type)
                 }
-                property = attribute
+                if fits { continue }
+                property = entity.slotProperties[index]
             case .property(let other):
                 property = other
             }
