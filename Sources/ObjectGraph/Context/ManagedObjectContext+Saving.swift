@@ -116,9 +116,7 @@ extension ManagedObjectContext {
     /// The row an object saves: its slots with transient values left out.
     private func node(for object: ManagedObject, version: Int64) -> IncrementalStoreNode {
         var values = object.slots
-        for property in object.entity.slotProperties where property.isTransient {
-            values[property.index] = .null
-        }
+        for slot in object.entity.transientSlots { values[slot] = .null }
         return IncrementalStoreNode(objectID: object.objectID, values: values, version: version)
     }
 

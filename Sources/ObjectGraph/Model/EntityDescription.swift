@@ -77,6 +77,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The persistent properties, as validation walks them: attributes flagged
     /// when only their type and presence need checking.
     package internal(set) var validationChecks: [ValidationCheck] = []
+    /// The slots of transient properties, which saves leave out.
+    package internal(set) var transientSlots: [Int] = []
     /// Whether any slot holds a relationship.
     package internal(set) var hasRelationships = false
     /// Slots of the `@Managed` properties of this entity's class, by storage key path.

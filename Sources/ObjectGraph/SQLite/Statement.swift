@@ -169,8 +169,7 @@ extension Statement {
     /// Swift string is not copied or measured on the Swift side. An empty string
     /// binds empty text, not NULL.
     package func bind(_ value: String, at index: Int32) throws {
-        var value = value
-        let code = value.withUTF8 { buffer -> Int32 in
+        func bindText(_ buffer: UnsafeBufferPointer<UInt8>) -> Int32 {
             guard let base = buffer.baseAddress, !buffer.isEmpty else {
                 return sqlite3_bind_text64(statement, index, "", 0, csqlite_transient(), UInt8(SQLITE_UTF8))
             }
@@ -178,7 +177,13 @@ extension Statement {
                 sqlite3_bind_text64(statement, index, text, UInt64(buffer.count), csqlite_transient(), UInt8(SQLITE_UTF8))
             }
         }
-        try check(code, binding: index)
+        // A native string lends its bytes as they are; only a bridged one is copied first.
+        if let code = value.utf8.withContiguousStorageIfAvailable(bindText) {
+            try check(code, binding: index)
+            return
+        }
+        var copy = value
+        try check(copy.withUTF8(bindText), binding: index)
     }
 
     /// Binds a blob to the parameter at `index` (1-based).

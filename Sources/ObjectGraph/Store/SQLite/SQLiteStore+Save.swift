@@ -70,14 +70,14 @@ extension SQLiteStore {
     private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, connection: Connection) throws -> SaveResult {
         let identity = identity
         do {
-            let permanentIDs = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema, identity: identity, connection: connection)
+            let (permanentIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
+                                                                      identity: identity, connection: connection)
             var conflicts: [MergeConflict] = []
-            var deletes = EntityStatementCache(connection: connection, sql: \.deleteSQL)
-            var updates = EntityStatementCache(connection: connection, sql: \.updateSQL)
-            var inserts = EntityStatementCache(connection: connection, sql: \.insertSQL)
+            var deletes = EntityStatementCache(connection: connection, schema: schema, sql: \.deleteSQL)
+            var updates = EntityStatementCache(connection: connection, schema: schema, sql: \.updateSQL)
+            var inserts = EntityStatementCache(connection: connection, schema: schema, sql: \.insertSQL)
             for node in request.deletedObjects {
-                let mapping = try schema.mapping(for: node.objectID.entity)
-                let statement = try deletes.statement(for: mapping)
+                let (mapping, statement) = try deletes.entry(for: node.objectID.entity)
                 try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(node.version, at: 2)
                 try statement.execute()
@@ -86,9 +86,8 @@ extension SQLiteStore {
                 }
             }
             for node in request.updatedObjects {
-                let mapping = try schema.mapping(for: node.objectID.entity)
+                let (mapping, statement) = try updates.entry(for: node.objectID.entity)
                 let writable = mapping.statements.writable
-                let statement = try updates.statement(for: mapping)
                 var index: Int32 = 1
                 try statement.bind(node.version + 1, at: index)
                 index += 1
@@ -109,11 +108,10 @@ extension SQLiteStore {
             }
             if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
 
-            for node in request.insertedObjects {
-                let mapping = try schema.mapping(for: node.objectID.entity)
+            for (position, node) in request.insertedObjects.enumerated() {
+                let (mapping, statement) = try inserts.entry(for: node.objectID.entity)
                 let writable = mapping.statements.writable
-                let statement = try inserts.statement(for: mapping)
-                try statement.bind(permanentIDs[node.objectID]?.primaryKey ?? node.objectID.primaryKey ?? 0, at: 1)
+                try statement.bind(insertedKeys[position], at: 1)
                 try statement.bind(mapping.number, at: 2)
                 try statement.bind(Int64(1), at: 3)
                 var index: Int32 = 4
@@ -125,28 +123,40 @@ extension SQLiteStore {
         }
     }
 
-    /// One kind of an entity's prepared statement (INSERT, UPDATE or DELETE),
-    /// for the rows of one save: each row finds it by its entity's mapping
-    /// rather than by hashing the statement's SQL in the connection's cache.
+    /// One kind of an entity's prepared statement (INSERT, UPDATE or DELETE)
+    /// and its mapping, for the rows of one save: a row of the same entity as
+    /// the row before finds them at once, others by the entity's identity —
+    /// never by hashing the statement's SQL in the connection's cache.
     private struct EntityStatementCache {
+        typealias Entry = (mapping: SQLiteSchema.EntityMapping, statement: Statement)
         let connection: Connection
+        let schema: SQLiteSchema
         let sql: KeyPath<EntityStatements, String>
-        private var statements: [ObjectIdentifier: Statement] = [:]
+        private var last: (entity: ObjectIdentifier, entry: Entry)?
+        private var entries: [ObjectIdentifier: Entry] = [:]
 
-        init(connection: Connection, sql: KeyPath<EntityStatements, String>) {
+        init(connection: Connection, schema: SQLiteSchema, sql: KeyPath<EntityStatements, String>) {
             self.connection = connection
+            self.schema = schema
             self.sql = sql
         }
 
-        mutating func statement(for mapping: SQLiteSchema.EntityMapping) throws -> Statement {
-            if let statement = statements[ObjectIdentifier(mapping)] {
-                // Every parameter is bound again for each row; only a failed step left it unreset.
-                statement.reset()
-                return statement
+        mutating func entry(for entity: EntityDescription) throws -> Entry {
+            let key = ObjectIdentifier(entity)
+            let entry: Entry
+            if let last, last.entity == key {
+                entry = last.entry
+            } else if let known = entries[key] {
+                entry = known
+            } else {
+                let mapping = try schema.mapping(for: entity)
+                entry = (mapping, try connection.cachedStatement(mapping.statements[keyPath: sql]))
+                entries[key] = entry
             }
-            let statement = try connection.cachedStatement(mapping.statements[keyPath: sql])
-            statements[ObjectIdentifier(mapping)] = statement
-            return statement
+            last = (key, entry)
+            // Every parameter is bound again for each row; only a failed step leaves it unreset.
+            entry.statement.reset()
+            return entry
         }
     }
 
@@ -171,23 +181,34 @@ extension SQLiteStore {
         let identity = identity
         let nodes = objectIDs.map { IncrementalStoreNode(objectID: $0, values: [], version: 0) }
         let mapping = try write { connection in
-            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection)
+            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection).permanentIDs
         }
         return objectIDs.map { mapping[$0] ?? $0 }
     }
 
     /// Hands out one block of primary keys per root entity, inside the caller's transaction.
+    ///
+    /// - Returns: the permanent ID of each temporary one, and every node's
+    ///   primary key in the order of `nodes`.
     private func allocatePrimaryKeys(for nodes: [IncrementalStoreNode], schema: SQLiteSchema, identity: StoreIdentity,
-                                     connection: Connection) throws -> [ObjectID: ObjectID] {
-        var byRoot: [Int64: [ObjectID]] = [:]
-        for node in nodes where node.objectID.isTemporaryID {
-            byRoot[try schema.mapping(for: node.objectID.entity).rootNumber, default: []].append(node.objectID)
+                                     connection: Connection) throws -> (permanentIDs: [ObjectID: ObjectID], keys: [Int64]) {
+        var keys = [Int64](repeating: 0, count: nodes.count)
+        var byRoot: [Int64: [Int]] = [:]
+        var previous: (entity: ObjectIdentifier, root: Int64)?
+        for (position, node) in nodes.enumerated() {
+            guard node.objectID.isTemporaryID else {
+                keys[position] = node.objectID.primaryKey ?? 0
+                continue
+            }
+            let entity = ObjectIdentifier(node.objectID.entity)
+            if previous?.entity != entity { previous = (entity, try schema.mapping(for: node.objectID.entity).rootNumber) }
+            byRoot[previous?.root ?? 0, default: []].append(position)
         }
         var permanentIDs: [ObjectID: ObjectID] = [:]
         permanentIDs.reserveCapacity(nodes.count)
-        for (rootNumber, ids) in byRoot {
+        for (rootNumber, positions) in byRoot {
             let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
-            try bump.bind(Int64(ids.count), at: 1)
+            try bump.bind(Int64(positions.count), at: 1)
             try bump.bind(rootNumber, at: 2)
             try bump.execute()
             let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
@@ -197,32 +218,36 @@ extension SQLiteStore {
             }
             let last = read.int64(at: 0)
             read.reset()
-            var next = last - Int64(ids.count) + 1
-            for id in ids {
+            var next = last - Int64(positions.count) + 1
+            for position in positions {
+                let id = nodes[position].objectID
                 permanentIDs[id] = ObjectID(entity: id.entity, store: identity, primaryKey: next)
+                keys[position] = next
                 next += 1
             }
         }
-        return permanentIDs
+        return (permanentIDs, keys)
     }
 
     private func bindValues(of node: IncrementalStoreNode, writable: [EntityStatements.WritableSlot],
                             into statement: Statement, from index: inout Int32, schema: SQLiteSchema,
                             permanentIDs: [ObjectID: ObjectID]) throws {
         var entityColumnValues: [PropertyValue] = []
-        for entry in writable {
-            var value = node.values[entry.slot]
-            if case .object(let id) = value {
-                let target = permanentIDs[id] ?? id
-                value = .object(target)
-                if entry.entityColumn != nil {
-                    entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+        // Borrowed: binding copies nothing out of the node.
+        try node.values.withUnsafeBufferPointer { values in
+            for entry in writable {
+                if case .object(let id) = values[entry.slot] {
+                    let target = permanentIDs[id] ?? id
+                    if entry.entityColumn != nil {
+                        entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+                    }
+                    try statement.bind(.object(target), at: index)
+                } else {
+                    if entry.entityColumn != nil { entityColumnValues.append(.null) }
+                    try statement.bind(values[entry.slot], at: index)
                 }
-            } else if entry.entityColumn != nil {
-                entityColumnValues.append(.null)
+                index += 1
             }
-            try statement.bind(value, at: index)
-            index += 1
         }
         for value in entityColumnValues {
             try statement.bind(value, at: index)
