@@ -43,8 +43,17 @@ extension ManagedObjectContext {
 
     /// Gives an object the values of a row and calls `awakeFromFetch()`.
     func fill(_ object: ManagedObject, with node: IncrementalStoreNode) {
-        object.slots = node.values
-        object.snapshot = node.values
+        var values = node.values
+        object.takeFetchedValues(&values)
+        object.snapshotVersion = node.version
+        object.state = .loaded
+        object.awakeFromFetch()
+    }
+
+    /// ``fill(_:with:)`` for a fetched row the caller is done with: its values
+    /// move into the object (see ``ManagedObject/takeFetchedValues(_:)``).
+    func fillFetched(_ object: ManagedObject, from node: inout IncrementalStoreNode) {
+        object.takeFetchedValues(&node.values)
         object.snapshotVersion = node.version
         object.state = .loaded
         object.awakeFromFetch()

@@ -123,14 +123,14 @@ extension ManagedObjectContext {
         sweepRegistry()
         registry.reserveCapacity(registry.count + nodes.count)
         sweepThreshold = max(sweepThreshold, 2 * (registry.count + nodes.count))
-        while let node = nodes.popLast() {
+        while var node = nodes.popLast() {
             if let object = registry[node.objectID] {
-                if object.isFault && !asFaults { fill(object, with: node) }
+                if object.isFault && !asFaults { fillFetched(object, from: &node) }
                 objects.append(object)
                 continue
             }
             let object = makeFault(for: node.objectID)
-            if asFaults { cached.append(node) } else { fill(object, with: node) }
+            if asFaults { cached.append(node) } else { fillFetched(object, from: &node) }
             objects.append(object)
         }
         if !cached.isEmpty { persistentStoreCoordinator?.rowCache.store(cached) }

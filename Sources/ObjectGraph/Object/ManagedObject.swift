@@ -57,9 +57,30 @@ open class ManagedObject {
     // confined to one queue, and hot (several accesses per property access).
 
     /// The current values, indexed by the entity's slot layout; empty while a fault.
-    @exclusivity(unchecked) package var slots: ContiguousArray<PropertyValue> = []
+    package var slots: ContiguousArray<PropertyValue> {
+        get { storedSlots }
+        set {
+            keepSnapshot()
+            storedSlots = newValue
+        }
+        _modify {
+            keepSnapshot()
+            yield &storedSlots
+        }
+    }
     /// The values last read from or written to the parent store; nil if never saved.
-    @exclusivity(unchecked) package var snapshot: ContiguousArray<PropertyValue>?
+    package var snapshot: ContiguousArray<PropertyValue>? {
+        get { snapshotIsSlots ? storedSlots : storedSnapshot }
+        set {
+            snapshotIsSlots = false
+            storedSnapshot = newValue
+        }
+    }
+    @exclusivity(unchecked) private var storedSlots: ContiguousArray<PropertyValue> = []
+    @exclusivity(unchecked) private var storedSnapshot: ContiguousArray<PropertyValue>?
+    /// Whether the snapshot is the values themselves, as after a fetch, until
+    /// the values first change: then `storedSnapshot` takes them over.
+    @exclusivity(unchecked) private var snapshotIsSlots = false
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
     @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
     @exclusivity(unchecked) package var state: State = .new
@@ -113,6 +134,24 @@ open class ManagedObject {
             preconditionFailure("\(Self.self) is bound to no single entity of the context's model; set the entity's managedObjectClass or use init(entity:insertInto:)")
         }
         self.init(entity: entity, insertInto: context)
+    }
+
+    /// Takes a fetched row as the object's values and snapshot at once. The
+    /// row's array moves in (the caller's is left empty): a large fetch's rows
+    /// are out of the processor's caches by the time objects are made, and a
+    /// copy would touch each one's memory just to count a reference.
+    package func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
+        storedSnapshot = nil
+        snapshotIsSlots = true
+        storedSlots = []
+        swap(&storedSlots, &values)
+    }
+
+    @inline(__always)
+    private func keepSnapshot() {
+        guard snapshotIsSlots else { return }
+        storedSnapshot = storedSlots
+        snapshotIsSlots = false
     }
 
     // MARK: - State
