@@ -227,6 +227,25 @@ import Testing
         }
     }
 
+    @Test func objectsThatOutliveTheirContextHaveNoContext() throws {
+        let stack = try TestStack()
+        let id = try stack.seedCompanies(["A"])[0]
+        var context: ManagedObjectContext? = stack.newContext()
+        weak var gone: ManagedObjectContext?
+        gone = context
+        let (fetched, inserted) = try context!.performAndWait {
+            let fetched = try context!.existingObject(with: id)
+            let inserted = Company(context: context!)
+            inserted.symbol = "NEW"
+            return (fetched, inserted)
+        }
+        context = nil
+        #expect(gone == nil, "nothing but the objects referred to the context, and they do not retain it")
+        #expect(fetched.managedObjectContext == nil)
+        #expect(inserted.managedObjectContext == nil)
+        #expect((fetched as! Company).symbol == "A", "its values stay readable")
+    }
+
     @Test(arguments: allStoreTypes)
     func resetForgetsEveryObject(type: StoreType) throws {
         let stack = try TestStack(type: type)
