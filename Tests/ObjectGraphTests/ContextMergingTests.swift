@@ -30,13 +30,7 @@ import ObjectGraph
             _ = receiver.object(with: ids[2])   // a fault nobody holds
             return kept
         }
-        let writer = stack.newContext()
-        let save = try writer.performAndWait {
-            for id in ids { (try writer.existingObject(with: id) as! Company).employees = 5 }
-            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
-            try writer.save()
-            return try ContextDidSave(try #require(didSave.notifications.first))
-        }
+        let save = try saveEmployees(5, of: ids, in: stack)
         let change = receiver.performAndWait { receiver.mergeChanges(fromContextDidSave: save) }
         #expect(change.refreshedObjectIDs == [ids[0]])
         receiver.performAndWait {
@@ -59,13 +53,7 @@ import ObjectGraph
             edited.name = "local"
             return edited
         }
-        let writer = stack.newContext()
-        let save = try writer.performAndWait {
-            for id in ids { (try writer.existingObject(with: id) as! Company).employees = 9 }
-            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
-            try writer.save()
-            return try ContextDidSave(try #require(didSave.notifications.first))
-        }
+        let save = try saveEmployees(9, of: ids, in: stack)
         let log = StatementLog()
         store.traceStatements { log.append($0) }
         defer { store.traceStatements(nil) }
@@ -94,6 +82,17 @@ import ObjectGraph
             context.retainsRegisteredObjects = true
             let faults = ids.prefix(2_000).map { context.object(with: $0) }.count
             #expect(context.registeredObjectCount == faults)
+        }
+    }
+
+    /// Sets `employees` of these companies in another context, saves, and returns the save.
+    private func saveEmployees(_ employees: Int, of ids: [ObjectID], in stack: TestStack) throws -> ContextDidSave {
+        let writer = stack.newContext()
+        return try writer.performAndWait {
+            for id in ids { (try writer.existingObject(with: id) as! Company).employees = employees }
+            let didSave = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: writer)
+            try writer.save()
+            return try ContextDidSave(try #require(didSave.notifications.first))
         }
     }
 
