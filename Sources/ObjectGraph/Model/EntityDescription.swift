@@ -85,7 +85,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     let managedSlots = ManagedSlotTable()
     /// The lock-free entries of `managedSlots`, copied here as a trivial value
     /// so that the `@Managed` accessors read them without retaining the table.
-    let managedSlotEntries: ManagedSlotEntries
+    @usableFromInline let managedSlotEntries: ManagedSlotEntries
     /// Position of the entity in its model's `entities`.
     package internal(set) var modelIndex: Int = -1
 

@@ -35,29 +35,36 @@ public struct Managed<Value: ManagedPropertyValue> {
         set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
     }
 
+    // Inlined into each class's accessors, where the optimizer drops the unused
+    // `wrapped` key path and specializes the rest: every key path the compiler
+    // passes costs a runtime call (`swift_getKeyPath`) and a retain and release
+    // per access, and so does the call to the generic subscript.
     public static subscript<Object: ManagedObject>(
         _enclosingInstance object: Object,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Object, Managed<Value>>
     ) -> Value {
+        @inlinable @inline(__always)
         get {
             let index = slotIndex(of: object, storageKeyPath)
             object.entity.managedSlotEntries.noteRead(of: object, at: index)
             return Value.read(from: object, at: index)
         }
+        @inlinable @inline(__always)
         set {
             Value.write(newValue, to: object, at: slotIndex(of: object, storageKeyPath))
         }
     }
 
-    @inline(__always)
-    private static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+    @inlinable @inline(__always)
+    static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
         if let index = object.entity.managedSlotEntries.index(for: storage) { return index }
         return resolveSlotIndex(of: object, storage)
     }
 
     /// Finds the property's name by marking its storage and reflecting the object, once per entity and property.
-    private static func resolveSlotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+    @usableFromInline
+    static func resolveSlotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
         // Entries past the lock-free capacity are kept under a lock.
         if let index = object.entity.managedSlots.index(for: storage) { return index }
         object[keyPath: storage].isMarked = true

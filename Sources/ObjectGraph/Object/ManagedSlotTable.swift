@@ -71,14 +71,15 @@ final class ManagedSlotTable: Sendable {
 
 /// The lock-free entries of a ``ManagedSlotTable``: the words it owns, read
 /// by the `@Managed` accessors on every access.
+@usableFromInline
 struct ManagedSlotEntries: @unchecked Sendable {
     // @unchecked Sendable: atomics only; the table that owns them outlives every
     // reader, since the reader's object holds the entity that holds the table.
-    fileprivate let words: UnsafeMutablePointer<Atomic<UInt>>
-    fileprivate let capacity: Int
+    @usableFromInline let words: UnsafeMutablePointer<Atomic<UInt>>
+    @usableFromInline let capacity: Int
 
     /// The slot of a key path, if it was resolved before (and entered here, not in the overflow).
-    @inline(__always)
+    @inlinable @inline(__always)
     func index(for keyPath: AnyKeyPath) -> Int? {
         let key = UInt(bitPattern: ObjectIdentifier(keyPath))
         let entries = words + 2
@@ -92,7 +93,7 @@ struct ManagedSlotEntries: @unchecked Sendable {
 
     /// Called by the `@Managed` getter with every slot it reads: reports it
     /// while a `#Predicate` key path is being probed on `object`.
-    @inline(__always)
+    @inlinable @inline(__always)
     func noteRead(of object: AnyObject, at index: Int) {
         let target = words[0].load(ordering: .relaxed)
         if target != 0, target == UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()) {
