@@ -123,11 +123,15 @@ public protocol ManagedAttributeValue: ManagedPropertyValue {
     static var defaultManagedValue: Self { get }
 }
 
+// Inlinable, as the `@Managed` subscript is: a typed access becomes a direct
+// call to the slot read or write, not a protocol witness call.
 extension ManagedAttributeValue {
+    @inlinable
     public static func read(from object: ManagedObject, at index: Int) -> Self {
         Self(propertyValue: object.slotValue(at: index)) ?? defaultManagedValue
     }
 
+    @inlinable
     public static func write(_ value: Self, to object: ManagedObject, at index: Int) {
         object.setAttributeValue(value.propertyValue, at: index)
     }
@@ -204,15 +208,17 @@ extension Array: ManagedPropertyValue where Element: ManagedObject {
 }
 
 extension String: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .string(let v) = propertyValue else { return nil }
         self = v
     }
-    public var propertyValue: PropertyValue { .string(self) }
+    @inlinable public var propertyValue: PropertyValue { .string(self) }
     public static var defaultManagedValue: String { "" }
 }
 
 extension Bool: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         switch propertyValue {
         case .bool(let v): self = v
@@ -220,11 +226,12 @@ extension Bool: ManagedAttributeValue {
         default: return nil
         }
     }
-    public var propertyValue: PropertyValue { .bool(self) }
+    @inlinable public var propertyValue: PropertyValue { .bool(self) }
     public static var defaultManagedValue: Bool { false }
 }
 
 extension Double: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         switch propertyValue {
         case .double(let v): self = v
@@ -232,56 +239,62 @@ extension Double: ManagedAttributeValue {
         default: return nil
         }
     }
-    public var propertyValue: PropertyValue { .double(self) }
+    @inlinable public var propertyValue: PropertyValue { .double(self) }
     public static var defaultManagedValue: Double { 0 }
 }
 
 extension Float: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard let double = Double(propertyValue: propertyValue) else { return nil }
         self = Float(double)
     }
-    public var propertyValue: PropertyValue { .double(Double(self)) }
+    @inlinable public var propertyValue: PropertyValue { .double(Double(self)) }
     public static var defaultManagedValue: Float { 0 }
 }
 
 extension Date: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .date(let v) = propertyValue else { return nil }
         self = v
     }
-    public var propertyValue: PropertyValue { .date(self) }
+    @inlinable public var propertyValue: PropertyValue { .date(self) }
     public static var defaultManagedValue: Date { Date(timeIntervalSinceReferenceDate: 0) }
 }
 
 extension Data: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .data(let v) = propertyValue else { return nil }
         self = v
     }
-    public var propertyValue: PropertyValue { .data(self) }
+    @inlinable public var propertyValue: PropertyValue { .data(self) }
     public static var defaultManagedValue: Data { Data() }
 }
 
 extension UUID: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .uuid(let v) = propertyValue else { return nil }
         self = v
     }
-    public var propertyValue: PropertyValue { .uuid(self) }
+    @inlinable public var propertyValue: PropertyValue { .uuid(self) }
     public static var defaultManagedValue: UUID { UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) }
 }
 
 extension URL: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .uri(let v) = propertyValue else { return nil }
         self = v
     }
-    public var propertyValue: PropertyValue { .uri(self) }
+    @inlinable public var propertyValue: PropertyValue { .uri(self) }
     public static var defaultManagedValue: URL { URL(string: "about:blank")! }
 }
 
 extension Decimal: ManagedAttributeValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         switch propertyValue {
         case .decimal(let v): self = v
@@ -290,7 +303,7 @@ extension Decimal: ManagedAttributeValue {
         default: return nil
         }
     }
-    public var propertyValue: PropertyValue { .decimal(self) }
+    @inlinable public var propertyValue: PropertyValue { .decimal(self) }
     public static var defaultManagedValue: Decimal { 0 }
 }
 
@@ -298,11 +311,12 @@ extension Decimal: ManagedAttributeValue {
 public protocol ManagedIntegerValue: ManagedAttributeValue, FixedWidthInteger {}
 
 extension ManagedIntegerValue {
+    @inlinable
     public init?(propertyValue: PropertyValue) {
         guard case .integer(let v) = propertyValue else { return nil }
         self.init(truncatingIfNeeded: v)
     }
-    public var propertyValue: PropertyValue { .integer(Int64(truncatingIfNeeded: self)) }
+    @inlinable public var propertyValue: PropertyValue { .integer(Int64(truncatingIfNeeded: self)) }
     public static var defaultManagedValue: Self { 0 }
 }
 

@@ -63,14 +63,14 @@ extension ManagedObject {
     // MARK: - Slots
 
     /// The value in a slot, after firing the fault.
-    package func slotValue(at index: Int) -> PropertyValue {
+    @usableFromInline package func slotValue(at index: Int) -> PropertyValue {
         assertOnContextQueue()
         if state != .loaded { fireFault() }
         return slots[index]
     }
 
     /// Writes an attribute slot and records the change.
-    package func setAttributeValue(_ value: PropertyValue, at index: Int) {
+    @usableFromInline package func setAttributeValue(_ value: PropertyValue, at index: Int) {
         writeSlot(value, at: index)
     }
 
