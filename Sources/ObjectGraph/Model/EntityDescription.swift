@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An entity: a kind of object, its properties and its place in an inheritance tree
 /// (Core Data: `NSEntityDescription`).
@@ -86,6 +87,8 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The lock-free entries of `managedSlots`, copied here as a trivial value
     /// so that the `@Managed` accessors read them without retaining the table.
     @usableFromInline let managedSlotEntries: ManagedSlotEntries
+    /// Whether ``markLayoutFinal()`` was called.
+    private let layoutIsFinal = Atomic<Bool>(false)
     /// Position of the entity in its model's `entities`.
     package internal(set) var modelIndex: Int = -1
 
@@ -155,11 +158,19 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     }
 
     package func prepareLayout() {
+        if layoutIsFinal.load(ordering: .acquiring) { return }
         if let model {
             model.prepareLayout()
         } else if slotProperties.isEmpty && !properties.isEmpty {
             ManagedObjectModel.layOut(self)
         }
+    }
+
+    /// Records that the model is frozen: the layout cannot change any more, and
+    /// creating an object skips `prepareLayout()`'s look at the model (a weak
+    /// reference, whose load is atomic work on a shared object).
+    package func markLayoutFinal() {
+        layoutIsFinal.store(true, ordering: .releasing)
     }
 
     func checkMutable() {

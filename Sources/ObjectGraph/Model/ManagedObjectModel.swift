@@ -132,6 +132,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
         if isFrozen { return }
         try validate()
         layoutLock.withLock { _ in isFrozen = true }
+        for entity in entities { entity.markLayoutFinal() }
     }
 
     // MARK: - Layout
