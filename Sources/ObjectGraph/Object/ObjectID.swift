@@ -101,7 +101,11 @@ public struct ObjectID: Sendable, Hashable {
 
     public func hash(into hasher: inout Hasher) {
         // The key alone spreads IDs well; entity and store only break rare ties.
-        hasher.combine(key)
+        // One word, not the enum (its case and payload would be two).
+        switch key {
+        case .permanent(let primaryKey): hasher.combine(UInt64(bitPattern: primaryKey) &<< 1)
+        case .temporary(let counter): hasher.combine(counter &<< 1 | 1)
+        }
     }
 }
 
