@@ -48,11 +48,11 @@ extension ManagedObjectContext {
     /// with ``ObjectsDidChange/invalidatedAll``.
     public func reset() {
         assertOnQueue()
-        for object in registry.values {
+        for object in registry.objects {
             object.managedObjectContext = nil
             object.flags = []
         }
-        registry = [:]
+        registry = ObjectRegistry()
         sweepThreshold = 1024
         insertedObjectsByID = [:]
         updatedObjectsByID = [:]
@@ -96,7 +96,7 @@ extension ManagedObjectContext {
     public func refreshAllObjects() {
         assertOnQueue()
         sweepRegistry(always: true)
-        for object in Array(registry.values) { refresh(object, mergeChanges: true) }
+        for object in Array(registry.objects) { refresh(object, mergeChanges: true) }
     }
 
     /// Gives the objects permanent IDs now, before they are saved.

@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     /// The registered objects in use among `ids`, walking whichever of the two is smaller.
     private func registeredObjects(among ids: Set<ObjectID>) -> [ManagedObject] {
         if ids.isEmpty || registry.isEmpty { return [] }
-        let candidates = registry.count < ids.count ? registry.keys.filter(ids.contains) : Array(ids)
+        let candidates = registry.count < ids.count ? registry.ids.filter(ids.contains) : Array(ids)
         return candidates.compactMap(registeredObjectInUse(for:))
     }
 

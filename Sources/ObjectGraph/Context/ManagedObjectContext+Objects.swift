@@ -180,15 +180,7 @@ extension ManagedObjectContext {
     ///   registry is reported or walked as a whole).
     func sweepRegistry(always: Bool = false) {
         if retainsRegisteredObjects || (!always && registry.count < sweepThreshold / 2) { return }
-        var unused: [ObjectID] = []
-        var index = registry.values.startIndex
-        while index != registry.values.endIndex {
-            if isKnownUniquelyReferenced(&registry.values[index]), !registry.values[index].hasChanges {
-                unused.append(registry.keys[index])
-            }
-            registry.values.formIndex(after: &index)
-        }
-        for id in unused { registry[id] = nil }
+        registry.removeAll { isKnownUniquelyReferenced(&$0) && !$0.hasChanges }
         sweepThreshold = max(1024, registry.count * 2)
     }
 
@@ -197,12 +189,8 @@ extension ManagedObjectContext {
     /// object would already be gone. For work that should touch only the
     /// objects someone still uses (merges, refreshes).
     func registeredObjectInUse(for id: ObjectID) -> ManagedObject? {
-        guard let index = registry.index(forKey: id) else { return nil }
-        if !retainsRegisteredObjects, isKnownUniquelyReferenced(&registry.values[index]), !registry.values[index].hasChanges {
-            registry.remove(at: index)
-            return nil
-        }
-        return registry.values[index]
+        let retainsAll = retainsRegisteredObjects
+        return registry.object(for: id) { !retainsAll && isKnownUniquelyReferenced(&$0) && !$0.hasChanges }
     }
 
     /// A new fault for `objectID`, registered here.

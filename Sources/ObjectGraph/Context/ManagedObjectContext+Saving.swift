@@ -250,12 +250,7 @@ extension ManagedObjectContext {
             result.insertedObjectIDs.insert(object.objectID)
             settle(object)
         }
-        if rebuildsRegistry {
-            var rekeyed = [ObjectID: ManagedObject](minimumCapacity: registry.count)
-            for object in registry.values { rekeyed[object.objectID] = object }
-            assert(rekeyed.count == registry.count, "the registry holds each object under its own ID")
-            registry = rekeyed
-        }
+        if rebuildsRegistry { registry.rekeyAll() }
         for object in saved.updated {
             if isRoot { object.snapshotVersion += 1 }
             result.updatedObjectIDs.insert(object.objectID)

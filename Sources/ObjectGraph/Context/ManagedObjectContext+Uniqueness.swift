@@ -340,7 +340,7 @@ extension ManagedObjectContext {
     /// Replaces IDs in the relationship slots of every loaded registered object.
     private func remapReferences(_ mapping: [ObjectID: ObjectID]) {
         guard !mapping.isEmpty else { return }
-        for object in registry.values {
+        for object in registry.objects {
             guard object.state == .loaded, object.entity.hasRelationships else { continue }
             for case let relationship as RelationshipDescription in object.entity.slotProperties {
                 let value = object.slots[relationship.index]

@@ -110,7 +110,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// reference would do, found by `isKnownUniquelyReferenced` instead. Weak
     /// references would give every object a side table, and every retain and
     /// release of the object would take the runtime's slow path.
-    @exclusivity(unchecked) var registry: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var registry = ObjectRegistry()
     /// Registry size at which the next sweep runs.
     @exclusivity(unchecked) var sweepThreshold = 1024
     /// Objects inserted, updated and deleted since the last save, by ID.
@@ -164,7 +164,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     deinit {
         // Objects outliving their context see no context (they hold it unretained).
-        for object in registry.values { object.managedObjectContext = nil }
+        for object in registry.objects { object.managedObjectContext = nil }
         if let observer = automaticMergeObserver.withLock({ $0 }) {
             NotificationCenter.default.removeObserver(observer.token)
         }
@@ -253,7 +253,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var registeredObjects: Set<ManagedObject> {
         assertOnQueue()
         sweepRegistry(always: true)
-        return Set(registry.values)
+        return Set(registry.objects)
     }
 
     /// How many live objects the context holds (``registeredObjects``.count without building the set).

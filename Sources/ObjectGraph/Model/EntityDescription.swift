@@ -21,7 +21,16 @@ import Synchronization
 // @unchecked Sendable: mutable only before its model is frozen, read-only after.
 public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
     /// The entity's name, unique in its model.
-    public var name: String { didSet { checkMutable() } }
+    public var name: String {
+        didSet {
+            checkMutable()
+            nameSeed = Self.seed(of: name)
+        }
+    }
+    /// A hash of ``name`` (FNV-1a), which places the entity's objects in a
+    /// context's registry: by name, because IDs of one row from two copies of
+    /// a model are equal. Fixed once a coordinator uses the model.
+    @exclusivity(unchecked) package private(set) var nameSeed: UInt64 = 0
     /// The class instantiated for objects of this entity. The default is ``ManagedObject``.
     public var managedObjectClass: ManagedObject.Type { didSet { checkMutable() } }
     /// The class name given by a loaded model file, when no Swift class was bound to it.
@@ -97,6 +106,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         self.name = name
         self.managedObjectClass = managedObjectClass
         self.managedSlotEntries = managedSlots.entries
+        self.nameSeed = Self.seed(of: name)
         self.properties = properties
         for property in properties { property.entity = self }
     }
@@ -164,6 +174,10 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         } else if slotProperties.isEmpty && !properties.isEmpty {
             ManagedObjectModel.layOut(self)
         }
+    }
+
+    private static func seed(of name: String) -> UInt64 {
+        name.utf8.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }
     }
 
     /// Records that the model is frozen: the layout cannot change any more, and

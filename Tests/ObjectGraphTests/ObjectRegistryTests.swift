@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// The context's identity map (`ObjectRegistry`): an open-addressing table that
+/// must behave exactly like a dictionary keyed by `ObjectID`.
+@Suite struct ObjectRegistryTests {
+    private let model = TestModel.make()
+    private let store = StoreIdentity.named("registry-tests")
+
+    private func id(_ entity: String, _ primaryKey: Int64) -> ObjectID {
+        ObjectID(entity: model.entitiesByName[entity]!, store: store, primaryKey: primaryKey)
+    }
+
+    private func object(for id: ObjectID) -> ManagedObject {
+        let object = ManagedObject(entity: id.entity, insertInto: nil)
+        object.objectID = id
+        return object
+    }
+
+    @Test func agreesWithADictionaryOverRandomInsertsReplacementsAndRemovals() {
+        var registry = ObjectRegistry()
+        var expected: [ObjectID: ManagedObject] = [:]
+        var generator = SplitMix(seed: 7)
+        // Two entities with overlapping key ranges, and temporary IDs: the keys collide on purpose.
+        let temporary = (0..<200).map { _ in ObjectID.temporary(for: model.entitiesByName["Company"]!) }
+        for step in 0..<20_000 {
+            let roll = Int(generator.next() % 100)
+            let key: ObjectID = switch roll % 3 {
+            case 0: id("Company", Int64(generator.next() % 3_000))
+            case 1: id("StockUpdate", Int64(generator.next() % 3_000))
+            default: temporary[Int(generator.next() % 200)]
+            }
+            if roll < 60 {
+                let object = object(for: key)
+                registry[key] = object
+                expected[key] = object
+            } else {
+                #expect(registry.removeValue(forKey: key) === expected.removeValue(forKey: key), "step \(step)")
+            }
+            if step % 1_000 == 0 {
+                #expect(registry.count == expected.count)
+                for (key, object) in expected { #expect(registry[key] === object) }
+            }
+        }
+        #expect(registry.count == expected.count)
+        #expect(Set(registry.ids) == Set(expected.keys))
+        #expect(Set(registry.objects.map(ObjectIdentifier.init)) == Set(expected.values.map(ObjectIdentifier.init)))
+        for (key, object) in expected { #expect(registry[key] === object) }
+        #expect(registry[id("Company", 1_000_000)] == nil)
+    }
+
+    @Test func anIDFromAnotherCopyOfTheModelFindsTheSameObject() {
+        var registry = ObjectRegistry()
+        let original = id("Company", 42)
+        let otherCopy = ObjectID(entity: TestModel.make().entitiesByName["Company"]!, store: store, primaryKey: 42)
+        #expect(original == otherCopy && original.entity !== otherCopy.entity)
+        let object = object(for: original)
+        registry[original] = object
+        #expect(registry[otherCopy] === object)
+        #expect(registry.removeValue(forKey: otherCopy) === object)
+        #expect(registry.isEmpty)
+    }
+
+    @Test func removeAllPassesEachObjectInoutAndKeepsTheRest() {
+        var registry = ObjectRegistry()
+        var kept: [ManagedObject] = []
+        for key in 1...1_000 {
+            let object = object(for: id("Company", Int64(key)))
+            registry[object.objectID] = object
+            if key.isMultiple(of: 3) { kept.append(object) }
+        }
+        // Only the registry holds the others: exactly what a sweep removes.
+        registry.removeAll { isKnownUniquelyReferenced(&$0) }
+        #expect(registry.count == kept.count)
+        for object in kept { #expect(registry[object.objectID] === object) }
+
+        let first = kept[0].objectID
+        #expect(registry.object(for: first) { _ in false } === kept[0])
+        #expect(registry.object(for: first) { _ in true } == nil)
+        #expect(registry[first] == nil)
+        #expect(registry.count == kept.count - 1)
+    }
+
+    @Test func rekeyAllFilesObjectsUnderTheirNewIDs() {
+        var registry = ObjectRegistry()
+        registry.reserveCapacity(5_000)
+        let objects = (0..<5_000).map { _ in object(for: .temporary(for: model.entitiesByName["Company"]!)) }
+        for object in objects { registry[object.objectID] = object }
+        for (offset, object) in objects.enumerated() { object.objectID = id("Company", Int64(offset + 1)) }
+        registry.rekeyAll()
+        #expect(registry.count == 5_000)
+        for object in objects { #expect(registry[object.objectID] === object) }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so a failure can be replayed.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
