@@ -131,9 +131,10 @@ struct ObjectRegistry {
         let old = entries
         entries = Array(repeating: nil, count: size)
         count = 0
+        // Each object is registered once, under its own ID: no two entries can
+        // meet under one ID, so entries are placed without a lookup.
         for case var entry? in old {
             if rekeying { entry.id = entry.object.objectID }
-            if rekeying, find(entry.id) != nil { continue }
             place(entry)
             count += 1
         }
