@@ -37,8 +37,14 @@ final class StackDirectory: Sendable {
 
 /// Collects a stack's merge notifications, so a test can wait for them.
 final class MergeRecorder: Sendable {
-    private final class Log: Sendable {
-        let merges = Mutex<[StackDidMerge]>([])
+    // NSLock rather than `Mutex`: ThreadSanitizer on Linux does not always see
+    // `Mutex` (a futex) as synchronization and reports its own accesses as races.
+    // @unchecked Sendable: `list` is only touched while `lock` is held.
+    private final class Log: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [StackDidMerge] = []
+        func append(_ merge: StackDidMerge) { lock.withLock { list.append(merge) } }
+        var merges: [StackDidMerge] { lock.withLock { list } }
     }
     private let log = Log()
     private let token: ObserverBox
@@ -46,20 +52,20 @@ final class MergeRecorder: Sendable {
     init(_ stack: StackManager) {
         let log = self.log
         let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
-            if let merge = try? StackDidMerge(notification) { log.merges.withLock { $0.append(merge) } }
+            if let merge = try? StackDidMerge(notification) { log.append(merge) }
         }
         token = ObserverBox(observer)
     }
 
     deinit { NotificationCenter.default.removeObserver(token.observer) }
 
-    var all: [StackDidMerge] { log.merges.withLock { $0 } }
+    var all: [StackDidMerge] { log.merges }
 
     /// Waits until `count` merges arrived, or `seconds` passed; returns them.
     @discardableResult
     func wait(for count: Int, seconds: Double = 10) async -> [StackDidMerge] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while log.merges.withLock({ $0.count }) < count && ContinuousClock.now < deadline {
+        while log.merges.count < count && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         return all
