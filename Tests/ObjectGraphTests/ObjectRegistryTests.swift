@@ -21,7 +21,7 @@ import Testing
     @Test func agreesWithADictionaryOverRandomInsertsReplacementsAndRemovals() {
         var registry = ObjectRegistry()
         var expected: [ObjectID: ManagedObject] = [:]
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         // Two entities with overlapping key ranges, and temporary IDs: the keys collide on purpose.
         let temporary = (0..<200).map { _ in ObjectID.temporary(for: model.entitiesByName["Company"]!) }
         for step in 0..<20_000 {
@@ -91,18 +91,5 @@ import Testing
         registry.rekeyAll()
         #expect(registry.count == 5_000)
         for object in objects { #expect(registry[object.objectID] === object) }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failure can be replayed.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
