@@ -43,11 +43,8 @@ extension ManagedObjectContext {
 
     /// Gives an object the values of a row and calls `awakeFromFetch()`.
     func fill(_ object: ManagedObject, with node: IncrementalStoreNode) {
-        var values = node.values
-        object.takeFetchedValues(&values)
-        object.snapshotVersion = node.version
-        object.state = .loaded
-        object.awakeFromFetch()
+        var node = node
+        fillFetched(object, from: &node)
     }
 
     /// ``fill(_:with:)`` for a fetched row the caller is done with: its values

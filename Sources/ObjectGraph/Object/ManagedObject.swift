@@ -252,8 +252,10 @@ open class ManagedObject {
     /// Turns the object back into a fault, dropping its values (not its pending changes: callers decide).
     package func turnIntoFault() {
         willTurnIntoFault()
-        slots = []
+        // The snapshot first: emptied while it still shared the values, the
+        // values would first be copied into it (see `keepSnapshot()`).
         snapshot = nil
+        slots = []
         prefetchedObjects = [:]
         state = .fault
         didTurnIntoFault()
