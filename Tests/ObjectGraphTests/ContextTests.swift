@@ -276,20 +276,29 @@ import Testing
 
     // MARK: - Refresh
 
+    /// On `context`'s queue: names company `id` "mine" there, while another
+    /// context sets its employees to 500 (and its name, if given) and saves.
+    private func editWhileAnotherContextSaves(_ id: ObjectID, in context: ManagedObjectContext, stack: TestStack,
+                                              theirName: String?) throws -> Company {
+        let company = try #require(try context.existingObject(with: id) as? Company)
+        company.name = "mine"
+        let other = stack.newContext()
+        try other.performAndWait {
+            let theirs = try #require(try other.existingObject(with: id) as? Company)
+            theirs.employees = 500
+            if let theirName { theirs.name = theirName }
+            try other.save()
+        }
+        return company
+    }
+
     @Test(arguments: allStoreTypes)
     func refreshWithoutMergingDiscardsChangesAndReloads(type: StoreType) throws {
         let stack = try TestStack(type: type)
         let id = try stack.seedCompanies(["A"])[0]
         let context = stack.newContext()
-        let other = stack.newContext()
         try context.performAndWait {
-            let company = try #require(try context.existingObject(with: id) as? Company)
-            company.name = "mine"
-            try other.performAndWait {
-                let theirs = try #require(try other.existingObject(with: id) as? Company)
-                theirs.employees = 500
-                try other.save()
-            }
+            let company = try editWhileAnotherContextSaves(id, in: context, stack: stack, theirName: nil)
             context.refresh(company, mergeChanges: false)
             #expect(company.isFault)
             #expect(!company.hasChanges)
@@ -304,16 +313,8 @@ import Testing
         let stack = try TestStack(type: type)
         let id = try stack.seedCompanies(["A"])[0]
         let context = stack.newContext()
-        let other = stack.newContext()
         try context.performAndWait {
-            let company = try #require(try context.existingObject(with: id) as? Company)
-            company.name = "mine"
-            try other.performAndWait {
-                let theirs = try #require(try other.existingObject(with: id) as? Company)
-                theirs.employees = 500
-                theirs.name = "theirs"
-                try other.save()
-            }
+            let company = try editWhileAnotherContextSaves(id, in: context, stack: stack, theirName: "theirs")
             context.refresh(company, mergeChanges: true)
             #expect(!company.isFault)
             #expect(company.isUpdated)

@@ -188,14 +188,20 @@ import Testing
         }
     }
 
-    @Test(arguments: allStoreTypes)
-    func awakeFromFetchRunsOnceWhenAFaultFires(type: StoreType) throws {
+    /// A stack whose store holds one `Tracked` object with this title.
+    private func stackWithTracked(_ title: String, type: StoreType) throws -> TestStack {
         let stack = try TestStack(type: type, model: EngineTestModel.make())
         let writer = stack.newContext()
         try writer.performAndWait {
-            Tracked(context: writer).title = "stored"
+            Tracked(context: writer).title = title
             try writer.save()
         }
+        return stack
+    }
+
+    @Test(arguments: allStoreTypes)
+    func awakeFromFetchRunsOnceWhenAFaultFires(type: StoreType) throws {
+        let stack = try stackWithTracked("stored", type: type)
         let context = stack.newContext()
         try context.performAndWait {
             let tracked = try #require(try context.fetch(FetchRequest<Tracked>()).first)
@@ -209,12 +215,7 @@ import Testing
 
     @Test(arguments: allStoreTypes)
     func prepareForDeletionRunsAtDeleteAndTheSaveHooksFollow(type: StoreType) throws {
-        let stack = try TestStack(type: type, model: EngineTestModel.make())
-        let writer = stack.newContext()
-        try writer.performAndWait {
-            Tracked(context: writer).title = "doomed"
-            try writer.save()
-        }
+        let stack = try stackWithTracked("doomed", type: type)
         let context = stack.newContext()
         try context.performAndWait {
             var request = FetchRequest<Tracked>()

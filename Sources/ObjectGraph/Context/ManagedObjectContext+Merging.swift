@@ -9,8 +9,8 @@ extension ManagedObjectContext {
     /// ``refresh(_:mergeChanges:)`` with `true` does — objects with unsaved
     /// changes are reloaded now (in one query), keeping those changes on top;
     /// unchanged ones turn into faults that fire together, in one query, when
-    /// one of them is next used; faults stay faults — and removes the deleted ones. Inserted objects are
-    /// reported by ID and not materialized. Nothing else is touched, and the
+    /// one of them is next used; faults stay faults — and removes the deleted
+    /// ones. Inserted objects are reported by ID and not materialized. Nothing else is touched, and the
     /// coordinator's cached rows for the saved objects are dropped first, so no
     /// read after the merge returns an older row. Posts
     /// `objectsDidChangeNotification` with what it refreshed and removed.
