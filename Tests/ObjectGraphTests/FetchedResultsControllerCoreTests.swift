@@ -46,6 +46,16 @@ import ObjectGraph
     }
 
     /// Saves changes made by `body` in a new context and returns what the save wrote.
+    /// Fetches with a change log as the delegate (held by the caller: the
+    /// delegate is weak) that starts from the fetched snapshot.
+    private func fetch(_ controller: FetchedResultsController<Company>) throws -> ChangeLog<Company> {
+        let log = ChangeLog<Company>()
+        controller.delegate = log
+        try controller.performFetch()
+        log.previous = try #require(controller.snapshot)
+        return log
+    }
+
     private func saveElsewhere(_ stack: TestStack, _ body: (ManagedObjectContext) throws -> Void) throws -> ContextDidSave {
         let context = stack.newContext()
         return try context.performAndWait {
@@ -134,10 +144,7 @@ import ObjectGraph
             var request = FetchRequest<Company>()
             request.sortDescriptors = [FetchSort(key: "name"), FetchSort(key: "employees")]
             let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: "name")
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
 
             let first = try context.existingObject(with: ids[0]) as! Company
             let second = try context.existingObject(with: ids[1]) as! Company
@@ -180,10 +187,7 @@ import ObjectGraph
         let request = try request(limit: 5, predicate: "employees >= 50")
         try context.performAndWait {
             let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
             #expect(controller.fetchedObjectIDs == Array(ids.suffix(5).reversed()))
             #expect(context.registeredObjects.isEmpty)
 
@@ -239,10 +243,7 @@ import ObjectGraph
         let context = stack.newContext()
         try context.performAndWait {
             let controller = FetchedResultsController(fetchRequest: try request(), managedObjectContext: context)
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
             _ = controller.fetchedObjects   // loaded and kept, as a view would
             let save = try saveElsewhere(stack) { other in
                 other.delete(try other.existingObject(with: ids[1]))
@@ -261,10 +262,7 @@ import ObjectGraph
         let context = stack.newContext()
         try context.performAndWait {
             let controller = FetchedResultsController(fetchRequest: try request(), managedObjectContext: context)
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
             // Unloaded here: the move is found with the store's sort key.
             let save = try saveElsewhere(stack) { other in
                 (try other.existingObject(with: ids[0]) as! Company).employees = 35
@@ -312,10 +310,7 @@ import ObjectGraph
         request.fetchOffset = 1
         try context.performAndWait {
             let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
             #expect(controller.fetchedObjectIDs == [ids[3], ids[2]])
             let save = try saveElsewhere(stack) { other in
                 (try other.existingObject(with: ids[0]) as! Company).employees = 100
@@ -334,10 +329,7 @@ import ObjectGraph
         let context = stack.newContext()
         try context.performAndWait {
             let controller = FetchedResultsController(fetchRequest: try request(), managedObjectContext: context)
-            let log = ChangeLog<Company>()
-            controller.delegate = log
-            try controller.performFetch()
-            log.previous = try #require(controller.snapshot)
+            let log = try fetch(controller)
             let before = try #require(controller.fetchedObjects)
             // A change the context never hears about, then a reset.
             _ = try saveElsewhere(stack) { other in

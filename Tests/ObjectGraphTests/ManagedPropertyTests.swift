@@ -98,21 +98,25 @@ import Testing
         }
     }
 
+    private func expectOptionalsNil(_ gadget: Gadget, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(gadget.nickname == nil, sourceLocation: sourceLocation)
+        #expect(gadget.rank == nil, sourceLocation: sourceLocation)
+        #expect(gadget.score == nil, sourceLocation: sourceLocation)
+        #expect(gadget.flag == nil, sourceLocation: sourceLocation)
+        #expect(gadget.seen == nil, sourceLocation: sourceLocation)
+        #expect(gadget.photo == nil, sourceLocation: sourceLocation)
+        #expect(gadget.token == nil, sourceLocation: sourceLocation)
+        #expect(gadget.link == nil, sourceLocation: sourceLocation)
+        #expect(gadget.cost == nil, sourceLocation: sourceLocation)
+        #expect(gadget.labels == nil, sourceLocation: sourceLocation)
+    }
+
     @Test func optionalsStartNilAndCanBeSetBackToNil() throws {
         let stack = try TestStack(type: .sqlite, model: EngineTestModel.make())
         let context = stack.newContext()
         try context.performAndWait {
             let gadget = Gadget(context: context)
-            #expect(gadget.nickname == nil)
-            #expect(gadget.rank == nil)
-            #expect(gadget.score == nil)
-            #expect(gadget.flag == nil)
-            #expect(gadget.seen == nil)
-            #expect(gadget.photo == nil)
-            #expect(gadget.token == nil)
-            #expect(gadget.link == nil)
-            #expect(gadget.cost == nil)
-            #expect(gadget.labels == nil)
+            expectOptionalsNil(gadget)
             #expect(gadget.box == nil)
             fill(gadget)
             try context.save()
@@ -129,16 +133,7 @@ import Testing
             try context.save()
             context.refresh(gadget, mergeChanges: false)
             #expect(gadget.isFault)
-            #expect(gadget.nickname == nil)
-            #expect(gadget.rank == nil)
-            #expect(gadget.score == nil)
-            #expect(gadget.flag == nil)
-            #expect(gadget.seen == nil)
-            #expect(gadget.photo == nil)
-            #expect(gadget.token == nil)
-            #expect(gadget.link == nil)
-            #expect(gadget.cost == nil)
-            #expect(gadget.labels == nil)
+            expectOptionalsNil(gadget)
             #expect(gadget.name == "Gizmo")
         }
     }
