@@ -320,7 +320,7 @@ import Testing
             #expect(company.isUpdated)
             #expect(company.name == "mine")
             #expect(company.employees == 500)
-            #expect(company.committedValues(forKeys: ["name"])["name"] as? String == "theirs")
+            #expect(try company.committedValues(forKeys: ["name"])["name"] as? String == "theirs")
 
             try context.save()   // the refreshed snapshot is current: no conflict
         }

@@ -57,8 +57,8 @@ import Testing
             context.delete(company)
             #expect(company.isDeleted)
             #expect(context.insertedObjects.isEmpty)
-            #expect(context.deletedObjects.isEmpty, "an unsaved object is simply dropped")
-            #expect(!context.hasChanges)
+            #expect(context.deletedObjects.isEmpty, "the store never hears of an unsaved object")
+            #expect(context.hasChanges, "the deletion is a change until the next save, as in Core Data")
 
             context.insert(company)
             #expect(!company.isDeleted)
@@ -121,20 +121,20 @@ import Testing
         try context.performAndWait {
             let company = Company(context: context)
             company.symbol = "ACME"
-            #expect(company.committedValues(forKeys: nil).isEmpty, "an inserted object has no committed values")
+            #expect(try company.committedValues(forKeys: nil).isEmpty, "an inserted object has no committed values")
 
             company.employees = 7
             try context.save()
             company.symbol = "NEW"
             company.employees = 8
 
-            let some = company.committedValues(forKeys: ["symbol", "employees"])
+            let some = try company.committedValues(forKeys: ["symbol", "employees"])
             #expect(some.keys.sorted() == ["employees", "symbol"])
             #expect(some["symbol"] as? String == "ACME")
             #expect(some["employees"] as? Int == 7)
             #expect(company.symbol == "NEW")
 
-            let all = company.committedValues(forKeys: nil)
+            let all = try company.committedValues(forKeys: nil)
             #expect(all.keys.sorted() == ["active", "employees", "founded", "name", "symbol", "updates"])
             #expect(all["active"] as? Bool == true)
         }
@@ -148,7 +148,7 @@ import Testing
         try context.performAndWait {
             let company = try #require(try context.fetch(FetchRequest<Company>()).first)
             #expect(company.isFault)
-            #expect(company.committedValues(forKeys: ["symbol"])["symbol"] as? String == "ACME")
+            #expect(try company.committedValues(forKeys: ["symbol"])["symbol"] as? String == "ACME")
         }
     }
 

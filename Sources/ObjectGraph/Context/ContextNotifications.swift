@@ -44,6 +44,8 @@ extension ManagedObjectContext {
             NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         case .didSave(let save):
             NotificationCenter.default.post(name: Self.didSaveNotification, object: self, userInfo: [Self.payloadKey: save])
+        case .faultFulfillmentFailed(let failure):
+            NotificationCenter.default.post(name: Self.faultFulfillmentFailedNotification, object: self, userInfo: [Self.payloadKey: failure])
         }
     }
 }
@@ -59,6 +61,9 @@ public enum ContextEvent: Sendable {
     case objectsDidChange(ObjectsDidChange)
     case willSave
     case didSave(ContextDidSave)
+    /// A fault or relationship fault could not be read; the object stays a
+    /// fault and the next access tries again (see ``FaultFulfillmentError``).
+    case faultFulfillmentFailed(FaultFulfillmentError)
 }
 
 /// What a save wrote, by object ID (the payload of `didSaveNotification`).

@@ -39,6 +39,9 @@ extension ManagedObjectContext {
         insertedObjectsByID = [:]
         updatedObjectsByID = updatedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
         deletedObjectsByID = deletedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
+        deletedInsertedObjectIDs = []
+        // Changes that could not be applied are discarded with the rest.
+        readFailures = [:]
         pendingChanges = PendingChanges()
         if !change.isEmpty { post(.objectsDidChange(change)) }
     }
@@ -57,6 +60,8 @@ extension ManagedObjectContext {
         insertedObjectsByID = [:]
         updatedObjectsByID = [:]
         deletedObjectsByID = [:]
+        deletedInsertedObjectIDs = []
+        readFailures = [:]
         faultBatches = [:]
         permanentIDsByTemporaryID = [:]
         pendingChanges = PendingChanges()
@@ -76,10 +81,23 @@ extension ManagedObjectContext {
         guard object.managedObjectContext === self, !object.flags.contains(.inserted) else { return }
         let id = object.objectID
         if mergeChanges && object.hasChanges && object.state == .loaded {
-            guard let node = try? parentNode(for: id) else { return }
+            let node: IncrementalStoreNode
+            do {
+                node = try parentNode(for: id)
+            } catch ObjectGraphError.objectNotFound {
+                // The row is gone: the object keeps its changes, and its save finds out.
+                return
+            } catch {
+                // Not refreshed: the object keeps the values it has, and the failure is reported.
+                noteReadFailure(of: id, error)
+                return
+            }
             merge(node, into: object)
+            noteReadSucceeded(of: id)
             return
         }
+        // Turning into a fault discards what a failed read left undone.
+        readFailures[id] = nil
         if object.state == .fault { return }
         updatedObjectsByID[id] = nil
         pendingChanges.updated.remove(id)

@@ -4,17 +4,27 @@ import Foundation
 
 extension ManagedObjectContext {
     /// Loads a fault's values (and its batch's, for a batched fetch) from the parent store.
-    package func fulfillFault(_ object: ManagedObject) {
+    ///
+    /// A row that is gone makes the object inaccessible (see
+    /// ``shouldDeleteInaccessibleFaults``); any other failure leaves it a
+    /// fault, is recorded and posted (``FaultFulfillmentError``), and is thrown.
+    package func fulfillFault(_ object: ManagedObject) throws {
         assertOnQueue()
         if let batch = faultBatches[object.objectID] {
             fulfillBatch(batch)
             if !object.isFault { return }
         }
+        let node: IncrementalStoreNode
         do {
-            fill(object, with: try parentNode(for: object.objectID))
-        } catch {
+            node = try parentNode(for: object.objectID)
+        } catch ObjectGraphError.objectNotFound {
             markInaccessible(object)
+            return
+        } catch {
+            throw noteReadFailure(of: object.objectID, error)
         }
+        fill(object, with: node)
+        noteReadSucceeded(of: object.objectID)
     }
 
     private func fulfillBatch(_ batch: FaultBatch) {
@@ -28,6 +38,10 @@ extension ManagedObjectContext {
     /// Fires the faults among `objects` together: one query per 500 rows and
     /// store (or none, for rows in the row cache). Rows that are gone stay
     /// faults, to be found out when they fire one by one.
+    ///
+    /// Loading several at once only saves queries: if the query fails, the
+    /// faults stay faults and each fires (and reports its error) on its own
+    /// when it is used, so dropping the error here loses nothing.
     package func fireFaults(_ objects: [ManagedObject]) {
         let faults = objects.filter { $0.isFault && $0.managedObjectContext === self }
         if faults.count == 1 { faults[0].fireFault() }
@@ -37,7 +51,10 @@ extension ManagedObjectContext {
         for node in nodes { byID[node.objectID] = node }
         for object in faults where object.isFault {
             faultBatches[object.objectID] = nil
-            if let node = byID[object.objectID] { fill(object, with: node) }
+            if let node = byID[object.objectID] {
+                fill(object, with: node)
+                noteReadSucceeded(of: object.objectID)
+            }
         }
     }
 
@@ -58,6 +75,7 @@ extension ManagedObjectContext {
 
     /// A fault whose row is gone: a deleted object with empty values, or a trap
     /// when ``shouldDeleteInaccessibleFaults`` is false (Core Data raises there too).
+    /// Only a row that does not exist comes here; a failed read never does.
     private func markInaccessible(_ object: ManagedObject) {
         guard shouldDeleteInaccessibleFaults else {
             preconditionFailure("the row of \(object.objectID) is gone and shouldDeleteInaccessibleFaults is false")
@@ -69,23 +87,30 @@ extension ManagedObjectContext {
         object.flags.insert([.deleted, .inaccessible])
         deletedObjectsByID[object.objectID] = object
         registry[object.objectID] = object
+        readFailures[object.objectID] = nil
     }
 
     /// The destinations of a relationship of `object`, from the parent store.
-    package func loadRelationship(_ relationship: RelationshipDescription, of object: ManagedObject) -> [ObjectID] {
+    ///
+    /// - Throws: ``FaultFulfillmentError`` (recorded and posted) when the store
+    ///   cannot be read; never an empty list in its place.
+    package func loadRelationship(_ relationship: RelationshipDescription, of object: ManagedObject) throws -> [ObjectID] {
         if object.objectID.isTemporaryID && parent == nil { return [] }
         do {
             if let parent {
-                return parent.performAndWait {
+                return try parent.performAndWait {
                     guard let owner = parent.registry[object.objectID] ?? (object.objectID.isTemporaryID ? nil : parent.object(with: object.objectID)) else { return [] }
-                    return owner.relatedIDs(relationship)
+                    return try owner.relatedIDs(relationship)
                 }
             }
             guard let coordinator = persistentStoreCoordinator else { return [] }
             let stored = try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
             return overlayPendingChanges(on: stored, for: relationship, of: object.objectID)
-        } catch {
+        } catch ObjectGraphError.objectNotFound(let id) where id == object.objectID {
+            // The owner's row is gone: nothing relates to it any more.
             return []
+        } catch {
+            throw noteReadFailure(of: object.objectID, relationship: relationship, error)
         }
     }
 
@@ -121,9 +146,18 @@ extension ManagedObjectContext {
     }
 
     /// Several rows at once (one query per store for a coordinator).
+    /// Rows that are gone are left out; any other failure throws.
     func parentNodes(for objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
         if let parent {
-            return parent.performAndWait { objectIDs.compactMap { try? parent.currentNode(for: $0) } }
+            return try parent.performAndWait {
+                try objectIDs.compactMap { id in
+                    do {
+                        return try parent.currentNode(for: id)
+                    } catch ObjectGraphError.objectNotFound {
+                        return nil
+                    }
+                }
+            }
         }
         guard let coordinator = persistentStoreCoordinator else { return [] }
         return try coordinator.nodes(for: objectIDs, in: self)
@@ -133,7 +167,7 @@ extension ManagedObjectContext {
     func currentNode(for objectID: ObjectID) throws -> IncrementalStoreNode {
         if let object = registry[objectID] {
             if object.flags.contains(.deleted) { throw ObjectGraphError.objectNotFound(objectID) }
-            object.fireFault()
+            try object.loadValues()
             if object.flags.contains(.inaccessible) { throw ObjectGraphError.objectNotFound(objectID) }
             return IncrementalStoreNode(objectID: objectID, values: object.slots, version: object.snapshotVersion)
         }

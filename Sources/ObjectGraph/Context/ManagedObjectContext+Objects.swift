@@ -68,6 +68,7 @@ extension ManagedObjectContext {
             pendingChanges.deleted.remove(object.objectID)
             if object.flags.contains(.inserted) {
                 // Inserted, deleted before any save, inserted again: pending as an insert once more.
+                deletedInsertedObjectIDs.remove(object.objectID)
                 insertedObjectsByID[object.objectID] = object
                 pendingChanges.inserted.insert(object.objectID)
             }
@@ -95,7 +96,15 @@ extension ManagedObjectContext {
     /// the deleted object; `.deny` is checked when the context saves
     /// (``ManagedObject/validateForDelete()``).
     ///
-    /// Deleting an object that was inserted and never saved simply removes it.
+    /// Deleting an object that was inserted and never saved removes it: the
+    /// store never hears of it, but the context reports the deletion (in
+    /// objects-did-change) and ``hasChanges`` stays true until the next save
+    /// or rollback, as in Core Data.
+    ///
+    /// Everything the delete rules need is read before anything is marked. If
+    /// a read fails, nothing is deleted, and the failure is posted and kept
+    /// so that saves throw it until the object is refreshed or the context
+    /// rolled back (see ``FaultFulfillmentError``).
     ///
     /// - Complexity: Iterative, whatever the depth of the cascade; the faults of
     ///   each level of it fire in one query.
@@ -104,35 +113,69 @@ extension ManagedObjectContext {
         guard object.managedObjectContext === self || object.managedObjectContext == nil else {
             preconditionFailure("\(object) belongs to another context")
         }
+        let plan: DeletionPlan
+        do {
+            plan = try planDeletion(of: object)
+        } catch {
+            noteReadFailure(of: object.objectID, error, dropsChange: true)
+            return
+        }
+        for doomed in plan.doomed { doomed.prepareForDeletion() }
+        for doomed in plan.doomed { markDeleted(doomed) }
+        for (inverse, deletedID, others) in plan.inverseUpdates {
+            for other in others where !other.isDeleted {
+                do {
+                    try other.removeInverse(inverse, pointingAt: deletedID)
+                } catch {
+                    // The plan loaded what this reads: only a store failing
+                    // in between gets here. The delete is half applied, so
+                    // saves must stop until the context is rolled back.
+                    noteReadFailure(of: deletedID, error, dropsChange: true)
+                }
+            }
+        }
+    }
+
+    /// What deleting an object does, found before anything changes.
+    private struct DeletionPlan {
+        /// The object and everything its `.cascade` rules reach, in order.
         var doomed: [ManagedObject] = []
+        /// The objects that stay and lose a deleted object from `inverse`.
+        var inverseUpdates: [(inverse: RelationshipDescription, deletedID: ObjectID, others: [ManagedObject])] = []
+    }
+
+    /// Reads every object a delete reaches and every relationship its rules
+    /// change, throwing on the first read that fails.
+    private func planDeletion(of object: ManagedObject) throws -> DeletionPlan {
+        var plan = DeletionPlan()
         var doomedIDs = Set<ObjectID>()
         var level = [object]
         while !level.isEmpty {
             fireFaults(level)
             var next: [ManagedObject] = []
             for candidate in level where !candidate.flags.contains(.deleted) && doomedIDs.insert(candidate.objectID).inserted {
-                candidate.fireFault()
+                try candidate.loadValues()
                 if candidate.flags.contains(.deleted) { continue }   // its row was gone
-                candidate.prepareForDeletion()
-                doomed.append(candidate)
+                plan.doomed.append(candidate)
                 for case let relationship as RelationshipDescription in candidate.entity.slotProperties
                 where relationship.deleteRule == .cascade {
-                    next.append(contentsOf: candidate.relatedIDs(relationship).map { self.object(with: $0) })
+                    next.append(contentsOf: try candidate.relatedIDs(relationship).map { self.object(with: $0) })
                 }
             }
             level = next
         }
-        for deleted in doomed { markDeleted(deleted) }
-        for deleted in doomed {
+        for deleted in plan.doomed {
             for case let relationship as RelationshipDescription in deleted.entity.slotProperties
             where relationship.deleteRule == .nullify || relationship.deleteRule == .cascade {
                 guard let inverse = relationship.inverseRelationship else { continue }
-                for id in deleted.relatedIDs(relationship) where !doomedIDs.contains(id) {
-                    let other = self.object(with: id)
-                    if !other.isDeleted { other.removeInverse(inverse, pointingAt: deleted.objectID) }
+                let others = try deleted.relatedIDs(relationship).filter { !doomedIDs.contains($0) }.map { self.object(with: $0) }
+                for other in others where !other.isDeleted {
+                    try other.loadForInverseUpdate(inverse, followingMovedToOne: false)
                 }
+                if !others.isEmpty { plan.inverseUpdates.append((inverse, deleted.objectID, others)) }
             }
         }
+        return plan
     }
 
     /// Marks one object deleted, without applying delete rules.
@@ -143,9 +186,11 @@ extension ManagedObjectContext {
         updatedObjectsByID[id] = nil
         pendingChanges.updated.remove(id)
         if object.flags.contains(.inserted) {
-            // Never saved: the store never hears of it.
+            // Never saved: the store never hears of it, but observers do.
             insertedObjectsByID[id] = nil
             pendingChanges.inserted.remove(id)
+            pendingChanges.deleted.insert(id)
+            deletedInsertedObjectIDs.insert(id)
         } else {
             deletedObjectsByID[id] = object
             pendingChanges.deleted.insert(id)

@@ -64,9 +64,10 @@ extension ManagedObjectContext {
             // One query per store for the owners that have not loaded it yet.
             var byStore: [ObjectIdentifier: (store: any RelationshipPrefetchingStore, owners: [ManagedObject])] = [:]
             for owner in owners where !owner.isDeleted && !owner.objectID.isTemporaryID {
-                owner.fireFault()
+                try owner.loadValues()
+                // A store that cannot prefetch leaves the owner to load its relationship below.
                 guard owner.slots.indices.contains(index), owner.slots[index].isNull,
-                      let store = try? coordinator.store(for: owner.objectID) as? any RelationshipPrefetchingStore else { continue }
+                      let store = try coordinator.store(for: owner.objectID) as? any RelationshipPrefetchingStore else { continue }
                 byStore[ObjectIdentifier(store), default: (store, [])].owners.append(owner)
             }
             for (_, entry) in byStore {
@@ -81,7 +82,7 @@ extension ManagedObjectContext {
         }
         for owner in owners where !owner.isDeleted {
             var related: [ManagedObject] = []
-            for id in owner.relatedIDs(relationship) {
+            for id in try owner.relatedIDs(relationship) {
                 let destination = object(with: id)
                 related.append(destination)
                 if seen.insert(id).inserted { destinations.append(destination) }
@@ -94,7 +95,7 @@ extension ManagedObjectContext {
             let missing = destinations.filter { $0.isFault && rows[$0.objectID] == nil && !$0.objectID.isTemporaryID }
                 .map(\.objectID)
             if !missing.isEmpty {
-                for node in (try? coordinator.nodes(for: missing, in: self)) ?? [] { rows[node.objectID] = node }
+                for node in try coordinator.nodes(for: missing, in: self) { rows[node.objectID] = node }
             }
             coordinator.rowCache.store(Array(rows.values))
         }

@@ -15,7 +15,10 @@ extension ManagedObjectContext {
     ///
     /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
     ///   rule, ``ObjectGraphError/mergeConflict(_:)`` under the `.error` policy,
-    ///   ``ObjectGraphError/readOnly(_:)``, or the store's error.
+    ///   ``ObjectGraphError/readOnly(_:)`` (for a context that saves on to the
+    ///   store, also when a parent is read-only: checked before anything is
+    ///   pushed), ``FaultFulfillmentError`` when a read of an object the save
+    ///   involves failed (see that type), or the store's error.
     public func save() throws {
         try save(continuingToStore: savesToPersistentStore)
     }
@@ -23,6 +26,8 @@ extension ManagedObjectContext {
     /// Saves, then, if asked, saves each parent in turn up to the store.
     private func save(continuingToStore: Bool) throws {
         assertOnQueue()
+        try checkReadFailuresBeforeSaving()
+        if continuingToStore { try checkAncestorsAcceptSaves() }
         if continuingToStore, !hasChanges, let parent {
             try parent.performAndWait { try parent.save(continuingToStore: true) }
             return
@@ -60,6 +65,16 @@ extension ManagedObjectContext {
         }
     }
 
+    /// A save that goes on to the store must not push changes into a parent
+    /// that will refuse to save them: they would be stuck there.
+    private func checkAncestorsAcceptSaves() throws {
+        var ancestor = parent
+        while let context = ancestor {
+            if context.isReadOnly { throw ObjectGraphError.readOnly("context \(context.name ?? "unnamed") (a parent of \(name ?? "unnamed"))") }
+            ancestor = context.parent
+        }
+    }
+
     struct SavedObjects {
         var inserted: [ManagedObject]
         var updated: [ManagedObject]
@@ -89,11 +104,14 @@ extension ManagedObjectContext {
     /// Runs every object's validation and throws all problems together.
     private func validateChanges() throws {
         var errors: [ValidationError] = []
-        func collect(_ object: ManagedObject, _ validate: () throws -> Void) {
+        func collect(_ object: ManagedObject, _ validate: () throws -> Void) throws {
             do {
                 try validate()
             } catch ObjectGraphError.validationFailed(let problems) {
                 errors.append(contentsOf: problems)
+            } catch let error as FaultFulfillmentError {
+                // Not a broken rule: the rules could not be checked.
+                throw error
             } catch {
                 errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "\(error)"))
             }
@@ -104,11 +122,11 @@ extension ManagedObjectContext {
                 errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "entity \(object.entity.name) is abstract: "
                     + (concrete.isEmpty ? "it has no concrete subentity" : "insert an object of \(concrete.joined(separator: " or ")) instead")))
             }
-            collect(object) { try object.validateForInsert() }
+            try collect(object) { try object.validateForInsert() }
         }
-        for object in updatedObjectsByID.values { collect(object) { try object.validateForUpdate() } }
+        for object in updatedObjectsByID.values { try collect(object) { try object.validateForUpdate() } }
         for object in deletedObjectsByID.values where !object.flags.contains(.inaccessible) {
-            collect(object) { try object.validateForDelete() }
+            try collect(object) { try object.validateForDelete() }
         }
         if !errors.isEmpty { throw ObjectGraphError.validationFailed(errors.sorted { $0.description < $1.description }) }
     }
@@ -133,8 +151,10 @@ extension ManagedObjectContext {
     private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> [ObjectID: ObjectID] {
         // Resolution happens outside the write transaction, so another writer can
         // move a row again before the retry; contended rows get a few more tries,
-        // spaced out, before the conflict is reported.
+        // spaced out (never on the main queue, which must not sleep), before the
+        // conflict is reported.
         let attempts = 20
+        var lastConflicts: [MergeConflict] = []
         for attempt in 1...attempts {
             do {
                 let request = saveRequest(for: saved)
@@ -148,24 +168,42 @@ extension ManagedObjectContext {
                 }
                 return try coordinator.save(request, in: self).permanentIDs
             } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < attempts {
-                if attempt > 2 { Thread.sleep(forTimeInterval: Double.random(in: 0...0.001) * Double(attempt)) }
+                lastConflicts = conflicts
+                if attempt > 2 && concurrencyType != .mainQueue {
+                    Thread.sleep(forTimeInterval: Double.random(in: 0...0.001) * Double(attempt))
+                }
                 let dropped = try resolve(conflicts, with: coordinator)
                 saved.updated.removeAll { dropped.contains($0.objectID) }
                 saved.deleted.removeAll { dropped.contains($0.objectID) }
             }
         }
-        throw ObjectGraphError.mergeConflict([])
+        throw ObjectGraphError.mergeConflict(lastConflicts)
     }
 
     /// Pushes the changes into the parent context, where they become its own unsaved changes.
     private func push(_ saved: SavedObjects, into parent: ManagedObjectContext) throws {
         let request = saveRequest(for: saved)
-        parent.performAndWait {
+        try parent.performAndWait {
+            try parent.loadObjects(absorbing: request)
             parent.absorb(request)
         }
     }
 
+    /// Loads the objects a child's save changes, before any of them changes:
+    /// a read that fails then stops the push with the parent as it was.
+    private func loadObjects(absorbing request: SaveChangesRequest) throws {
+        func resolved(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
+        for node in request.insertedObjects {
+            try registry[resolved(node.objectID)]?.loadValues()
+        }
+        for node in request.updatedObjects + request.deletedObjects {
+            try object(with: resolved(node.objectID)).loadValues()
+        }
+    }
+
     /// Applies a child's save: inserts, updates and deletes become this context's pending changes.
+    ///
+    /// Reads nothing from the store: ``loadObjects(absorbing:)`` loaded what it changes.
     func absorb(_ request: SaveChangesRequest) {
         func resolved(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
         func remapped(_ values: ContiguousArray<PropertyValue>) -> ContiguousArray<PropertyValue> {
@@ -265,6 +303,7 @@ extension ManagedObjectContext {
         insertedObjectsByID = [:]
         updatedObjectsByID = [:]
         deletedObjectsByID = [:]
+        deletedInsertedObjectIDs = []
         pendingChanges = PendingChanges()
         if isRoot, let coordinator = persistentStoreCoordinator {
             coordinator.rowCache.remove(result.updatedObjectIDs, result.deletedObjectIDs)

@@ -121,7 +121,7 @@ extension ManagedObjectContext {
         for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where !object.isDeleted {
             let entityConstraints = constraints(of: object.entity)
             if entityConstraints.isEmpty { continue }
-            object.fireFault()
+            try object.loadValues()
             for constraint in entityConstraints {
                 let tuple = constraint.indexes.map { object.slots[$0] }
                 if tuple.contains(where: \.isNull) { continue }
@@ -191,7 +191,7 @@ extension ManagedObjectContext {
         // What each duplicate set, before anything moves.
         var changes: [ObjectIdentifier: [Int]] = [:]
         for object in participants {
-            object.fireFault()
+            try object.loadValues()
             changes[ObjectIdentifier(object)] = object.entity.slotProperties.indices.filter { index in
                 let property = object.entity.slotProperties[index]
                 return !property.isTransient && (property as? RelationshipDescription)?.isToMany != true
@@ -211,7 +211,7 @@ extension ManagedObjectContext {
                                                                        ? nil : object(with: databaseID)) {
                 // The row's object, when the context has it or when the row is of
                 // another entity (a subentity sharing the constraint): it survives.
-                registered.fireFault()
+                try registered.loadValues()
                 survivor = registered
                 others = participants
                 storedValues = registered.slots
@@ -220,7 +220,7 @@ extension ManagedObjectContext {
                 let node = try parentNode(for: databaseID)
                 survivor = participants[0]
                 others = Array(participants.dropFirst())
-                takeOver(databaseID, node: node, by: survivor, survivors: &survivors)
+                try takeOver(databaseID, node: node, by: survivor, survivors: &survivors)
                 storedValues = node.values
             }
         } else {
@@ -228,6 +228,7 @@ extension ManagedObjectContext {
             others = Array(participants.dropFirst())
         }
         fireFaults(others)
+        for other in others { try other.loadValues() }
         others.removeAll { $0.isDeleted }
 
         // Attributes and to-one relationships, from the oldest contributor to the newest.
@@ -253,10 +254,10 @@ extension ManagedObjectContext {
         for case let relationship as RelationshipDescription in properties where relationship.isToMany && !relationship.isTransient {
             let sharing = others.filter { isShared(relationship.index, with: $0) }
             guard !sharing.isEmpty else { continue }
-            var destinations = survivor.relatedObjects(survivor.slotValue(at: relationship.index), for: relationship)
+            var destinations = try survivor.relatedObjects(survivor.slots[relationship.index], for: relationship)
             var present = Set(destinations.map(\.objectID))
             for other in sharing {
-                for destination in other.relatedObjects(other.slotValue(at: relationship.index), for: relationship)
+                for destination in try other.relatedObjects(other.slots[relationship.index], for: relationship)
                 where present.insert(destination.objectID).inserted {
                     destinations.append(destination)
                 }
@@ -309,11 +310,11 @@ extension ManagedObjectContext {
     /// and version and becomes an update of it; its to-many relationships keep
     /// the row's destinations too.
     private func takeOver(_ rowID: ObjectID, node: IncrementalStoreNode, by object: ManagedObject,
-                          survivors: inout [ObjectID: ManagedObject]) {
+                          survivors: inout [ObjectID: ManagedObject]) throws {
         let temporaryID = object.objectID
         var toManys: [(RelationshipDescription, [ObjectID])] = []
         for case let relationship as RelationshipDescription in object.entity.slotProperties where relationship.isToMany && !relationship.isTransient {
-            let stored = (try? persistentStoreCoordinator?.relatedObjectIDs(relationship, of: rowID, in: self)) ?? []
+            let stored = try persistentStoreCoordinator?.relatedObjectIDs(relationship, of: rowID, in: self) ?? []
             toManys.append((relationship, stored))
         }
         registry[temporaryID] = nil
@@ -331,7 +332,7 @@ extension ManagedObjectContext {
         for (relationship, stored) in toManys {
             var ids = stored
             var present = Set(ids)
-            for id in object.relatedIDs(relationship) where present.insert(id).inserted { ids.append(id) }
+            for id in try object.relatedIDs(relationship) where present.insert(id).inserted { ids.append(id) }
             object.slots[relationship.index] = .objects(ids)
         }
         survivors[temporaryID] = object

@@ -119,6 +119,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) var deletedObjectsByID: [ObjectID: ManagedObject] = [:]
     /// Changes not yet reported by `processPendingChanges()`.
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
+    /// Reads that failed and are not resolved yet, by object (see `noteReadFailure`).
+    @exclusivity(unchecked) var readFailures: [ObjectID: FaultFulfillmentError] = [:]
+    /// Objects inserted and then deleted since the last save: the store never
+    /// hears of them, but the context has changed (``hasChanges``), as in Core Data.
+    @exclusivity(unchecked) var deletedInsertedObjectIDs: Set<ObjectID> = []
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
     /// The objects of the save in progress, for conflict resolution inside the store's transaction.
@@ -221,9 +226,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
     // MARK: - Change state
 
     /// Whether the context has unsaved inserts, updates or deletes.
+    ///
+    /// Deleting an object that was inserted and never saved is a change too,
+    /// as in Core Data: the context stays changed until it saves (which writes
+    /// nothing for that object) or rolls back.
     public var hasChanges: Bool {
         assertOnQueue()
         return !insertedObjectsByID.isEmpty || !updatedObjectsByID.isEmpty || !deletedObjectsByID.isEmpty
+            || !deletedInsertedObjectIDs.isEmpty
     }
 
     /// The objects inserted since the last save.

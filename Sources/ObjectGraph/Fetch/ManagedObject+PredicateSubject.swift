@@ -4,9 +4,10 @@ import Foundation
 extension ManagedObject: PredicateSubject {
     public func predicateValue(forKey key: String) throws -> PredicateValue {
         let property = try entity.property(forKey: key)
-        let value = slotValue(at: property.index)
+        try loadValues()
+        let value = slots[property.index]
         guard let relationship = property as? RelationshipDescription else { return .value(value) }
-        let objects = relatedObjects(value, for: relationship)
+        let objects = try relatedObjects(value, for: relationship)
         if relationship.isToMany { return .collection(objects.map { .subject($0) }) }
         return objects.first.map { .subject($0) } ?? .value(.null)
     }

@@ -147,7 +147,7 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
         if let value {
             Wrapped.write(value, to: object, at: index)
         } else if let relationship = object.entity.slotProperties[index] as? RelationshipDescription {
-            try? object.setRelationship(relationship, toObjects: [])
+            object.setRelationshipThroughTypedProperty(relationship, to: [])
         } else {
             object.setAttributeValue(.null, at: index)
         }
@@ -167,43 +167,31 @@ extension ManagedObject: ManagedPropertyValue {
 
     public static func write(_ value: ManagedObject, to object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
-        do {
-            try object.setRelationship(relationship, toObjects: [value])
-        } catch {
-            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
-        }
+        object.setRelationshipThroughTypedProperty(relationship, to: [value])
     }
 }
 
 extension Set: ManagedPropertyValue where Element: ManagedObject {
     public static func read(from object: ManagedObject, at index: Int) -> Set<Element> {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
-        return Set(object.relatedObjects(object.slotValue(at: index), for: relationship).compactMap { $0 as? Element })
+        return Set(object.relatedObjectsForDisplay(at: index, for: relationship).compactMap { $0 as? Element })
     }
 
     public static func write(_ value: Set<Element>, to object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
-        do {
-            try object.setRelationship(relationship, toObjects: Array(value))
-        } catch {
-            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
-        }
+        object.setRelationshipThroughTypedProperty(relationship, to: Array(value))
     }
 }
 
 extension Array: ManagedPropertyValue where Element: ManagedObject {
     public static func read(from object: ManagedObject, at index: Int) -> [Element] {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
-        return object.relatedObjects(object.slotValue(at: index), for: relationship).compactMap { $0 as? Element }
+        return object.relatedObjectsForDisplay(at: index, for: relationship).compactMap { $0 as? Element }
     }
 
     public static func write(_ value: [Element], to object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
-        do {
-            try object.setRelationship(relationship, toObjects: value)
-        } catch {
-            preconditionFailure("\(type(of: object)).\(relationship.name): \(error)")
-        }
+        object.setRelationshipThroughTypedProperty(relationship, to: value)
     }
 }
 

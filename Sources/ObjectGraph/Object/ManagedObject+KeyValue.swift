@@ -9,10 +9,13 @@ extension ManagedObject {
     /// relationship as `ManagedObject?`, a to-many as `Set<ManagedObject>`, an
     /// ordered to-many as `[ManagedObject]`. Fires the fault if needed.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity lacks.
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity
+    ///   lacks; ``FaultFulfillmentError`` when the object's values, or the
+    ///   to-many's members, cannot be read from the store.
     public func value(forKey key: String) throws -> Any? {
         let property = try entity.property(forKey: key)
-        return anyValue(slotValue(at: property.index), for: property)
+        try loadValues()
+        return try anyValue(slots[property.index], for: property)
     }
 
     /// Sets the value of a property, keeping a relationship's inverse in step.
@@ -20,9 +23,12 @@ extension ManagedObject {
     /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``,
     ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``,
     ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)``, or
-    ///   ``ObjectGraphError/differentContexts(key:entity:)``. The object is unchanged when it throws.
+    ///   ``ObjectGraphError/differentContexts(key:entity:)``, or
+    ///   ``FaultFulfillmentError`` when values it needs cannot be read. The
+    ///   object is unchanged when it throws.
     public func setValue(_ value: Any?, forKey key: String) throws {
         let property = try entity.property(forKey: key)
+        try loadValues()
         switch property {
         case let attribute as AttributeDescription:
             setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
@@ -42,6 +48,7 @@ extension ManagedObject {
     /// relationship. The change is still tracked and saved.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {
         let property = try entity.property(forKey: key)
+        try loadValues()
         switch property {
         case let attribute as AttributeDescription:
             setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
@@ -63,9 +70,19 @@ extension ManagedObject {
     // MARK: - Slots
 
     /// The value in a slot, after firing the fault.
+    ///
+    /// For the paths that cannot throw: if the fault cannot be loaded, this
+    /// access reads the property's initial value, and nothing is stored (see
+    /// ``FaultFulfillmentError``). Throwing paths call ``loadValues()`` first.
     @usableFromInline package func slotValue(at index: Int) -> PropertyValue {
         assertOnContextQueue()
-        if state != .loaded { fireFault() }
+        if state != .loaded { return slotValueOfFault(at: index) }
+        return slots[index]
+    }
+
+    @usableFromInline package func slotValueOfFault(at index: Int) -> PropertyValue {
+        fireFault()
+        if state != .loaded { return Self.initialValue(of: entity.slotProperties[index]) }
         return slots[index]
     }
 
@@ -75,9 +92,21 @@ extension ManagedObject {
     }
 
     /// Writes a slot and tells the context the object changed.
+    ///
+    /// A fault that cannot be loaded cannot take the change: it is dropped,
+    /// and the context keeps the failure until the object is refreshed (see
+    /// ``FaultFulfillmentError/changeWasDropped``), so no save goes ahead
+    /// without it. Throwing paths call ``loadValues()`` first and never get here.
     package func writeSlot(_ value: PropertyValue, at index: Int) {
         assertOnContextQueue()
-        if state != .loaded { fireFault() }
+        if state != .loaded {
+            do {
+                try loadValues()
+            } catch {
+                managedObjectContext?.noteReadFailure(of: objectID, error, dropsChange: true)
+                return
+            }
+        }
         slots[index] = value
         // Inserted and deleted objects are already tracked: spare the weak load.
         if flags.isDisjoint(with: [.inserted, .deleted]) { managedObjectContext?.objectDidChange(self) }
@@ -92,12 +121,14 @@ extension ManagedObject {
     }
 
     /// The Swift value for a slot value of `property`.
-    package func anyValue(_ value: PropertyValue, for property: PropertyDescription) -> Any? {
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when an unloaded to-many cannot be read.
+    package func anyValue(_ value: PropertyValue, for property: PropertyDescription) throws -> Any? {
         switch property {
         case let attribute as AttributeDescription:
             return value.anyValue(for: attribute.type)
         case let relationship as RelationshipDescription:
-            let objects = relatedObjects(value, for: relationship)
+            let objects = try relatedObjects(value, for: relationship)
             if !relationship.isToMany { return objects.first }
             return relationship.isOrdered ? objects as Any : Set(objects) as Any
         default:
@@ -128,13 +159,16 @@ extension ManagedObject {
         }
         if relationship.isToMany && value == nil { throw wrongType() }
         for object in objects {
+            // The context first: an object of another context may have its
+            // entity from another copy of the model, which would read as
+            // "takes objects of entity Company, not an object of entity Company".
+            if object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
+                throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
+            }
             if let destination = relationship.destinationEntity, !object.entity.isKind(of: destination) {
                 throw ObjectGraphError.wrongValueType(key: relationship.name, entity: entity.name,
                                                       expected: "objects of entity \(destination.name)",
                                                       actual: "an object of entity \(object.entity.name)")
-            }
-            if object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
-                throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
             }
         }
         return objects

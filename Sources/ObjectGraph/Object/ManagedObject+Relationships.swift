@@ -4,19 +4,36 @@ import Foundation
 // objects of the same context and keep both sides of a relationship in step.
 extension ManagedObject {
     /// The objects a relationship slot refers to, as objects (faults if not yet loaded) of this context.
-    package func relatedObjects(_ value: PropertyValue, for relationship: RelationshipDescription) -> [ManagedObject] {
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when an unloaded to-many cannot be read.
+    package func relatedObjects(_ value: PropertyValue, for relationship: RelationshipDescription) throws -> [ManagedObject] {
         guard let context = managedObjectContext else { return [] }
-        return relationshipIDs(value, for: relationship).map { context.object(with: $0) }
+        return try relationshipIDs(value, for: relationship).map { context.object(with: $0) }
+    }
+
+    /// ``relatedObjects(_:for:)`` for the typed accessors, which cannot throw:
+    /// a to-many that cannot be read reads as empty for this access only. It
+    /// stays unloaded, and the context has recorded and posted the failure.
+    package func relatedObjectsForDisplay(at index: Int, for relationship: RelationshipDescription) -> [ManagedObject] {
+        do {
+            return try relatedObjects(slotValue(at: index), for: relationship)
+        } catch {
+            return []
+        }
     }
 
     /// The IDs a relationship slot holds, loading an unloaded to-many from the parent store.
-    package func relationshipIDs(_ value: PropertyValue, for relationship: RelationshipDescription) -> [ObjectID] {
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when the to-many cannot be read; the
+    ///   slot then stays unloaded, never an empty list.
+    package func relationshipIDs(_ value: PropertyValue, for relationship: RelationshipDescription) throws -> [ObjectID] {
         switch value {
         case .object(let id): return [id]
         case .objects(let ids): return ids
         default:
             guard relationship.isToMany else { return [] }
-            let ids = managedObjectContext?.loadRelationship(relationship, of: self) ?? []
+            guard let context = managedObjectContext else { return [] }
+            let ids = try context.loadRelationship(relationship, of: self)
             // Loading is not a change: the snapshot learns the value too.
             slots[relationship.index] = .objects(ids)
             if snapshot?[relationship.index].isNull == true { snapshot?[relationship.index] = .objects(ids) }
@@ -25,8 +42,11 @@ extension ManagedObject {
     }
 
     /// The IDs currently related through `relationship`.
-    package func relatedIDs(_ relationship: RelationshipDescription) -> [ObjectID] {
-        relationshipIDs(slotValue(at: relationship.index), for: relationship)
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when the object or the to-many cannot be read.
+    package func relatedIDs(_ relationship: RelationshipDescription) throws -> [ObjectID] {
+        try loadValues()
+        return try relationshipIDs(slots[relationship.index], for: relationship)
     }
 
     /// Whether a relationship's value is not loaded yet (Core Data:
@@ -51,24 +71,71 @@ extension ManagedObject {
 
     /// Replaces what a relationship holds and updates the inverse side of every
     /// object that joins or leaves it.
+    ///
+    /// Everything that must be read is read before anything is written: when a
+    /// read fails, it throws ``FaultFulfillmentError`` with nothing changed.
+    /// Objects of another context throw ``ObjectGraphError/differentContexts(key:entity:)``.
     package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
-        let old = relatedIDs(relationship)
+        for object in objects where object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
+            throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
+        }
+        let old = try relatedIDs(relationship)
         let new = objects.map(\.objectID)
         let oldSet = Set(old)
         let newSet = Set(new)
+        let inverse = relationship.inverseRelationship
+        if let inverse, let context = managedObjectContext {
+            for id in old where !newSet.contains(id) {
+                try context.object(with: id).loadForInverseUpdate(inverse, followingMovedToOne: false)
+            }
+            for object in objects where !oldSet.contains(object.objectID) {
+                try object.loadForInverseUpdate(inverse, followingMovedToOne: true)
+            }
+        }
         writeSlot(relationship.isToMany ? .objects(Self.unique(new)) : new.first.map(PropertyValue.object) ?? .null,
                   at: relationship.index)
-        guard let inverse = relationship.inverseRelationship, let context = managedObjectContext else { return }
+        guard let inverse, let context = managedObjectContext else { return }
         for id in old where !newSet.contains(id) {
-            context.object(with: id).removeInverse(inverse, pointingAt: objectID)
+            try context.object(with: id).removeInverse(inverse, pointingAt: objectID)
         }
         for object in objects where !oldSet.contains(object.objectID) {
-            object.addInverse(inverse, pointingAt: self)
+            try object.addInverse(inverse, pointingAt: self)
+        }
+    }
+
+    /// ``setRelationship(_:toObjects:)`` for typed ``Managed`` setters, which
+    /// cannot throw. Relating objects of two contexts is a programmer error
+    /// and traps, as Core Data raises there. A read that fails drops the
+    /// change, and the context keeps the failure so that no save goes ahead
+    /// without it (see ``FaultFulfillmentError``).
+    package func setRelationshipThroughTypedProperty(_ relationship: RelationshipDescription, to objects: [ManagedObject]) {
+        do {
+            try setRelationship(relationship, toObjects: objects)
+        } catch let error as FaultFulfillmentError {
+            managedObjectContext?.noteReadFailure(of: objectID, relationship: relationship, error, dropsChange: true)
+        } catch {
+            preconditionFailure("\(type(of: self)).\(relationship.name): \(error)")
+        }
+    }
+
+    /// Reads what ``addInverse(_:pointingAt:)`` or ``removeInverse(_:pointingAt:)``
+    /// will read on this object, so that they find everything loaded and
+    /// cannot fail halfway through a change.
+    ///
+    /// - Parameter followingMovedToOne: also load the object a to-one inverse
+    ///   points at now, which loses this object when the inverse moves.
+    package func loadForInverseUpdate(_ inverse: RelationshipDescription, followingMovedToOne: Bool) throws {
+        try loadValues()
+        if inverse.isToMany {
+            if !isUnloadedToManyWithToOneInverse(inverse) { _ = try relatedIDs(inverse) }
+        } else if followingMovedToOne, case .object(let previous) = slots[inverse.index],
+                  let forward = inverse.inverseRelationship, let context = managedObjectContext {
+            try context.object(with: previous).loadForInverseUpdate(forward, followingMovedToOne: false)
         }
     }
 
     /// Makes this object's side of `inverse` include `source`.
-    private func addInverse(_ inverse: RelationshipDescription, pointingAt source: ManagedObject) {
+    private func addInverse(_ inverse: RelationshipDescription, pointingAt source: ManagedObject) throws {
         if inverse.isToMany {
             if isUnloadedToManyWithToOneInverse(inverse) {
                 // The store derives this side from the other side's foreign key, and a later
@@ -76,27 +143,27 @@ extension ManagedObject {
                 writeSlot(.null, at: inverse.index)
                 return
             }
-            var ids = relatedIDs(inverse)
+            var ids = try relatedIDs(inverse)
             if !ids.contains(source.objectID) { ids.append(source.objectID) }
             writeSlot(.objects(ids), at: inverse.index)
         } else {
             // A to-one inverse moves: the object it pointed at loses this object.
             if case .object(let previous) = slotValue(at: inverse.index), previous != source.objectID,
                let forward = inverse.inverseRelationship, let context = managedObjectContext {
-                context.object(with: previous).removeInverse(forward, pointingAt: objectID)
+                try context.object(with: previous).removeInverse(forward, pointingAt: objectID)
             }
             writeSlot(.object(source.objectID), at: inverse.index)
         }
     }
 
     /// Makes this object's side of `inverse` drop `source`.
-    package func removeInverse(_ inverse: RelationshipDescription, pointingAt source: ObjectID) {
+    package func removeInverse(_ inverse: RelationshipDescription, pointingAt source: ObjectID) throws {
         if inverse.isToMany {
             if isUnloadedToManyWithToOneInverse(inverse) {
                 writeSlot(.null, at: inverse.index)
                 return
             }
-            let ids = relatedIDs(inverse)
+            let ids = try relatedIDs(inverse)
             guard ids.contains(source) else { return }
             writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)
         } else if case .object(source) = slotValue(at: inverse.index) {

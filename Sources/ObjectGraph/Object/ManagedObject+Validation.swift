@@ -5,9 +5,10 @@ extension ManagedObject {
     /// types, integer ranges, minimum and maximum, length, regular expression,
     /// and relationship counts.
     ///
-    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken rule.
+    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
+    ///   rule; ``FaultFulfillmentError`` when values it checks cannot be read.
     public func validateValues() throws {
-        fireFault()
+        try loadValues()
         var errors: [ValidationError] = []
         for check in entity.validationChecks {
             let property: PropertyDescription
@@ -22,7 +23,7 @@ extension ManagedObject {
             case .property(let other):
                 property = other
             }
-            if let reason = problem(with: slots[property.index], for: property) {
+            if let reason = try problem(with: slots[property.index], for: property) {
                 errors.append(ValidationError(objectID: objectID, key: property.name, reason: reason))
             }
         }
@@ -32,11 +33,12 @@ extension ManagedObject {
     /// Checks that no `.deny` relationship still holds objects. Objects that
     /// are deleted too (by the same save) do not count.
     ///
-    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` naming the relationship.
+    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` naming the
+    ///   relationship; ``FaultFulfillmentError`` when it cannot be read.
     public func validateDeleteRules() throws {
         var errors: [ValidationError] = []
         for case let relationship as RelationshipDescription in entity.slotProperties where relationship.deleteRule == .deny {
-            let count = relatedIDs(relationship).filter { id in
+            let count = try relatedIDs(relationship).filter { id in
                 managedObjectContext?.registeredObject(for: id)?.isDeleted != true
             }.count
             if count > 0 {
@@ -47,13 +49,13 @@ extension ManagedObject {
         if !errors.isEmpty { throw ObjectGraphError.validationFailed(errors) }
     }
 
-    private func problem(with value: PropertyValue, for property: PropertyDescription) -> String? {
+    private func problem(with value: PropertyValue, for property: PropertyDescription) throws -> String? {
         if let relationship = property as? RelationshipDescription {
             let count: Int
             switch value {
             case .object: count = 1
             case .objects(let ids): count = ids.count
-            default: count = relationship.isToMany ? relatedIDs(relationship).count : 0
+            default: count = relationship.isToMany ? try relatedIDs(relationship).count : 0
             }
             if count == 0 && !relationship.isOptional { return "a value is required" }
             if relationship.isToMany && count > 0 || !relationship.isOptional {

@@ -176,7 +176,8 @@ open class ManagedObject {
         for (index, property) in entity.slotProperties.enumerated() {
             let baseline = snapshot?[index] ?? Self.initialValue(of: property)
             if slots[index] != baseline {
-                result[property.name] = anyValue(slots[index], for: property)
+                // A changed value is in memory: nothing to read, nothing to fail.
+                result[property.name] = try? anyValue(slots[index], for: property)
             }
         }
         return result
@@ -185,12 +186,14 @@ open class ManagedObject {
     /// The last saved (or fetched) values of `keys`, or of every property for nil.
     ///
     /// An inserted object has no committed values: the result is empty.
-    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
-        fireFault()
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when the values cannot be read.
+    public func committedValues(forKeys keys: [String]?) throws -> [String: Any] {
+        try loadValues()
         guard let snapshot else { return [:] }
         var result: [String: Any] = [:]
         for property in entity.slotProperties where keys?.contains(property.name) ?? true {
-            result[property.name] = anyValue(snapshot[property.index], for: property) ?? Optional<Any>.none as Any
+            result[property.name] = try anyValue(snapshot[property.index], for: property) ?? Optional<Any>.none as Any
         }
         return result
     }
@@ -220,18 +223,38 @@ open class ManagedObject {
 
     // MARK: - Faulting
 
-    /// Loads the values of a fault, once, from the context's parent store.
-    package func fireFault() {
+    /// Loads the object's values now, if it is a fault (Core Data fires a fault
+    /// on first access; this is the way to fire one and learn why it failed).
+    ///
+    /// An object whose row is gone becomes a deleted object with empty values
+    /// (see ``ManagedObjectContext/shouldDeleteInaccessibleFaults``): check
+    /// ``isDeleted``. Any other failure leaves it a fault, and a later access
+    /// tries again.
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when the store cannot be read.
+    public func loadValues() throws {
         switch state {
         case .loaded: return
         case .new: materializeDefaults()
         case .fault:
+            assertOnContextQueue()
             if let context = managedObjectContext {
-                context.fulfillFault(self)
+                try context.fulfillFault(self)
             } else {
                 // A fault whose context is gone can never load: it reads as empty.
                 materializeDefaults()
             }
+        }
+    }
+
+    /// ``loadValues()`` for the paths that cannot throw. On failure the
+    /// object stays a fault; the context has recorded and posted the error
+    /// (see ``FaultFulfillmentError``), so there is nothing more to do here.
+    package func fireFault() {
+        do {
+            try loadValues()
+        } catch {
+            return
         }
     }
 
