@@ -31,9 +31,15 @@ let package = Package(
             path: "Examples/TickerImport",
             resources: [.copy("Resources/TickerModel.xcdatamodeld")]
         ),
+        // A fault-injecting SQLite VFS for the engine's fault-injection suite (tests only).
+        .target(
+            name: "CFaultVFS",
+            dependencies: ["CSQLite"],
+            path: "Tests/CFaultVFS"
+        ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph"],
+            dependencies: ["ObjectGraph", "CFaultVFS"],
             path: "Tests/ObjectGraphTests"
         ),
         .testTarget(

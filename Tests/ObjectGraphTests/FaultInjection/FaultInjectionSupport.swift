@@ -1,0 +1,143 @@
+import Foundation
+@testable import ObjectGraph
+
+/// What a Company/StockUpdate store file holds, read by a fresh connection
+/// with no fault armed: each company with its values, row version and price
+/// updates, the updates without a company, and each entity's `Z_MAX`.
+///
+/// Primary keys are left out on purpose: the order in which a save hands out
+/// keys may differ between two stores filled the same way, and two files that
+/// agree on everything else hold the same committed data.
+struct StoreContents: Equatable, CustomStringConvertible {
+    var lines: [String]
+
+    /// Reads the file at `url` and checks it with `PRAGMA integrity_check`.
+    ///
+    /// - Returns: The contents, and the integrity problems (empty when `ok`).
+    static func read(_ url: URL) throws -> (contents: StoreContents, integrityProblems: [String]) {
+        // Read-only, so that the file keeps its journal mode.
+        let connection = try RawStore.open(url, readOnly: true)
+        let problems = try connection.integrityCheck().filter { $0 != "ok" }
+        var lines: [String] = []
+        for sql in queries {
+            let statement = try connection.prepare(sql)
+            while try statement.step() { lines.append(statement.string(at: 0) ?? "NULL") }
+        }
+        return (StoreContents(lines: lines), problems)
+    }
+
+    private static let queries = [
+        """
+        SELECT 'company ' || quote(c.ZSYMBOL) || ' ' || quote(c.ZNAME) || ' ' || c.ZEMPLOYEES || ' v' || c.Z_OPT
+            || ' [' || ifnull((SELECT group_concat(line, ', ') FROM (
+                SELECT u.ZPRICE || '/' || u.ZVOLUME || ' v' || u.Z_OPT AS line FROM ZSTOCKUPDATE u
+                WHERE u.ZCOMPANY = c.Z_PK ORDER BY u.ZPRICE, u.ZVOLUME)), '') || ']'
+        FROM ZCOMPANY c ORDER BY c.ZSYMBOL
+        """,
+        "SELECT 'orphan update ' || ZPRICE || '/' || ZVOLUME FROM ZSTOCKUPDATE WHERE ZCOMPANY IS NULL ORDER BY ZPRICE, ZVOLUME",
+        "SELECT 'key ' || Z_NAME || ' ' || Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT",
+    ]
+
+    var description: String { lines.joined(separator: "\n") }
+}
+
+/// The figures of one group of fault-injection cases, printed as one line
+/// for RELIABILITY.md's table.
+struct FaultTally: Sendable {
+    var cases = 0
+    /// The operation threw an error (as it should when a fault reached it).
+    var errors = 0
+    /// A fault was injected, and SQLite or the store absorbed it (a retry), so
+    /// the operation succeeded with the right result.
+    var absorbed = 0
+    /// The file failed `PRAGMA integrity_check` afterwards.
+    var integrityFailures = 0
+    /// A save reported as committed is not in the file, or a failed save's
+    /// changes are (the file does not hold exactly the last committed state).
+    var lostCommits = 0
+    /// Wrong data returned without an error (fewer rows, other values).
+    var wrongResults = 0
+
+    func summary(_ group: String) -> String {
+        "fault-injection \(group): \(cases) cases, \(errors) errors thrown, \(absorbed) absorbed, "
+            + "\(integrityFailures) integrity failures, \(lostCommits) lost commits, \(wrongResults) wrong results"
+    }
+}
+
+/// A store in a fresh folder whose file calls go through the fault-injecting
+/// VFS, with a plan for that folder.
+///
+/// The VFS is installed before the store opens: a connection keeps the VFS it
+/// was opened with, so connections opened earlier would escape the plan.
+struct FaultStack {
+    let directory: TemporaryDirectory
+    let plan: FaultPlan
+    let coordinator: PersistentStoreCoordinator
+    let storeURL: URL
+
+    /// Opens a new store, or a copy of `template`'s file.
+    init(options: StoreOptions = StoreOptions(), copying template: StoreTemplate? = nil) throws {
+        FaultPlan.installVFS()
+        directory = TemporaryDirectory()
+        plan = FaultPlan(directory: directory.url)
+        storeURL = directory.file("Faults.sqlite")
+        if let template {
+            try FileManager.default.copyItem(at: template.url, to: storeURL)
+        }
+        coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
+        try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+    }
+
+    /// Removes the store from the coordinator, which closes its connections
+    /// (the last one to close checkpoints and deletes the write-ahead log).
+    func close() throws {
+        for store in coordinator.persistentStores { try coordinator.remove(store) }
+    }
+
+    func newContext() -> ManagedObjectContext {
+        ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+    }
+
+    /// Saves `count` companies `C0`, `C1`, … with `updatesEach` price updates each, in one save.
+    func seed(companies count: Int, updatesEach: Int) throws {
+        let context = newContext()
+        try context.performAndWait {
+            for index in 0..<count {
+                let company = Company(context: context)
+                company.symbol = "C\(index)"
+                company.name = "Company \(index)"
+                company.employees = index * 10
+                for number in 0..<updatesEach {
+                    let update = StockUpdate(context: context)
+                    update.price = Double(index) + Double(number) / 100
+                    update.volume = Int64(number)
+                    update.time = Date(timeIntervalSinceReferenceDate: Double(index * 1000 + number))
+                    update.company = company
+                }
+            }
+            try context.save()
+        }
+    }
+}
+
+/// A seeded store file, made once and copied for each case of a group:
+/// a copy costs far less than creating a store and saving into it.
+struct StoreTemplate {
+    private let directory: TemporaryDirectory
+    let url: URL
+
+    init(options: StoreOptions = StoreOptions(), companies: Int, updatesEach: Int) throws {
+        let stack = try FaultStack(options: options)
+        try stack.seed(companies: companies, updatesEach: updatesEach)
+        try stack.close()
+        directory = stack.directory
+        url = stack.storeURL
+        let leftovers = SQLiteStoreFile.sidecarSuffixes.filter { FileManager.default.fileExists(atPath: url.path + $0) }
+        guard leftovers.isEmpty else {
+            throw PersistentStoreError(.ioFailure, url: url, message: "the template kept \(leftovers) after closing")
+        }
+    }
+}
+
+/// Every company, sorted by symbol.
+let companiesBySymbol = FetchRequest<Company>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
