@@ -191,3 +191,25 @@ private struct CrashRandom {
         return z ^ (z >> 31)
     }
 }
+
+/// The crash loop's mid-save count is only as good as its reading of the log.
+@Suite struct WriteAheadLogTests {
+    @Test func framesOfATransactionNotYetCommittedAreCountedAndCommittedOnesAreNot() throws {
+        let directory = StackDirectory()
+        let connection = try Connection(path: directory.storeURL.path)
+        try connection.execute("CREATE TABLE rows(body BLOB)")
+        try connection.execute("INSERT INTO rows VALUES (zeroblob(100))")
+        #expect(WriteAheadLog.uncommittedFrames(of: directory.storeURL) == 0)
+
+        // A cache of a few pages spills the open transaction's pages into the log before its commit.
+        try connection.execute("PRAGMA cache_size = 4")
+        try connection.execute("BEGIN")
+        try connection.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO rows SELECT zeroblob(200) FROM n")
+        let copy = directory.url.appendingPathComponent("copy.sqlite")
+        try FileManager.default.copyItem(atPath: directory.storeURL.path + "-wal", toPath: copy.path + "-wal")
+        #expect(WriteAheadLog.uncommittedFrames(of: copy) > 0)
+
+        try connection.execute("COMMIT")
+        #expect(WriteAheadLog.uncommittedFrames(of: directory.storeURL) == 0)
+    }
+}
