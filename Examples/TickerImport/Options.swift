@@ -31,6 +31,11 @@ struct Options: Sendable {
           --model-file         load the model from TickerModel.xcdatamodeld instead of code
           --run-loop           service the main queue with RunLoop.main instead of dispatchMain()
           --help               show this help
+
+        Exit status: 0 when stopped by --duration or Ctrl-C, 1 when the store could
+        not be opened or an import failed (the error is on stderr, on the screen,
+        and in the last --json line as "error"), 2 for a bad option, 130 when a
+        second Ctrl-C quits at once.
         """
 
     struct UsageError: Error, CustomStringConvertible {
@@ -79,4 +84,16 @@ struct Options: Sendable {
         if options.tickers > 20_000 { throw UsageError(description: "--tickers is at most 20000") }
         return options
     }
+}
+
+/// How ticker-import exits; `--help` and the README list them.
+enum ExitStatus {
+    /// Stopped by `--duration` or Ctrl-C, every save reported is on disk; also `--help`.
+    static let stopped: Int32 = 0
+    /// The store could not be opened, or a save or read of the import failed.
+    static let failed: Int32 = 1
+    /// A bad option.
+    static let usage: Int32 = 2
+    /// A second Ctrl-C quit at once (128 + SIGINT, as shells report it).
+    static let interrupted: Int32 = 130
 }

@@ -9,7 +9,8 @@ final class TickerApp: Sendable {
     let stack = StackManager.default
     private let counters = Mutex(Counters())
     private let view: WatchlistView
-    private let importTask = Mutex<Task<Void, Never>?>(nil)
+    /// The import loop; its value is the error that stopped it, nil when it was asked to stop.
+    private let importTask = Mutex<Task<(any Error)?, Never>?>(nil)
 
     struct Counters {
         var importedObjects = 0
@@ -42,7 +43,7 @@ final class TickerApp: Sendable {
         let main = stack.mainContext
         let storePath = stack.storeURL?.path ?? "in memory"
         try await main.perform {
-            self.view.show(watchIDs, in: main, storePath: storePath)
+            try self.view.show(watchIDs, in: main, storePath: storePath)
             self.view.showTopMovers(try TopMoversPanel(context: main))
         }
         observeMerges()
@@ -50,7 +51,7 @@ final class TickerApp: Sendable {
 
         let batch = options.batch
         let listingIDs = ids.byListing
-        let task = Task.detached { [stack] in
+        let task = Task.detached { [stack] () -> (any Error)? in
             let quotes = AnySequence { AnyIterator { feed.next(1).first } }
             do {
                 try await stack.performImport(quotes, chunkSize: batch) { quote, context in
@@ -65,15 +66,17 @@ final class TickerApp: Sendable {
                     update.time = now
                     update.company = company
                 }
+                return nil
             } catch is CancellationError {
+                return nil
             } catch {
-                FileHandle.standardError.write(Data("ticker-import: import failed: \(error)\n".utf8))
+                return error
             }
         }
         importTask.withLock { $0 = task }
         Task.detached {
-            await task.value
-            await main.perform { self.finish() }
+            let failure = await task.value
+            await main.perform { self.finish(failure: failure) }
         }
         if let duration = options.duration {
             Task.detached {
@@ -126,9 +129,26 @@ final class TickerApp: Sendable {
         }
     }
 
-    private func finish() {
+    /// Ends a run that could not start: the error goes where a failed import's does.
+    func fail(_ error: any Error) {
+        DispatchQueue.main.async { self.finish(failure: error) }
+    }
+
+    /// Draws the last frame (or JSON line) and exits: 0 when the run was
+    /// stopped, 1 when the store or the import failed. On the main queue.
+    private func finish(failure: (any Error)?) {
         let snapshot = counters.withLock { $0 }
-        view.finish(snapshot, registeredInMain: stack.mainContext.registeredObjectCount)
-        exit(0)
+        let message = failure.map(describe)
+        view.finish(snapshot, registeredInMain: stack.isReady ? stack.mainContext.registeredObjectCount : 0, failure: message)
+        if let message { FileHandle.standardError.write(Data("ticker-import: \(message)\n".utf8)) }
+        exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+    }
+
+    /// The error's text, naming the store's file: store errors name it, an
+    /// error from deeper down gets it added.
+    private func describe(_ error: any Error) -> String {
+        let path = stack.storeURL?.path ?? options.store?.path ?? StackManager.defaultStoreURL.path
+        let text = "\(error)"
+        return text.contains(path) ? text : "\(text) (store at \(path))"
     }
 }

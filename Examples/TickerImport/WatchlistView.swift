@@ -10,23 +10,68 @@ import Glibc
 /// It holds the watched companies strongly, so they stay registered in the
 /// main context — those, and the movers on the panel, are the only objects a
 /// merge refreshes.
+///
+/// Each refresh reads the watched companies through throwing calls and draws
+/// rows copied from them, never the objects themselves: a read that fails
+/// (an I/O error, a damaged page) keeps the last rows that were read, shows
+/// the error beside them, and the next refresh that reads cleanly replaces
+/// both. An error is never drawn as an empty or shorter watchlist.
 // @unchecked Sendable: every property is touched only on the main queue (the main context's queue).
 final class WatchlistView: @unchecked Sendable {
+    /// One watchlist line, as last read from the store.
+    struct Row {
+        var symbol: String
+        var name: String
+        var price: Double
+        var previousClose: Double
+        var updates: Int64
+        var lastUpdate: Date?
+
+        init(_ company: Company) {
+            symbol = company.symbol
+            name = company.name
+            price = company.price
+            previousClose = company.previousClose
+            updates = company.updateCount
+            lastUpdate = company.lastUpdate
+        }
+
+        /// Change since the opening price, in percent.
+        var change: Double { previousClose > 0 ? (price / previousClose - 1) * 100 : 0 }
+    }
+
     private let json: Bool
+    private var context: ManagedObjectContext?
+    private var request = FetchRequest<Company>()
     private var companies: [Company] = []
+    private var rows: [Row] = []
+    private var rowsReadAt = Date()
+    /// Why the last refresh could not read the watchlist; nil after a clean read.
+    private var readError: String?
     private var movers: TopMoversPanel?
     private var storePath = ""
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
+    private let timeFormatter = DateFormatter()
 
     init(json: Bool) {
         self.json = json
         encoder.outputFormatting = [.sortedKeys]
+        timeFormatter.dateFormat = "HH:mm:ss.SSS"
     }
 
-    func show(_ ids: [ObjectID], in context: ManagedObjectContext, storePath: String) {
-        companies = ids.compactMap { try? context.existingObject(with: $0) as? Company }
+    /// Starts showing the companies with these IDs, in this order.
+    ///
+    /// - Throws: the store's error when the first read fails: there is no
+    ///   earlier watchlist to fall back on.
+    func show(_ ids: [ObjectID], in context: ManagedObjectContext, storePath: String) throws {
+        self.context = context
         self.storePath = storePath
+        request.predicate = try FetchPredicate(format: "SELF IN %@", argumentArray: [ids])
+        request.returnsObjectsAsFaults = false
+        let order = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
+        companies = try context.fetch(request).sorted { order[$0.objectID, default: 0] < order[$1.objectID, default: 0] }
+        rows = companies.map(Row.init)
         if !json { print("\u{1B}[?25l\u{1B}[2J", terminator: "") }
     }
 
@@ -34,9 +79,54 @@ final class WatchlistView: @unchecked Sendable {
         movers = panel
     }
 
+    /// Reads the watched companies again: new rows on success; on failure the
+    /// last rows stay and `readError` says why, until a read succeeds.
+    private func refresh() {
+        do {
+            rows = try readRows()
+            rowsReadAt = Date()
+            readError = nil
+        } catch {
+            readError = "\(error)"
+        }
+    }
+
+    /// The watched companies as the store has them now.
+    private func readRows() throws -> [Row] {
+        guard let context else { return rows }
+        // One query fills every watched company the last merge turned into a
+        // fault, and throws the store's error rather than leaving faults to
+        // fire, and fail, one by one below.
+        let found = Set(try context.fetch(request).map(\.objectID))
+        var fresh: [Row] = []
+        fresh.reserveCapacity(companies.count)
+        // A company the query no longer finds was deleted and leaves the list; a failed read throws above.
+        for company in companies where found.contains(company.objectID) {
+            // LEAD: `try company.loadValues()` here once it exists; then the fetch above can go (the first call
+            // loads the merge's whole batch of faults in one query) and `found` becomes "did not throw objectNotFound".
+            fresh.append(Row(company))
+        }
+        return fresh
+    }
+
     func render(_ counters: TickerApp.Counters, registeredInMain: Int) {
+        refresh()
+        draw(counters, registeredInMain: registeredInMain, final: false, failure: nil)
+    }
+
+    /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
+    func finish(_ counters: TickerApp.Counters, registeredInMain: Int, failure: String?) {
+        refresh()
+        draw(counters, registeredInMain: registeredInMain, final: true, failure: failure)
+        if !json {
+            print("\u{1B}[?25h" + (failure.map { "failed: \($0)" }
+                ?? "stopped: \(grouped(counters.importedObjects)) objects imported in \(counters.saves) saves."))
+        }
+    }
+
+    private func draw(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool, failure: String?) {
         if json {
-            printJSON(counters, registeredInMain: registeredInMain, final: false)
+            printJSON(counters, registeredInMain: registeredInMain, final: final, failure: failure)
             return
         }
         let elapsed = max(0.001, Double((clock.now - counters.started).components.seconds)
@@ -46,27 +136,28 @@ final class WatchlistView: @unchecked Sendable {
             String(format: "imported %@ objects in %d saves · %.1f imports/s · last merge %.2f ms · registered in main: %d",
                    grouped(counters.importedObjects), counters.saves, Double(counters.saves) / elapsed,
                    counters.lastMergeMillis, registeredInMain),
-            "",
         ]
+        let width = Self.terminalWidth()
+        // Errors are wrapped, not cut at the screen's edge: the message is the point.
+        if let failure { lines += wrapped("ERROR: import failed: \(failure)", width) }
+        if let readError {
+            lines += wrapped("ERROR: read failed; the watchlist shows the rows read at \(timeFormatter.string(from: rowsReadAt)): \(readError)", width)
+        }
+        lines.append("")
         var table = ["WATCHLIST", pad("SYMBOL", 7) + pad("NAME", 22) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9) + "  LAST UPDATE"]
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm:ss.SSS"
-        for company in companies where !company.isDeleted {
-            let change = company.previousClose > 0 ? (company.price / company.previousClose - 1) * 100 : 0
-            table.append(pad(company.symbol, 7) + pad(company.name, 22) + lpad(String(format: "%.2f", company.price), 10)
-                         + lpad(String(format: "%+.2f%%", change), 9) + lpad(String(company.updateCount), 9)
-                         + "  " + (company.lastUpdate.map(formatter.string(from:)) ?? "—"))
+        for row in rows {
+            table.append(pad(row.symbol, 7) + pad(row.name, 22) + lpad(String(format: "%.2f", row.price), 10)
+                         + lpad(String(format: "%+.2f%%", row.change), 9) + lpad(String(row.updates), 9)
+                         + "  " + (row.lastUpdate.map(timeFormatter.string(from:)) ?? "—"))
         }
         var panel: [String] = []
         if let movers {
             panel = ["TOP MOVERS  last change " + movers.lastChange, pad("SYMBOL", 7) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9)]
-            for company in movers.companies {
-                let change = company.previousClose > 0 ? (company.price / company.previousClose - 1) * 100 : 0
-                panel.append(pad(company.symbol, 7) + lpad(String(format: "%.2f", company.price), 10)
-                             + lpad(String(format: "%+.2f%%", change), 9) + lpad(String(company.updateCount), 9))
+            for row in movers.companies.map(Row.init) {
+                panel.append(pad(row.symbol, 7) + lpad(String(format: "%.2f", row.price), 10)
+                             + lpad(String(format: "%+.2f%%", row.change), 9) + lpad(String(row.updates), 9))
             }
         }
-        let width = Self.terminalWidth()
         // The panel sits beside the watchlist when the terminal is wide enough, below it otherwise.
         if width >= 76 + 36 {
             for row in 0..<max(table.count, panel.count) {
@@ -75,8 +166,7 @@ final class WatchlistView: @unchecked Sendable {
         } else {
             lines += table + (panel.isEmpty ? [] : [""] + panel)
         }
-        lines.append("")
-        lines.append("Ctrl-C stops after the current save.")
+        if !final { lines += ["", "Ctrl-C stops after the current save."] }
         // Redraw in place: home, each line cleared to its end, then clear below. No full clear, no flicker.
         var frame = "\u{1B}[H"
         for line in lines { frame += String(line.prefix(width)) + "\u{1B}[K\n" }
@@ -84,14 +174,6 @@ final class WatchlistView: @unchecked Sendable {
         FileHandle.standardOutput.write(Data(frame.utf8))
     }
 
-    func finish(_ counters: TickerApp.Counters, registeredInMain: Int) {
-        if json {
-            printJSON(counters, registeredInMain: registeredInMain, final: true)
-        } else {
-            render(counters, registeredInMain: registeredInMain)
-            print("\u{1B}[?25hstopped: \(grouped(counters.importedObjects)) objects imported in \(counters.saves) saves.")
-        }
-    }
 
     private struct Line: Encodable {
         struct Entry: Encodable {
@@ -108,21 +190,22 @@ final class WatchlistView: @unchecked Sendable {
         var watchlist: [Entry]
         var topMovers: [Entry]
         var final: Bool
+        /// Why the run stopped, on the final line of a failed run.
+        var error: String?
+        /// Why this refresh could not read the watchlist, which then holds the last rows read.
+        var readError: String?
     }
 
-    private func printJSON(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool) {
+    private func printJSON(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool, failure: String?) {
+        func rounded(_ change: Double) -> Double { (change * 100).rounded() / 100 }
         let line = Line(imported: counters.importedObjects, stockUpdates: counters.stockUpdates, saved: counters.saves, mergeMillis: counters.lastMergeMillis,
                         registeredInMain: registeredInMain,
-                        watchlist: companies.filter { !$0.isDeleted }.map { company in
-                            .init(symbol: company.symbol, price: company.price,
-                                  change: company.previousClose > 0 ? ((company.price / company.previousClose - 1) * 10_000).rounded() / 100 : 0,
-                                  updates: company.updateCount)
+                        watchlist: rows.map { .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates) },
+                        topMovers: (movers?.companies ?? []).map(Row.init).map {
+                            .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
                         },
-                        topMovers: (movers?.companies ?? []).map { company in
-                            .init(symbol: company.symbol, price: company.price,
-                                  change: company.previousClose > 0 ? ((company.price / company.previousClose - 1) * 10_000).rounded() / 100 : 0,
-                                  updates: company.updateCount)
-                        }, final: final)
+                        final: final, error: failure, readError: readError)
+        // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
@@ -135,6 +218,17 @@ final class WatchlistView: @unchecked Sendable {
             result.append(character)
         }
         return result
+    }
+
+    /// `text` in lines of at most `width` characters.
+    private func wrapped(_ text: String, _ width: Int) -> [String] {
+        var lines: [String] = []
+        var rest = Substring(text)
+        repeat {
+            lines.append(String(rest.prefix(width)))
+            rest = rest.dropFirst(width)
+        } while !rest.isEmpty
+        return lines
     }
 
     private func pad(_ text: String, _ width: Int) -> String {

@@ -8,7 +8,7 @@ do {
 } catch let error as Options.UsageError {
     let message = error.description.isEmpty ? Options.usage : "ticker-import: \(error.description)\n\n\(Options.usage)"
     FileHandle.standardError.write(Data((message + "\n").utf8))
-    exit(error.description.isEmpty ? 0 : 2)
+    exit(error.description.isEmpty ? ExitStatus.stopped : ExitStatus.usage)
 }
 
 let app = TickerApp(options: options)
@@ -18,7 +18,7 @@ signal(SIGINT, SIG_IGN)
 let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
 nonisolated(unsafe) var interrupted = false
 interrupt.setEventHandler {
-    if interrupted { exit(130) }
+    if interrupted { exit(ExitStatus.interrupted) }
     interrupted = true
     app.stop()
 }
@@ -28,8 +28,7 @@ Task.detached {
     do {
         try await app.start()
     } catch {
-        FileHandle.standardError.write(Data("ticker-import: \(error)\n".utf8))
-        exit(1)
+        app.fail(error)
     }
 }
 

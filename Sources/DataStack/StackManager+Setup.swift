@@ -25,9 +25,8 @@ extension StackManager {
         }
         do {
             let setup = try makeSetup(model: model, storeURL: storeURL, seedDatabaseURL: seedDatabaseURL, storeType: storeType)
-            let readOnly = state.withLock { $0.isMainContextReadOnly }
-            setup.mainContext.isReadOnly = readOnly
             state.withLock { state in
+                setup.mainContext.isReadOnly = state.isMainContextReadOnly
                 state.setup = setup
                 state.isSettingUp = false
             }

@@ -59,6 +59,8 @@ public final class StackManager: Sendable {
         var mergesIncomingSavedObjects = true
         var observers: [any NSObjectProtocol] = []
         var trackedChildren: [WeakContext] = []
+        /// Creator contexts, whose `isReadOnly` follows `isMainContextReadOnly`.
+        var creators: [WeakContext] = []
     }
 
     /// What `setup` made.
@@ -86,14 +88,23 @@ public final class StackManager: Sendable {
 
     /// Whether saving the main context throws a read-only error (its changes stay
     /// in the context). The default is false.
+    ///
+    /// Creator contexts follow it: a creator's save would push its changes into
+    /// the main context and then fail there, leaving them stranded in a context
+    /// that cannot save them. While this is true a creator's `save()` refuses
+    /// up front instead — it throws ``ObjectGraphError/readOnly(_:)``, the
+    /// creator keeps its changes and the main context gets none — and saves
+    /// again once it is false.
     public var isMainContextReadOnly: Bool {
         get { state.withLock { $0.isMainContextReadOnly } }
         set {
-            let context = state.withLock { state -> ManagedObjectContext? in
+            // Under the lock, so that two setters, or a setter and a new creator, cannot apply out of order.
+            state.withLock { state in
                 state.isMainContextReadOnly = newValue
-                return state.setup?.mainContext
+                state.setup?.mainContext.isReadOnly = newValue
+                state.creators.removeAll { $0.context == nil }
+                for creator in state.creators { creator.context?.isReadOnly = newValue }
             }
-            context?.isReadOnly = newValue
         }
     }
 
@@ -152,11 +163,20 @@ public final class StackManager: Sendable {
     /// A new main-queue child of ``mainContext`` with the `.overwrite` policy,
     /// for creating and editing objects: its `save()` pushes the changes into
     /// the main context and on to disk in one call.
+    ///
+    /// While ``isMainContextReadOnly`` is true its `save()` throws
+    /// ``ObjectGraphError/readOnly(_:)`` before pushing anything, so the changes
+    /// stay in the creator rather than in a main context that cannot save them.
     public func creatorContext() -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .mainQueue, parent: mainContext)
         context.name = "creator"
         context.mergePolicy = .overwrite
         context.savesToPersistentStore = true
+        state.withLock { state in
+            context.isReadOnly = state.isMainContextReadOnly
+            state.creators.removeAll { $0.context == nil }
+            state.creators.append(WeakContext(context))
+        }
         return context
     }
 

@@ -162,3 +162,62 @@ final class ProgressLog: Sendable {
     func append(_ progress: ImportProgress) { storage.withLock { $0.append(progress) } }
     var values: [ImportProgress] { storage.withLock { $0 } }
 }
+
+/// A creator context under a read-only main context refuses before pushing
+/// anything: the changes stay in the creator, none get stranded in main.
+@Suite struct CreatorUnderReadOnlyMainTests {
+    /// Inserts a ticker in `context` and saves; returns the save's error and whether the context and main have changes.
+    private func insertAndSave(_ context: ManagedObjectContext, in stack: StackManager) async -> (error: (any Error)?, creatorHasChanges: Bool, mainHasChanges: Bool) {
+        let outcome = await context.perform { () -> ((any Error)?, Bool) in
+            let ticker = Ticker(context: context)
+            ticker.symbol = "NEW"
+            do { try context.save(); return (nil, context.hasChanges) } catch { return (error, context.hasChanges) }
+        }
+        let main = stack.mainContext
+        return (outcome.0, outcome.1, await main.perform { main.hasChanges })
+    }
+
+    private func countOnDisk(_ stack: StackManager) async throws -> Int {
+        let importer = stack.importerContext()
+        return try await importer.perform { try importer.count(for: FetchRequest<Ticker>()) }
+    }
+
+    private func expectRefused(_ result: (error: (any Error)?, creatorHasChanges: Bool, mainHasChanges: Bool), _ stack: StackManager,
+                               sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let error = try #require(result.error as? ObjectGraphError, "\(String(describing: result.error))", sourceLocation: sourceLocation)
+        #expect(error == .readOnly("context creator"), sourceLocation: sourceLocation)
+        #expect(result.creatorHasChanges, sourceLocation: sourceLocation)
+        #expect(!result.mainHasChanges, sourceLocation: sourceLocation)
+        #expect(try await countOnDisk(stack) == 0, sourceLocation: sourceLocation)
+    }
+
+    @Test func aCreatorMadeWhileMainIsReadOnlyRefusesAndKeepsItsChanges() async throws {
+        let (stack, _) = try await makeStack()
+        stack.isMainContextReadOnly = true
+        let creator = stack.creatorContext()
+        try await expectRefused(await insertAndSave(creator, in: stack), stack)
+    }
+
+    @Test func aCreatorFollowsMainBecomingReadOnlyAndWritableAgain() async throws {
+        let (stack, _) = try await makeStack()
+        let creator = stack.creatorContext()
+        stack.isMainContextReadOnly = true
+        try await expectRefused(await insertAndSave(creator, in: stack), stack)
+
+        stack.isMainContextReadOnly = false
+        try await creator.perform { try creator.save() }
+        #expect(try await countOnDisk(stack) == 1)
+        let (creatorHasChanges, mainHasChanges) = await creator.perform { (creator.hasChanges, stack.mainContext.hasChanges) }
+        #expect(!creatorHasChanges && !mainHasChanges)
+    }
+
+    @Test func aReadOnlyMainStillLetsOtherChildrenSaveIntoIt() async throws {
+        // Only creators save on to disk; a plain child's save into main is not refused.
+        let (stack, _) = try await makeStack()
+        stack.isMainContextReadOnly = true
+        let child = stack.newChildContext(concurrencyType: .mainQueue, tracksChanges: false)
+        let result = await insertAndSave(child, in: stack)
+        #expect(result.error == nil)
+        #expect(result.mainHasChanges)
+    }
+}

@@ -4,49 +4,17 @@ import DataStack
 
 /// Runs the ticker-import executable the build produced, as a user would.
 @Suite(.serialized) struct TickerImportTests {
-    struct Line: Decodable {
-        struct Entry: Decodable {
-            var symbol: String
-            var price: Double
-            var updates: Int64
-        }
-        var imported: Int
-        var stockUpdates: Int
-        var saved: Int
-        var mergeMillis: Double
-        var registeredInMain: Int
-        var watchlist: [Entry]
-        var final: Bool
-    }
+    typealias Line = TickerImportProcess.Line
 
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ticker-import")
-    }
+    static var executable: URL { TickerImportProcess.executable }
 
-    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, lines: [Line], stderr: String) {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
-            try? JSONDecoder().decode(Line.self, from: Data($0.utf8))
-        }
-        return (process.terminationStatus, lines, errorText)
+    private func run(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil) throws -> TickerImportProcess.Result {
+        try TickerImportProcess.run(arguments, environment: environment, fileSizeLimit: fileSizeLimit)
     }
 
     private func integrityAndCount(_ url: URL) throws -> (integrity: [String], stockUpdates: Int) {
-        let connection = try Connection(path: url.path)
-        let count = try connection.prepare("SELECT count(*) FROM ZSTOCKUPDATE")
-        _ = try count.step()
-        return (try connection.integrityCheck(), Int(count.int64(at: 0)))
+        let contents = try TickerStoreContents(url)
+        return (contents.integrity, contents.stockUpdates)
     }
 
     @Test func jsonRunImportsRefreshesTheWatchlistAndLeavesAHealthyStore() throws {
@@ -58,6 +26,8 @@ import DataStack
         try #require(lines.count >= 3)
         let first = lines[0], last = lines[lines.count - 1]
         #expect(last.final)
+        #expect(last.error == nil)
+        #expect(lines.allSatisfy { $0.readError == nil })
         #expect(last.imported > first.imported)
         #expect(last.saved > first.saved)
         #expect(zip(lines, lines.dropFirst()).allSatisfy { $0.imported <= $1.imported && $0.saved <= $1.saved })
@@ -147,34 +117,4 @@ import DataStack
         let expected = directory.url.appendingPathComponent("ticker-import/ticker-import.sqlite")
         #expect(FileManager.default.fileExists(atPath: expected.path))
     }
-}
-
-/// The ticker example's schema, declared here so the test can open its store.
-enum TickerStoreModel {
-    static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Company", properties: [
-                AttributeDescription(name: "symbol", type: .string, isOptional: false),
-                AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
-                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "lastUpdate", type: .date),
-                AttributeDescription(name: "updateCount", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company", isToMany: true, deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "StockUpdate", properties: [
-                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "volume", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                AttributeDescription(name: "time", type: .date, isOptional: false),
-                RelationshipDescription(name: "company", destination: "Company", inverse: "updates"),
-            ]),
-        ])
-    }
-}
-
-/// A blocking wait for a callback, for tests that drive the callback API.
-final class Semaphore: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    func signal() { semaphore.signal() }
-    func wait() { semaphore.wait() }
 }
