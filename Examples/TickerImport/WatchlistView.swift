@@ -41,8 +41,6 @@ final class WatchlistView: @unchecked Sendable {
     }
 
     private let json: Bool
-    private var context: ManagedObjectContext?
-    private var request = FetchRequest<Company>()
     private var companies: [Company] = []
     private var rows: [Row] = []
     private var rowsReadAt = Date()
@@ -65,8 +63,8 @@ final class WatchlistView: @unchecked Sendable {
     /// - Throws: the store's error when the first read fails: there is no
     ///   earlier watchlist to fall back on.
     func show(_ ids: [ObjectID], in context: ManagedObjectContext, storePath: String) throws {
-        self.context = context
         self.storePath = storePath
+        var request = FetchRequest<Company>()
         request.predicate = try FetchPredicate(format: "SELF IN %@", argumentArray: [ids])
         request.returnsObjectsAsFaults = false
         let order = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
@@ -93,17 +91,15 @@ final class WatchlistView: @unchecked Sendable {
 
     /// The watched companies as the store has them now.
     private func readRows() throws -> [Row] {
-        guard let context else { return rows }
-        // One query fills every watched company the last merge turned into a
-        // fault, and throws the store's error rather than leaving faults to
-        // fire, and fail, one by one below.
-        let found = Set(try context.fetch(request).map(\.objectID))
         var fresh: [Row] = []
         fresh.reserveCapacity(companies.count)
-        // A company the query no longer finds was deleted and leaves the list; a failed read throws above.
-        for company in companies where found.contains(company.objectID) {
-            // LEAD: `try company.loadValues()` here once it exists; then the fetch above can go (the first call
-            // loads the merge's whole batch of faults in one query) and `found` becomes "did not throw objectNotFound".
+        for company in companies {
+            // Throws the store's error and leaves the company a fault, rather
+            // than drawing it with empty values. The first call loads every
+            // company the last merge turned into a fault, in one query.
+            try company.loadValues()
+            // Its row is gone: deleted elsewhere, it leaves the list.
+            if company.isDeleted { continue }
             fresh.append(Row(company))
         }
         return fresh

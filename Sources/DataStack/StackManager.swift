@@ -59,8 +59,6 @@ public final class StackManager: Sendable {
         var mergesIncomingSavedObjects = true
         var observers: [any NSObjectProtocol] = []
         var trackedChildren: [WeakContext] = []
-        /// Creator contexts, whose `isReadOnly` follows `isMainContextReadOnly`.
-        var creators: [WeakContext] = []
     }
 
     /// What `setup` made.
@@ -89,12 +87,11 @@ public final class StackManager: Sendable {
     /// Whether saving the main context throws a read-only error (its changes stay
     /// in the context). The default is false.
     ///
-    /// Creator contexts follow it: a creator's save would push its changes into
-    /// the main context and then fail there, leaving them stranded in a context
-    /// that cannot save them. While this is true a creator's `save()` refuses
-    /// up front instead — it throws ``ObjectGraphError/readOnly(_:)``, the
-    /// creator keeps its changes and the main context gets none — and saves
-    /// again once it is false.
+    /// A creator context's save refuses up front while this is true — it
+    /// throws ``ObjectGraphError/readOnly(_:)`` naming the main context, the
+    /// creator keeps its changes and the main context gets none — because a
+    /// context that saves on to the store checks its parents before pushing
+    /// (see ``ManagedObjectContext/savesToPersistentStore``).
     public var isMainContextReadOnly: Bool {
         get { state.withLock { $0.isMainContextReadOnly } }
         set {
@@ -102,8 +99,6 @@ public final class StackManager: Sendable {
             state.withLock { state in
                 state.isMainContextReadOnly = newValue
                 state.setup?.mainContext.isReadOnly = newValue
-                state.creators.removeAll { $0.context == nil }
-                for creator in state.creators { creator.context?.isReadOnly = newValue }
             }
         }
     }
@@ -172,11 +167,6 @@ public final class StackManager: Sendable {
         context.name = "creator"
         context.mergePolicy = .overwrite
         context.savesToPersistentStore = true
-        state.withLock { state in
-            context.isReadOnly = state.isMainContextReadOnly
-            state.creators.removeAll { $0.context == nil }
-            state.creators.append(WeakContext(context))
-        }
         return context
     }
 

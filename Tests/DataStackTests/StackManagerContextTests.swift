@@ -185,7 +185,7 @@ final class ProgressLog: Sendable {
     private func expectRefused(_ result: (error: (any Error)?, creatorHasChanges: Bool, mainHasChanges: Bool), _ stack: StackManager,
                                sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let error = try #require(result.error as? ObjectGraphError, "\(String(describing: result.error))", sourceLocation: sourceLocation)
-        #expect(error == .readOnly("context creator"), sourceLocation: sourceLocation)
+        #expect(error == .readOnly("context main (a parent of creator)"), sourceLocation: sourceLocation)
         #expect(result.creatorHasChanges, sourceLocation: sourceLocation)
         #expect(!result.mainHasChanges, sourceLocation: sourceLocation)
         #expect(try await countOnDisk(stack) == 0, sourceLocation: sourceLocation)

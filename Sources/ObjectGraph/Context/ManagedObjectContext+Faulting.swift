@@ -105,6 +105,7 @@ extension ManagedObjectContext {
             }
             guard let coordinator = persistentStoreCoordinator else { return [] }
             let stored = try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
+            noteReadSucceeded(of: object.objectID)
             return overlayPendingChanges(on: stored, for: relationship, of: object.objectID)
         } catch ObjectGraphError.objectNotFound(let id) where id == object.objectID {
             // The owner's row is gone: nothing relates to it any more.

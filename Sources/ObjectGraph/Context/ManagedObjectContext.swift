@@ -70,6 +70,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// turn, so the changes reach the store in one call (RestKit's
     /// `saveToPersistentStore`). The default is false: a child saves into its
     /// parent only, as in Core Data.
+    ///
+    /// Such a save checks its parents first: if one is ``isReadOnly``, it
+    /// throws ``ObjectGraphError/readOnly(_:)`` naming that parent before
+    /// pushing anything, so no change is left stuck in a parent that cannot
+    /// save it.
     public var savesToPersistentStore = false
 
     /// The coordinator the context saves to, directly or through its parents.

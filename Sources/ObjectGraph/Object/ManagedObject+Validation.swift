@@ -5,6 +5,10 @@ extension ManagedObject {
     /// types, integer ranges, minimum and maximum, length, regular expression,
     /// and relationship counts.
     ///
+    /// A floating-point attribute may not hold NaN, on any store: SQLite
+    /// stores NaN as NULL, so it would read back as nil (or `0` through a
+    /// non-optional typed property). Infinities are kept.
+    ///
     /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
     ///   rule; ``FaultFulfillmentError`` when values it checks cannot be read.
     public func validateValues() throws {
@@ -16,7 +20,7 @@ extension ManagedObject {
             case .plainAttribute(let index, let type, let isOptional):
                 // The common case, checked inline: present when required, of the right kind, in range.
                 let fits = slots.withUnsafeBufferPointer { slots in
-                    slots[index].isNull ? isOptional : type.accepts(slots[index]) && Self.fitsIntegerRange(slots[index], type)
+                    slots[index].isNull ? isOptional : type.accepts(slots[index]) && Self.fitsStorage(slots[index], type)
                 }
                 if fits { continue }
                 property = entity.slotProperties[index]
@@ -76,6 +80,9 @@ extension ManagedObject {
         if case .integer(let integer) = value, let range = attribute.type.integerRange, !range.contains(integer) {
             return "\(integer) does not fit in \(attribute.type.rawValue)"
         }
+        if case .double(let number) = value, number.isNaN {
+            return "is NaN, which a store cannot hold faithfully (SQLite reads it back as nil); store nil or a number"
+        }
         if let minimum = attribute.minimumValue, Self.compare(value, minimum) == .orderedAscending {
             return "is below the minimum \(Self.text(minimum))"
         }
@@ -99,9 +106,14 @@ extension ManagedObject {
         return nil
     }
 
-    private static func fitsIntegerRange(_ value: PropertyValue, _ type: AttributeType) -> Bool {
-        guard case .integer(let integer) = value, let range = type.integerRange else { return true }
-        return range.contains(integer)
+    /// Whether a value of the right kind can be stored as it is: an integer
+    /// within its type's range, a number other than NaN.
+    private static func fitsStorage(_ value: PropertyValue, _ type: AttributeType) -> Bool {
+        switch value {
+        case .integer(let integer): type.integerRange?.contains(integer) ?? true
+        case .double(let number): !number.isNaN
+        default: true
+        }
     }
 
     /// Orders two numbers or two dates; nil when they cannot be compared.
