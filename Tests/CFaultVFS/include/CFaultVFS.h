@@ -47,7 +47,6 @@ typedef enum __attribute__((enum_extensibility(closed))) CFaultVFSOperation {
 // SQLite's extended result codes are macro expressions that Swift does not
 // import; these constants carry them over.
 static const int CFAULTVFS_IOERR_READ = SQLITE_IOERR_READ;
-static const int CFAULTVFS_IOERR_SHORT_READ = SQLITE_IOERR_SHORT_READ;
 static const int CFAULTVFS_IOERR_WRITE = SQLITE_IOERR_WRITE;
 static const int CFAULTVFS_IOERR_FSYNC = SQLITE_IOERR_FSYNC;
 static const int CFAULTVFS_IOERR_TRUNCATE = SQLITE_IOERR_TRUNCATE;

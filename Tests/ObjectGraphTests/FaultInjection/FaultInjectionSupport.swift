@@ -105,7 +105,7 @@ struct FaultStack {
             for index in 0..<count {
                 let company = Company(context: context)
                 company.symbol = "C\(index)"
-                company.name = "Company \(index)"
+                company.name = "Company \(index), a name long enough to spread the rows over many pages"
                 company.employees = index * 10
                 for number in 0..<updatesEach {
                     let update = StockUpdate(context: context)
