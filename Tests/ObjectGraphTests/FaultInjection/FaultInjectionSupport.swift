@@ -1,5 +1,6 @@
 import Foundation
 @testable import ObjectGraph
+import Testing
 
 /// What a Company/StockUpdate store file holds, read by a fresh connection
 /// with no fault armed: each company with its values, row version and price
@@ -99,9 +100,14 @@ struct FaultStack {
     }
 
     /// Saves `count` companies `C0`, `C1`, … with `updatesEach` price updates each, in one save.
-    func seed(companies count: Int, updatesEach: Int) throws {
+    ///
+    /// - Returns: Each company's object ID URI by symbol; a copy of the file
+    ///   keeps the store's UUID, so the URIs name the same rows in the copy.
+    @discardableResult
+    func seed(companies count: Int, updatesEach: Int) throws -> [String: URL] {
         let context = newContext()
-        try context.performAndWait {
+        return try context.performAndWait {
+            var companies: [Company] = []
             for index in 0..<count {
                 let company = Company(context: context)
                 company.symbol = "C\(index)"
@@ -114,9 +120,18 @@ struct FaultStack {
                     update.time = Date(timeIntervalSinceReferenceDate: Double(index * 1000 + number))
                     update.company = company
                 }
+                companies.append(company)
             }
             try context.save()
+            return Dictionary(uniqueKeysWithValues: companies.map { ($0.symbol, $0.objectID.uriRepresentation()) })
         }
+    }
+
+    /// The ID of the company with this symbol in a copy of `template`, found
+    /// without reading the file (so no page of it is cached yet).
+    func companyID(_ symbol: String, in template: StoreTemplate) throws -> ObjectID {
+        let uri = try #require(template.companyURIs[symbol], "no company \(symbol) in the template")
+        return try #require(coordinator.managedObjectID(forURIRepresentation: uri))
     }
 }
 
@@ -125,10 +140,12 @@ struct FaultStack {
 struct StoreTemplate {
     private let directory: TemporaryDirectory
     let url: URL
+    /// Each company's object ID URI, by symbol.
+    let companyURIs: [String: URL]
 
     init(options: StoreOptions = StoreOptions(), companies: Int, updatesEach: Int) throws {
         let stack = try FaultStack(options: options)
-        try stack.seed(companies: companies, updatesEach: updatesEach)
+        companyURIs = try stack.seed(companies: companies, updatesEach: updatesEach)
         try stack.close()
         directory = stack.directory
         url = stack.storeURL

@@ -1,0 +1,127 @@
+// Firing faults and loading to-many relationships while reads fail (issue #14,
+// defect 1). These tests use the throwing API the lead is adding
+// (`try object.loadValues()`, and `try object.value(forKey:)` throwing for a
+// to-many whose rows cannot be read); they are left out of the build until it
+// exists. Enable them by deleting the `#if` / `#endif` lines (or, to try them
+// first, `swift test -Xswiftc -DLEAD_API_READY --filter FaultInjectionReadTests`).
+#if LEAD_API_READY
+import CFaultVFS
+import Foundation
+import ObjectGraph
+import Testing
+
+/// A read that fails while a fault fires or a relationship loads is an error,
+/// never data: the object stays a fault (not deleted, not emptied), the
+/// relationship stays unloaded (not an empty set), the caller gets the store's
+/// error, and once reads succeed again the same calls return the real values.
+@Suite struct FaultInjectionReadTests {
+    static let companies = 150
+    static let updatesEach = 4
+    /// A company in the middle of the table, whose rows no open reads have cached.
+    static let symbol = "C75"
+
+    /// How reads fail: the code, and whether the disk recovers after one call.
+    static let failures: [(code: Int32, repetition: FaultPlan.Repetition)] = [
+        (CFAULTVFS_IOERR_READ, .once), (CFAULTVFS_IOERR_READ, .always),
+        (SQLITE_CORRUPT, .once), (SQLITE_CORRUPT, .always),
+    ]
+
+    @Test(.timeLimit(.minutes(1)))
+    func aFaultWhoseReadsFailThrowsAndStaysAFaultUntilReadsSucceed() throws {
+        let template = try StoreTemplate(companies: Self.companies, updatesEach: Self.updatesEach)
+        let reads = try countReads(template) { company in try company.loadValues() }
+        #expect(reads > 0, "firing the fault reads the file")
+        var tally = FaultTally()
+        for (code, repetition) in Self.failures {
+            for call in 0..<reads {
+                let what = "firing a fault, read \(call + 1) failing with \(code) (\(repetition))"
+                let stack = try FaultStack(copying: template)
+                let context = stack.newContext()
+                let id = try stack.companyID(Self.symbol, in: template)
+                tally.cases += 1
+                try context.performAndWait {
+                    let company = try #require(context.object(with: id) as? Company)
+                    #expect(company.isFault)
+                    stack.plan.arm(.read, code: code, after: call, repeating: repetition)
+                    do {
+                        try company.loadValues()
+                        if stack.plan.injectedCount > 0 { tally.absorbed += 1 }
+                    } catch {
+                        tally.errors += 1
+                        #expect(error is PersistentStoreError, "\(what): the store's error, not \(type(of: error)): \(error)")
+                        #expect(company.isFault, "\(what): the object stays a fault")
+                        #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
+                    }
+                    stack.plan.disarm()
+                    try company.loadValues()
+                    if company.isDeleted || company.symbol != Self.symbol || company.employees != 750 {
+                        tally.wrongResults += 1
+                        Issue.record("\(what): once reads succeed, the object reads \(company.symbol) \(company.employees), deleted: \(company.isDeleted)")
+                    }
+                }
+            }
+        }
+        print(tally.summary("fault firing") + "; reads per fault: \(reads)")
+        #expect(tally.wrongResults == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aToManyRelationshipWhoseReadsFailThrowsAndLoadsOnceReadsSucceed() throws {
+        let template = try StoreTemplate(companies: Self.companies, updatesEach: Self.updatesEach)
+        let reads = try countReads(template, loadingFirst: true) { company in _ = try company.value(forKey: "updates") }
+        #expect(reads > 0, "loading the relationship reads the file")
+        var tally = FaultTally()
+        for (code, repetition) in Self.failures {
+            for call in 0..<reads {
+                let what = "loading company.updates, read \(call + 1) failing with \(code) (\(repetition))"
+                let stack = try FaultStack(copying: template)
+                let context = stack.newContext()
+                let id = try stack.companyID(Self.symbol, in: template)
+                tally.cases += 1
+                try context.performAndWait {
+                    let company = try #require(context.object(with: id) as? Company)
+                    try company.loadValues()
+                    stack.plan.arm(.read, code: code, after: call, repeating: repetition)
+                    do {
+                        let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
+                        if stack.plan.injectedCount > 0 { tally.absorbed += 1 }
+                        if updates?.count != Self.updatesEach {
+                            tally.wrongResults += 1
+                            Issue.record("\(what): returned \(updates?.count ?? -1) updates without an error")
+                        }
+                    } catch {
+                        tally.errors += 1
+                        #expect(error is PersistentStoreError, "\(what): the store's error, not \(type(of: error)): \(error)")
+                        #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
+                    }
+                    stack.plan.disarm()
+                    let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
+                    if updates?.count != Self.updatesEach || company.updates.count != Self.updatesEach {
+                        tally.wrongResults += 1
+                        Issue.record("\(what): once reads succeed, the relationship holds \(updates?.count ?? -1) updates, not \(Self.updatesEach)")
+                    }
+                    #expect(!context.hasChanges, "\(what): loading a relationship changes nothing")
+                }
+            }
+        }
+        print(tally.summary("to-many loading") + "; reads per load: \(reads)")
+        #expect(tally.wrongResults == 0)
+    }
+
+    /// The reads `body` makes on the company of a fresh copy of `template`
+    /// (its values loaded first when `loadingFirst`).
+    private func countReads(_ template: StoreTemplate, loadingFirst: Bool = false,
+                            _ body: (Company) throws -> Void) throws -> Int {
+        let stack = try FaultStack(copying: template)
+        let context = stack.newContext()
+        let id = try stack.companyID(Self.symbol, in: template)
+        return try context.performAndWait {
+            let company = try #require(context.object(with: id) as? Company)
+            if loadingFirst { try company.loadValues() }
+            stack.plan.reset()
+            try body(company)
+            return stack.plan.callCount(.read)
+        }
+    }
+}
+#endif
