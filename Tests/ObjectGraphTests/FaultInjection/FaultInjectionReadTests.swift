@@ -1,10 +1,6 @@
 // Firing faults and loading to-many relationships while reads fail (issue #14,
-// defect 1). These tests use the throwing API the lead is adding
-// (`try object.loadValues()`, and `try object.value(forKey:)` throwing for a
-// to-many whose rows cannot be read); they are left out of the build until it
-// exists. Enable them by deleting the `#if` / `#endif` lines (or, to try them
-// first, `swift test -Xswiftc -DLEAD_API_READY --filter FaultInjectionReadTests`).
-#if LEAD_API_READY
+// defect 1), through the throwing paths: `try object.loadValues()` and
+// `try object.value(forKey:)`.
 import CFaultVFS
 import Foundation
 import ObjectGraph
@@ -48,7 +44,8 @@ import Testing
                         if stack.plan.injectedCount > 0 { tally.absorbed += 1 }
                     } catch {
                         tally.errors += 1
-                        #expect(error is PersistentStoreError, "\(what): the store's error, not \(type(of: error)): \(error)")
+                        #expect((error as? FaultFulfillmentError)?.underlying is PersistentStoreError,
+                                "\(what): the store's error, wrapped in FaultFulfillmentError, not \(type(of: error)): \(error)")
                         #expect(company.isFault, "\(what): the object stays a fault")
                         #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
                     }
@@ -91,7 +88,8 @@ import Testing
                         }
                     } catch {
                         tally.errors += 1
-                        #expect(error is PersistentStoreError, "\(what): the store's error, not \(type(of: error)): \(error)")
+                        #expect((error as? FaultFulfillmentError)?.underlying is PersistentStoreError,
+                                "\(what): the store's error, wrapped in FaultFulfillmentError, not \(type(of: error)): \(error)")
                         #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
                     }
                     stack.plan.disarm()
@@ -124,4 +122,3 @@ import Testing
         }
     }
 }
-#endif
