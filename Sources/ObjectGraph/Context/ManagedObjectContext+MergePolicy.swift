@@ -10,15 +10,22 @@ extension ManagedObjectContext {
     /// take part in the save (rolled back, or whose row is gone).
     func resolve(_ conflicts: [MergeConflict], with coordinator: PersistentStoreCoordinator) throws -> Set<ObjectID> {
         coordinator.rowCache.remove(Set(conflicts.map(\.objectID)))
-        return try resolve(conflicts) { try? coordinator.node(for: $0, stalenessInterval: 0, in: self) }
+        return try resolve(conflicts) { id in
+            do {
+                return try coordinator.node(for: id, stalenessInterval: 0, in: self)
+            } catch ObjectGraphError.objectNotFound {
+                return nil
+            }
+        }
     }
 
-    /// Resolves conflicts against rows read by `currentRow` (nil: the row is gone).
-    func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) -> IncrementalStoreNode?) throws -> Set<ObjectID> {
+    /// Resolves conflicts against rows read by `currentRow` (nil: the row is
+    /// gone; an error it throws ends the resolution, and the save, with it).
+    func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) throws -> IncrementalStoreNode?) throws -> Set<ObjectID> {
         var dropped = Set<ObjectID>()
         for conflict in conflicts {
             guard let object = registry[conflict.objectID] else { continue }
-            guard let stored = currentRow(conflict.objectID) else {
+            guard let stored = try currentRow(conflict.objectID) else {
                 // The row is gone: there is nothing left to update or delete.
                 dropped.insert(conflict.objectID)
                 updatedObjectsByID[conflict.objectID] = nil

@@ -51,10 +51,19 @@ extension ManagedObjectContext {
             for id in refaulted { faultBatches[id] = batch }
         }
         if !edited.isEmpty {
-            var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
-            for node in (try? parentNodes(for: edited.map(\.objectID))) ?? [] { nodesByID[node.objectID] = node }
-            for object in edited {
-                if let node = nodesByID[object.objectID] { merge(node, into: object) }
+            do {
+                var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
+                for node in try parentNodes(for: edited.map(\.objectID)) { nodesByID[node.objectID] = node }
+                for object in edited {
+                    if let node = nodesByID[object.objectID] { merge(node, into: object) }
+                }
+            } catch {
+                // Not refreshed, and reported: they keep their values and their
+                // snapshot, so their next save meets the newer row as a conflict
+                // that the merge policy resolves. Nothing is lost or made up.
+                for object in edited {
+                    post(.faultFulfillmentFailed(FaultFulfillmentError(objectID: object.objectID, underlying: error)))
+                }
             }
         }
         for object in deleted {

@@ -204,7 +204,13 @@ public final class PersistentStoreCoordinator: Sendable {
             if let batching = entry.store as? any BatchFaultingStore {
                 found.append(contentsOf: try batching.newValues(forObjectsWith: entry.ids, in: context))
             } else {
-                found.append(contentsOf: entry.ids.compactMap { try? entry.store.newValues(forObjectWith: $0, in: context) })
+                for id in entry.ids {
+                    do {
+                        found.append(try entry.store.newValues(forObjectWith: id, in: context))
+                    } catch ObjectGraphError.objectNotFound {
+                        // A row that is gone is left out, as a batching store leaves it out.
+                    }
+                }
             }
         }
         return found

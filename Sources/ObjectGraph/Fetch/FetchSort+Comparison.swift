@@ -25,7 +25,7 @@ extension FetchSort {
 
     /// Sorts objects by the given keys, reading each key once per object.
     package static func sort(_ objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
-        let keyed = objects.map { object in (object, sorts.map { object.value(atKeyPath: $0.keyPath) }) }
+        let keyed = try objects.map { object in (object, try sorts.map { try object.value(atKeyPath: $0.keyPath) }) }
         return keyed.sorted { lhs, rhs in
             for (index, sort) in sorts.enumerated() {
                 let result = compare(lhs.1[index], rhs.1[index], caseInsensitive: sort.caseInsensitive)
@@ -61,11 +61,15 @@ extension FetchSort {
 
 extension ManagedObject {
     /// The value at a key path that runs through to-one relationships; nil past a nil relationship.
-    package func value(atKeyPath keyPath: [String]) -> PropertyValue {
+    ///
+    /// - Throws: ``FaultFulfillmentError`` when an object on the path cannot be
+    ///   read: a sort or a list must not place it by a value it does not have.
+    package func value(atKeyPath keyPath: [String]) throws -> PropertyValue {
         var object: ManagedObject = self
         for (position, key) in keyPath.enumerated() {
             guard let property = object.entity.propertiesByName[key] else { return .null }
-            let value = object.slotValue(at: property.index)
+            try object.loadValues()
+            let value = object.slots[property.index]
             if position == keyPath.count - 1 { return value }
             guard case .object(let id) = value, let context = object.managedObjectContext else { return .null }
             object = context.object(with: id)

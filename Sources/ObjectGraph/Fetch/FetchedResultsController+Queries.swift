@@ -160,17 +160,20 @@ extension FetchedResultsController {
     static var idsPerQuery: Int { 16_384 }
 
     /// An object's keys, read in memory.
-    func keys(of object: ManagedObject, _ plan: FetchPlan) -> FetchedKeys {
-        FetchedKeys(sortValues: plan.sortPaths.map { object.value(atKeyPath: $0) },
-                    sectionName: plan.sectionPath.map { FetchedKeys.sectionName(for: object.value(atKeyPath: $0)) } ?? "")
+    func keys(of object: ManagedObject, _ plan: FetchPlan) throws -> FetchedKeys {
+        FetchedKeys(sortValues: try plan.sortPaths.map { try object.value(atKeyPath: $0) },
+                    sectionName: try plan.sectionPath.map { FetchedKeys.sectionName(for: try object.value(atKeyPath: $0)) } ?? "")
     }
 
     /// Whether a registered object belongs in the list, judged in memory.
-    func matches(_ object: ManagedObject, _ plan: FetchPlan) -> Bool {
+    ///
+    /// - Throws: the evaluation's error (an object it cannot read): the list
+    ///   must not drop an object it could not judge.
+    func matches(_ object: ManagedObject, _ plan: FetchPlan) throws -> Bool {
         guard plan.entityNames.contains(object.entity.name), !object.isDeleted,
               object.managedObjectContext === managedObjectContext else { return false }
         guard let predicate = plan.predicate else { return true }
-        return (try? predicate.evaluate(with: object)) ?? false
+        return try predicate.evaluate(with: object)
     }
 
     /// The objects matching `predicate` in the store (or, for a child context,
@@ -206,7 +209,7 @@ extension FetchedResultsController {
         request.includesPendingChanges = false   // this context's own changes are handled in memory
         let objects = try context.fetch(request).map { context.object(with: $0) }
         context.fireFaults(objects)
-        return (objects.map { FetchedEntry(id: $0.objectID, keys: keys(of: $0, plan)) }, [])
+        return (try objects.map { FetchedEntry(id: $0.objectID, keys: try keys(of: $0, plan)) }, [])
     }
 
     /// The keys of rows, without registering them.
@@ -234,7 +237,7 @@ extension FetchedResultsController {
         var unloaded: [ObjectID] = []
         for case .object(let id) in first where destinations[id] == nil {
             if let object = context.registeredObject(for: id), !object.isFault {
-                destinations[id] = object.value(atKeyPath: Array(rest))
+                destinations[id] = try object.value(atKeyPath: Array(rest))
             } else {
                 destinations[id] = .null
                 unloaded.append(id)
@@ -277,7 +280,7 @@ extension FetchedResultsController {
         let pending = pendingObjects(plan)
         let predicate = pending.ids.isEmpty ? plan.predicate : plan.predicate(and: .not(.objectIDs(in: Array(pending.ids))))
         let stored = try storeEntries(matching: predicate, limit: plan.limit > 0 ? plan.limit + plan.offset : 0, plan)
-        let inMemory = plan.sorted(pending.live.filter { matches($0, plan) }.map { FetchedEntry(id: $0.objectID, keys: keys(of: $0, plan)) })
+        let inMemory = plan.sorted(try pending.live.filter { try matches($0, plan) }.map { FetchedEntry(id: $0.objectID, keys: try keys(of: $0, plan)) })
         var entries = plan.merge(stored.entries, inMemory)
         if plan.offset > 0 { entries = Array(entries.dropFirst(plan.offset)) }
         if plan.limit > 0 && entries.count > plan.limit { entries.removeLast(entries.count - plan.limit) }

@@ -44,7 +44,8 @@ extension FetchedResultsController {
             apply(next.list, rows: next.rows, touched: touched)
         } catch {
             // The store could not answer (a file removed, a disk error): fetch
-            // again if it can; otherwise the list stays as it was.
+            // again if it can; otherwise the list stays as it was — stale, not
+            // wrong — and the next change or `performFetch()` tries again.
             if let fresh = try? load(plan) { apply(fresh.list, rows: fresh.rows, touched: touched) }
         }
     }
@@ -60,7 +61,7 @@ extension FetchedResultsController {
             if let object = context.registeredObject(for: id) {
                 if object.isDeleted { continue }
                 if !object.isFault {
-                    if matches(object, plan) { inMemory.append(FetchedEntry(id: object.objectID, keys: keys(of: object, plan))) }
+                    if try matches(object, plan) { inMemory.append(FetchedEntry(id: object.objectID, keys: try keys(of: object, plan))) }
                     continue
                 }
             }
@@ -119,8 +120,8 @@ extension FetchedResultsController {
         let left = excluded.union(pending.ids)
         let stored = try storeEntries(matching: left.isEmpty ? plan.predicate : plan.predicate(and: .not(.objectIDs(in: Array(left)))),
                                       limit: count, plan)
-        let inMemory = plan.sorted(pending.live.filter { !excluded.contains($0.objectID) && matches($0, plan) }
-            .map { FetchedEntry(id: $0.objectID, keys: keys(of: $0, plan)) })
+        let inMemory = plan.sorted(try pending.live.filter { try !excluded.contains($0.objectID) && matches($0, plan) }
+            .map { FetchedEntry(id: $0.objectID, keys: try keys(of: $0, plan)) })
         var entries = plan.merge(stored.entries, inMemory)
         if entries.count > count { entries.removeLast(entries.count - count) }
         return (entries, stored.rows)
