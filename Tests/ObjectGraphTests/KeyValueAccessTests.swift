@@ -260,6 +260,39 @@ import Testing
         }
     }
 
+    @Test func anObjectOfAnotherCoordinatorsContextIsRefusedAsForeignNotAsAnotherEntity() throws {
+        // Two coordinators, two copies of the model: the foreign box's entity is
+        // another instance named Box, which must not read "takes objects of
+        // entity Box, not an object of entity Box".
+        let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+        let otherStack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+        let other = otherStack.newContext()
+        let foreignBox = other.performAndWait { Box(context: other) }
+        let context = stack.newContext()
+        context.performAndWait {
+            let gadget = Gadget(context: context)
+            #expect(throws: ObjectGraphError.differentContexts(key: "box", entity: "Gadget")) {
+                try gadget.setValue(foreignBox, forKey: "box")
+            }
+            #expect(gadget.box == nil)
+        }
+    }
+
+    @Test func aTypedRelationshipSetterTrapsOnAnObjectOfAnotherContext() async {
+        // A programmer error, as in Core Data ("Illegal attempt to establish a
+        // relationship between objects in different contexts"): never stored.
+        await #expect(processExitsWith: .failure) {
+            let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+            let context = stack.newContext()
+            let other = stack.newContext()
+            let foreignBox = other.performAndWait { Box(context: other) }
+            context.performAndWait {
+                let gadget = Gadget(context: context)
+                gadget.box = foreignBox
+            }
+        }
+    }
+
     // MARK: - Primitive accessors
 
     @Test(arguments: allStoreTypes)

@@ -72,6 +72,51 @@ import Testing
     }
 
     @Test(arguments: allStoreTypes)
+    func deletingAnInsertedObjectIsReportedAndSavesNothing(type: StoreType) throws {
+        // Core Data keeps reporting it: JSQCoreDataKit's and BNR CoreDataStack's
+        // public suites, run against Apple's Core Data, assert both.
+        let stack = try TestStack(type: type)
+        let context = stack.newContext()
+        let changes = NotificationLog()
+        let observer = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil
+        ) { notification in
+            if let change = try? ObjectsDidChange(notification) { changes.append(change) }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try context.performAndWait {
+            let company = Company(context: context)
+            company.symbol = "GONE"
+            context.processPendingChanges()
+            context.delete(company)
+            context.processPendingChanges()
+            #expect(changes.values.last?.deletedObjectIDs == [company.objectID], "a monitor of changes hears of the deletion")
+            #expect(context.hasChanges)
+            #expect(context.deletedObjects.isEmpty && context.insertedObjects.isEmpty)
+
+            let saves = NotificationLog()
+            let saveObserver = NotificationCenter.default.addObserver(
+                forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil
+            ) { notification in
+                if let save = try? ContextDidSave(notification) { saves.appendSave(save) }
+            }
+            defer { NotificationCenter.default.removeObserver(saveObserver) }
+            try context.save()
+            #expect(!context.hasChanges)
+            #expect(saves.saves.first?.deletedObjectIDs.isEmpty == true, "the store never heard of it")
+
+            let other = Company(context: context)
+            context.delete(other)
+            #expect(context.hasChanges)
+            context.rollback()
+            #expect(!context.hasChanges)
+        }
+        if type == .sqlite {
+            #expect(try RawStore.int(stack.storeURL, "SELECT count(*) FROM ZCOMPANY") == 0)
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
     func reinsertingADeletedSavedObjectUndoesTheDelete(type: StoreType) throws {
         let stack = try TestStack(type: type)
         try stack.seedCompanies(["ACME"])
@@ -249,4 +294,15 @@ import Testing
         }
         #expect(try RawStore.text(stack.storeURL, "SELECT ZTITLE FROM ZSTAMPED") == "stamped")
     }
+}
+
+/// Notifications collected by an observer.
+private final class NotificationLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var changes: [ObjectsDidChange] = []
+    private var didSaves: [ContextDidSave] = []
+    func append(_ change: ObjectsDidChange) { lock.withLock { changes.append(change) } }
+    func appendSave(_ save: ContextDidSave) { lock.withLock { didSaves.append(save) } }
+    var values: [ObjectsDidChange] { lock.withLock { changes } }
+    var saves: [ContextDidSave] { lock.withLock { didSaves } }
 }

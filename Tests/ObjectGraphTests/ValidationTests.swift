@@ -114,6 +114,29 @@ import Testing
         return rated
     }
 
+    @Test(arguments: allStoreTypes)
+    func notANumberIsRefusedAtSaveAndInfinityIsKept(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        let context = stack.newContext()
+        try context.performAndWait {
+            let gadget = Gadget(context: context)
+            gadget.name = "g"
+            gadget.ratio = .nan
+            let errors = try validationErrors { try context.save() }
+            #expect(errors.map(\.key) == ["ratio"])
+            #expect(errors.first?.description.contains("NaN") == true)
+            #expect(gadget.isInserted && gadget.ratio.isNaN, "the failed save keeps the change")
+
+            gadget.ratio = -.infinity
+            try context.save()
+        }
+        let reader = stack.newContext()
+        try reader.performAndWait {
+            let stored = try #require(try reader.fetch(FetchRequest<Gadget>()).first)
+            #expect(stored.ratio == -.infinity)
+        }
+    }
+
     private func validationErrors(_ body: () throws -> Void) throws -> [ValidationError] {
         let error = #expect(throws: ObjectGraphError.self) { try body() }
         guard case .validationFailed(let errors)? = error else {
