@@ -18,7 +18,9 @@ extension ManagedObjectModel {
     /// These hashes are this implementation's own. Apple's Core Data computes
     /// different ones for the same model, so a store that Core Data wrote is never
     /// compatible by this test; ``SQLiteStore`` therefore decides whether it can
-    /// open a store from its tables and columns, not from the hashes.
+    /// open a store from its tables, columns and declared column types, and
+    /// compares the hashes only for stores written here, which record the model
+    /// that wrote them (``differences(of:fromModelRecordedIn:)``).
     ///
     /// - Parameter name: a configuration name, or nil for the whole model.
     /// - Complexity: O(*e*), *e* = the configuration's entities.
