@@ -133,6 +133,31 @@ import Testing
         }
     }
 
+    /// The same race between processes, which SQLite's file locks arbitrate the same way.
+    @Test func processesCreatingTheSameNewStoreAtOnceAllOpenOneStore() async throws {
+        let directory = TemporaryDirectory()
+        for round in 0..<3 {
+            let path = directory.file("Processes-\(round).sqlite").path
+            // Every child waits for this moment, so that they open together once launched.
+            let start = Date().timeIntervalSince1970 + 3
+            await withTaskGroup { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        await #expect(processExitsWith: .success) { [path = path as String, start = start as Double] in
+                            while Date().timeIntervalSince1970 < start { usleep(200) }
+                            let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
+                            try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path))
+                        }
+                    }
+                }
+            }
+            let url = URL(fileURLWithPath: path)
+            #expect(try RawStore.int(url, "SELECT count(*) FROM Z_METADATA") == 1)
+            #expect(try RawStore.int(url, "SELECT count(*) FROM Z_PRIMARYKEY") == Int64(TestModel.make().entities.count))
+            #expect(try RawStore.text(url, "PRAGMA integrity_check") == "ok")
+        }
+    }
+
     @Test func aStoreCreatedByAnotherCoordinatorMeanwhileIsOpenedAndUsable() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("Shared.sqlite")

@@ -23,6 +23,8 @@ import CSQLite
 /// ### Opening
 /// - ``init(path:configuration:)``
 /// - ``Configuration``
+/// - ``applySettings(beforeJournalMode:)``
+/// - ``hasMoved``
 ///
 /// ### Running SQL
 /// - ``execute(_:)``
