@@ -160,7 +160,7 @@ import Testing
             configuration.pragmas = ["cache_size": "-4000", "foreign_keys": "ON"]
             configuration.synchronous = .full
             configuration.journalMode = .delete
-            configuration.busyTimeout = .milliseconds(250)
+            configuration.busyMode = .timeout(0.25)
             let connection = try Connection(path: directory.appendingPathComponent("s.sqlite").path, configuration: configuration)
             #expect(try scalarInt(connection, "PRAGMA cache_size") == -4000)
             #expect(try scalarInt(connection, "PRAGMA foreign_keys") == 1)
@@ -389,7 +389,7 @@ import Testing
             let path = directory.appendingPathComponent("store.sqlite").path
             let holder = try Connection(path: path)
             var configuration = Connection.Configuration()
-            configuration.busyTimeout = .milliseconds(100)
+            configuration.busyMode = .timeout(0.1)
             let waiter = try Connection(path: path, configuration: configuration)
             try holder.execute("CREATE TABLE t (a)")
 

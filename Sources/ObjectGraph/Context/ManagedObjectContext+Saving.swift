@@ -54,7 +54,7 @@ extension ManagedObjectContext {
             permanentIDs = try saveResolvingConflicts(&saved, to: coordinator)
         }
         let didSave = finishSave(saved, permanentIDs: permanentIDs)
-        for (duplicate, survivor) in merged {
+        for (duplicate, survivor) in merged.merging(saved.collapsed, uniquingKeysWith: { $1 }) {
             // Children that know a collapsed duplicate by its ID find the survivor.
             permanentIDsByTemporaryID[duplicate] = survivor.objectID
         }
@@ -79,6 +79,9 @@ extension ManagedObjectContext {
         var inserted: [ManagedObject]
         var updated: [ManagedObject]
         var deleted: [ManagedObject]
+        /// Duplicates collapsed into their survivors during the store's write
+        /// transaction (``resolveUniquenessConflictsDuringSave()``).
+        var collapsed: [ObjectID: ManagedObject] = [:]
     }
 
     /// Calls `willSave()` on every changed object, again on objects that

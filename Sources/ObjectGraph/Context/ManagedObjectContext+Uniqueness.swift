@@ -95,6 +95,25 @@ extension ManagedObjectContext {
         return survivors
     }
 
+    /// Called by a store from inside its write transaction when a unique index
+    /// refuses a row that another coordinator or process saved after
+    /// ``resolveUniquenessConflicts()`` ran: checks again — the store holds the
+    /// write lock, so the rows it finds stay put — collapses the duplicates with
+    /// ``mergePolicy``, and returns the request to write instead; nil under
+    /// ``MergePolicy/error``, where the conflict is the save's error.
+    package func resolveUniquenessConflictsDuringSave() throws -> SaveChangesRequest? {
+        assertOnQueue()
+        guard mergePolicy != .error, let before = savingObjects else { return nil }
+        let collapsed = try resolveUniquenessConflicts()
+        // The change sets are the save: collapsing moved objects between them.
+        let saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
+                                 updated: Array(updatedObjectsByID.values),
+                                 deleted: Array(deletedObjectsByID.values),
+                                 collapsed: before.collapsed.merging(collapsed) { $1 })
+        savingObjects = saved
+        return saveRequest(for: saved)
+    }
+
     // MARK: - Finding conflicts
 
     private func findUniquenessConflicts() throws -> [Conflict] {

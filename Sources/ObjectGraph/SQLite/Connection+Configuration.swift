@@ -3,12 +3,12 @@ extension Connection {
     ///
     /// The defaults are those the spec asks of a store: WAL, so readers never
     /// block the writer; `synchronous=NORMAL`, which in WAL mode never corrupts
-    /// and loses at most the last commits on power loss; and a 5 second busy
-    /// timeout, so two coordinators writing at once wait rather than fail.
+    /// and loses at most the last commits on power loss; and ``BusyMode/default``,
+    /// so two coordinators writing at once wait rather than fail.
     ///
     /// ```swift
     /// var configuration = Connection.Configuration()
-    /// configuration.busyTimeout = .milliseconds(100)
+    /// configuration.busyMode = .timeout(0.1)
     /// configuration.pragmas["foreign_keys"] = "ON"
     /// let connection = try Connection(path: path, configuration: configuration)
     /// ```
@@ -33,13 +33,12 @@ extension Connection {
         /// Related SQLite documentation: <https://sqlite.org/pragma.html#pragma_synchronous>
         package var synchronous: Synchronous = .normal
 
-        /// How long a statement waits for another connection's lock before it
-        /// throws ``SQLiteError/SQLITE_BUSY``. The busy handler covers
-        /// `BEGIN IMMEDIATE`; it never covers `SQLITE_BUSY_SNAPSHOT`.
-        /// The default is 5 seconds; zero fails at once.
+        /// How a statement waits for another connection's lock before it throws
+        /// ``SQLiteError/SQLITE_BUSY``. The busy handler covers `BEGIN IMMEDIATE`;
+        /// it never covers `SQLITE_BUSY_SNAPSHOT`. The default is ``BusyMode/default``.
         ///
-        /// Related SQLite documentation: <https://sqlite.org/c3ref/busy_timeout.html>
-        package var busyTimeout: Duration = .seconds(5)
+        /// Related SQLite documentation: <https://sqlite.org/c3ref/busy_handler.html>
+        package var busyMode: BusyMode = .default
 
         /// Extra pragmas, run as `PRAGMA name = value` in name order, after the
         /// file is checked and before the journal mode is set (so `page_size` and
@@ -49,6 +48,12 @@ extension Connection {
         /// anything else throws ``SQLiteError/SQLITE_MISUSE`` before the file is
         /// opened, because these are spliced into SQL and cannot be bound.
         package var pragmas: [String: String] = [:]
+
+        /// Whether ``Connection/init(path:configuration:)`` leaves the pragmas,
+        /// journal mode and synchronous level for a later
+        /// ``Connection/applySettings(beforeJournalMode:)``, so that the caller can
+        /// look at a file before anything writes to it. The default is `false`.
+        package var defersSettings = false
 
         /// Creates the default configuration.
         package init() {}
@@ -89,15 +94,6 @@ extension Connection {
 // MARK: - Internal helpers
 
 extension Connection.Configuration {
-    /// ``busyTimeout`` in whole milliseconds for `sqlite3_busy_timeout`,
-    /// clamped to `0...Int32.max`.
-    var busyTimeoutMilliseconds: Int32 {
-        let (seconds, attoseconds) = busyTimeout.components
-        guard seconds >= 0 else { return 0 }
-        guard seconds < Int64(Int32.max / 1000) else { return Int32.max }
-        return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
-
     /// Throws for any pragma name or value that is not a plain word, because
     /// both are written into the SQL text.
     func validatePragmas() throws {

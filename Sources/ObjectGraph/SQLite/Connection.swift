@@ -7,7 +7,7 @@ import CSQLite
 /// (`SQLITE_OPEN_NOMUTEX`) and every call is a plain function call.
 ///
 /// ```swift
-/// let connection = try Connection(path: storeURL.path)   // WAL, synchronous=NORMAL, 5 s busy timeout
+/// let connection = try Connection(path: storeURL.path)   // WAL, synchronous=NORMAL, BusyMode.default
 /// try connection.inWriteTransaction {
 ///     let insert = try connection.cachedStatement("INSERT INTO ZTICKER (Z_PK, ZSYMBOL) VALUES (?, ?)")
 ///     try insert.bind(Int64(1), at: 1)
@@ -23,6 +23,8 @@ import CSQLite
 /// ### Opening
 /// - ``init(path:configuration:)``
 /// - ``Configuration``
+/// - ``applySettings(beforeJournalMode:)``
+/// - ``hasMoved``
 ///
 /// ### Running SQL
 /// - ``execute(_:)``
@@ -50,6 +52,9 @@ package final class Connection {
 
     /// Whether ``inWriteTransaction(_:)`` is running its body. Protected by the owner's queue.
     private var isInWriteTransactionBody = false
+
+    /// Whether ``applySettings(beforeJournalMode:)`` has run. Protected by the owner's queue.
+    private var settingsApplied = false
 
     /// The trace observer; retained here, handed to SQLite unretained, and
     /// unregistered in `deinit`. Protected by the owner's queue.
@@ -89,35 +94,42 @@ package final class Connection {
             sqlite3_close_v2(opened)   // SQLite allocates a handle even when opening fails
             throw error
         }
-        let handle = DatabaseHandle(opened)   // closes the database if setUp throws
+        let handle = DatabaseHandle(opened)   // closes the database if a step below throws
+        self.path = path
+        self.configuration = configuration
+        self.handle = handle
         do {
-            try Self.setUp(handle, path: path, configuration: configuration)
+            sqlite3_extended_result_codes(handle.db, 1)
+            handle.setBusyMode(configuration.busyMode)
+            // Reads the header: fails with SQLITE_NOTADB for a file that is not a database.
+            _ = try Self.pragma(handle, "PRAGMA schema_version")
+            if !configuration.defersSettings { try applySettings() }
         } catch var error as SQLiteError {
             error.message += " at \(path)"
             throw error
         }
-        self.path = path
-        self.configuration = configuration
-        self.handle = handle
     }
 
-    private static func setUp(_ handle: DatabaseHandle, path: String, configuration: Configuration) throws {
-        let db = handle.db
-        sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, configuration.busyTimeoutMilliseconds)
-
-        // Reads the header: fails with SQLITE_NOTADB for a file that is not a database.
-        _ = try pragma(handle, "PRAGMA schema_version")
-
+    /// Applies the configuration's pragmas, journal mode and synchronous level,
+    /// the settings that may write to the file; ``init(path:configuration:)``
+    /// calls it unless ``Configuration/defersSettings`` is set. Later calls do nothing.
+    ///
+    /// - Parameter beforeJournalMode: Runs after the pragmas and before the
+    ///   journal mode is set, for settings that must precede the first write of
+    ///   a new file (switching to WAL writes the header).
+    /// - Throws: ``SQLiteError`` for a refused pragma, or a journal mode SQLite would not take.
+    package func applySettings(beforeJournalMode: () throws -> Void = {}) throws {
+        guard !settingsApplied else { return }
         // Extra pragmas first, so ones that must precede the first write (page_size,
         // auto_vacuum) apply before switching to WAL writes the header.
         for (name, value) in configuration.pragmas.sorted(by: { $0.key < $1.key }) {
-            _ = try pragma(handle, "PRAGMA \(name) = \(value)")
+            _ = try Self.pragma(handle, "PRAGMA \(name) = \(value)")
         }
+        try beforeJournalMode()
         let isInMemory = path == ":memory:" || path.isEmpty
         if !configuration.isReadOnly && !isInMemory {
             let requested = configuration.journalMode.rawValue
-            let mode = try pragma(handle, "PRAGMA journal_mode = \(requested)")
+            let mode = try Self.pragma(handle, "PRAGMA journal_mode = \(requested)")
             guard mode?.lowercased() == requested else {
                 throw SQLiteError(
                     resultCode: SQLiteError.SQLITE_ERROR,
@@ -125,7 +137,8 @@ package final class Connection {
                     sql: "PRAGMA journal_mode = \(requested)")
             }
         }
-        _ = try pragma(handle, "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
+        _ = try Self.pragma(handle, "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
+        settingsApplied = true
     }
 
     /// Runs a pragma to completion and returns the first column of its first row.
@@ -147,6 +160,19 @@ package final class Connection {
     /// read-only because the file or its directory is not writable.
     package var isReadOnly: Bool {
         sqlite3_db_readonly(db, "main") == 1
+    }
+
+    /// Whether the database file was deleted, renamed or replaced since the
+    /// connection opened it (`SQLITE_FCNTL_HAS_MOVED`): writes would then go to
+    /// an inode that no path leads to, and vanish with the process.
+    ///
+    /// One `stat` of the path; false for an in-memory database.
+    ///
+    /// Related SQLite documentation: <https://sqlite.org/c3ref/c_fcntl_begin_atomic_write.html#sqlitefcntlhasmoved>
+    package var hasMoved: Bool {
+        var moved: Int32 = 0
+        let code = sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &moved)
+        return code == SQLITE_OK && moved != 0
     }
 }
 
@@ -240,8 +266,8 @@ extension Connection {
     ///
     /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction never
     /// fails halfway with `SQLITE_BUSY_SNAPSHOT`. While another connection
-    /// writes, the busy handler waits up to ``Configuration/busyTimeout`` for
-    /// the lock; after that, this throws ``SQLiteError/SQLITE_BUSY``
+    /// writes, the busy handler waits for the lock as ``Configuration/busyMode``
+    /// says; after that, this throws ``SQLiteError/SQLITE_BUSY``
     /// (``SQLiteError/isBusy``), and the caller may retry. A failed `COMMIT` is
     /// rolled back and thrown too, so the connection never stays in a transaction.
     ///
@@ -314,8 +340,32 @@ extension Connection {
 final class DatabaseHandle {
     let db: OpaquePointer
 
+    /// The closure of a ``BusyMode/callback(_:)`` busy mode, handed to SQLite
+    /// unretained: kept here, it lives exactly as long as the database.
+    private var busyCallback: BusyCallbackBox?
+
     init(_ db: OpaquePointer) {
         self.db = db
+    }
+
+    /// Installs SQLite's busy handler for `mode`: the one place a ``BusyMode`` becomes SQLite calls.
+    func setBusyMode(_ mode: BusyMode) {
+        switch mode {
+        case .immediateError:
+            busyCallback = nil
+            sqlite3_busy_timeout(db, 0)
+        case .timeout(let seconds):
+            busyCallback = nil
+            sqlite3_busy_timeout(db, BusyMode.milliseconds(seconds))
+        case .callback(let body):
+            let box = BusyCallbackBox(body)
+            busyCallback = box
+            sqlite3_busy_handler(db, { context, tries in
+                guard let context else { return 0 }
+                let box = Unmanaged<BusyCallbackBox>.fromOpaque(context).takeUnretainedValue()
+                return box.body(Int(tries)) ? 1 : 0
+            }, Unmanaged.passUnretained(box).toOpaque())
+        }
     }
 
     deinit {
@@ -329,3 +379,9 @@ final class DatabaseHandle {
 @available(*, unavailable) extension Connection: Sendable {}
 
 @available(*, unavailable) extension DatabaseHandle: Sendable {}
+
+/// Holds a busy callback for SQLite's C busy handler.
+final class BusyCallbackBox {
+    let body: @Sendable (Int) -> Bool
+    init(_ body: @escaping @Sendable (Int) -> Bool) { self.body = body }
+}

@@ -33,6 +33,10 @@ public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Eq
         case ioFailure
         /// Migrating the store failed; the store is as it was.
         case migrationFailed
+        /// Another connection (another coordinator or process) held the
+        /// database's lock for longer than the store's ``BusyMode`` waits.
+        /// Nothing was written; trying again later may succeed.
+        case busy
     }
 
     public var code: Code

@@ -69,8 +69,10 @@ public struct StoreOptions: Sendable {
     public var journalMode: JournalMode = .wal
     /// SQLite `synchronous` setting. The default is `.normal`, safe in WAL mode.
     public var synchronous: Synchronous = .normal
-    /// How long a write waits for another connection's lock. The default is 10 seconds.
-    public var busyTimeout: TimeInterval = 10
+    /// How a write waits for another connection's lock before it throws
+    /// ``PersistentStoreError/Code/busy``. The default is ``BusyMode/default``,
+    /// a 5 second timeout. SQLite: <https://sqlite.org/c3ref/busy_handler.html>
+    public var busyMode: BusyMode = .default
     /// Extra SQLite pragmas by name (names and values of letters, digits, `_`, `.` and `-` only).
     public var pragmas: [String: String] = [:]
     /// A database copied to the store's location when no store exists there yet.

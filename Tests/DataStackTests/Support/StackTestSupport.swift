@@ -79,10 +79,28 @@ final class ObserverBox: @unchecked Sendable {
 }
 
 /// A stack set up on a fresh file.
+///
+/// The folder stays until the process exits even when the caller drops it
+/// (`let (stack, _) = …`): deleting a store file from under its stack makes
+/// the next save throw, as it must.
 func makeStack(seed: URL? = nil, directory: StackDirectory = StackDirectory()) async throws -> (StackManager, StackDirectory) {
+    StackDirectory.keepUntilExit(directory)
     let stack = StackManager()
     try await stack.setup(model: StackTestModel.make(), storeURL: directory.storeURL, seedDatabaseURL: seed)
     return (stack, directory)
+}
+
+extension StackDirectory {
+    private static let kept = Mutex<[StackDirectory]>([])
+
+    /// Keeps `directory` until the process exits, then removes it.
+    static func keepUntilExit(_ directory: StackDirectory) {
+        let first = kept.withLock { kept in
+            kept.append(directory)
+            return kept.count == 1
+        }
+        if first { atexit { StackDirectory.kept.withLock { $0.removeAll() } } }
+    }
 }
 
 /// Keeps objects alive (and so registered) in a context, as a view on screen would.

@@ -212,12 +212,12 @@ struct SQLiteSchema: Sendable {
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
     }
 
-    private static func incompatible(_ problems: [String], url: URL?) -> PersistentStoreError {
+    static func incompatible(_ problems: [String], url: URL?) -> PersistentStoreError {
         PersistentStoreError(.incompatibleModel, url: url,
                              message: "the store does not match the model: " + problems.joined(separator: "; "))
     }
 
-    private static func depthFirst(_ entity: EntityDescription) -> [EntityDescription] {
+    static func depthFirst(_ entity: EntityDescription) -> [EntityDescription] {
         [entity] + entity.subentities.sorted(by: caseInsensitiveOrder).flatMap(depthFirst)
     }
 

@@ -50,7 +50,7 @@ struct SQLiteMigration {
         let snapshot: StoreSchemaSnapshot
         let mapping: MappingModel
         do {
-            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyTimeout: configuration.options.busyTimeout)
+            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
             snapshot = try StoreSchemaSnapshot(connection: original, url: url)
             mapping = try MappingModel(from: snapshot, to: configuration.entities, url: url) { table, numbers, column in
                 try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: original)
@@ -78,7 +78,7 @@ struct SQLiteMigration {
             var options = Connection.Configuration()
             options.createsIfMissing = false
             options.journalMode = .delete   // the result must be one file, to rename over the original
-            options.busyTimeout = .milliseconds(Int(max(0, configuration.options.busyTimeout) * 1000))
+            options.busyMode = configuration.options.busyMode
             let copy = try Connection(path: copyURL.path, configuration: options)
             try copy.inWriteTransaction {
                 try migrate(copy, snapshot: snapshot, mapping: mapping)
@@ -219,7 +219,7 @@ struct SQLiteMigration {
         // cache describes the old model, so it goes.
         var metadata = snapshot.metadata
         let model = configuration.model
-        metadata[StoreMetadataKey.modelVersionHashes] = model.entityVersionHashesByName
+        metadata.recordModel(model)
         let identifiers = model.versionIdentifiers.sorted()
         metadata[StoreMetadataKey.modelVersionIdentifiers] = identifiers.isEmpty ? [""] : identifiers
         metadata["NSStoreModelVersionHashesDigest"] = nil

@@ -17,7 +17,9 @@ extension SQLiteStore {
     /// is not `.error`, the attempt is rolled back to a savepoint, the context
     /// resolves the conflicts against the rows as they are now, and the
     /// resolved request is written — all in the same transaction, so no other
-    /// writer can move the rows in between.
+    /// writer can move the rows in between. Version conflicts (`Z_OPT`) and
+    /// uniqueness conflicts with rows saved since the context's own check are
+    /// resolved this way.
     func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         let schema = try schema
         return try write { connection in
@@ -40,6 +42,16 @@ extension SQLiteStore {
                     let current = try currentRows(of: conflicts.map(\.objectID), schema: schema, connection: connection)
                     guard let resolved = try context?.resolveConflictsDuringSave(conflicts, currentRows: current) else {
                         throw ObjectGraphError.mergeConflict(conflicts)
+                    }
+                    request = resolved
+                } catch ObjectGraphError.uniquenessConflict(let conflicts) where context != nil && round < 4 {
+                    // A unique index refused a row that another writer saved after the
+                    // context checked: the context checks again, against rows that
+                    // cannot move now, and collapses the duplicates by its policy.
+                    try connection.execute("ROLLBACK TO datastack_save")
+                    try connection.execute("RELEASE datastack_save")
+                    guard let resolved = try context?.resolveUniquenessConflictsDuringSave() else {
+                        throw ObjectGraphError.uniquenessConflict(conflicts)
                     }
                     request = resolved
                 } catch {

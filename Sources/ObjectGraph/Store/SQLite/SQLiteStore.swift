@@ -69,8 +69,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             var merged = metadata
             merged[StoreMetadataKey.storeType] = "SQLite"
             merged[StoreMetadataKey.storeUUID] = state.identifier
-            if merged[StoreMetadataKey.modelVersionHashes] == nil {
-                merged[StoreMetadataKey.modelVersionHashes] = state.metadata[StoreMetadataKey.modelVersionHashes]
+            for key in [StoreMetadataKey.modelVersionHashes, StoreMetadataKey.modelProperties] where merged[key] == nil {
+                merged[key] = state.metadata[key]
             }
             state.metadata = merged
             state.metadataNeedsWrite = true
@@ -90,19 +90,32 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         }
     }
 
+    /// Opens the writer connection and reads the store on it, creating the
+    /// store first in an empty database.
+    ///
+    /// Nothing writes to the file before it is known to be a Core Data store or
+    /// an empty database: no journal-mode switch, no pragma. A SQLite file of
+    /// another program is refused (``PersistentStoreError/Code/notAStore``) byte
+    /// for byte as it was. A 0-byte file is an empty database, as SQLite treats
+    /// it, and becomes a new store. An existing store is checked against the
+    /// model before its journal mode is set, so an incompatible one is refused
+    /// unchanged too.
     private func openAndReadStore() throws {
-        let connection = try open(readOnly: isReadOnly)
+        let connection = try open(readOnly: isReadOnly, defersSettings: true)
         do {
-            if try connection.tableExists("Z_METADATA") {
-                try readExistingStore(connection)
-            } else if try isEmptyDatabase(connection) {
+            switch try contents(of: connection) {
+            case .store:
+                break
+            case .foreign:
+                throw notACoreDataStore()
+            case .empty:
                 guard !isReadOnly else {
                     throw PersistentStoreError(.readOnly, url: url, message: "no store exists here and the store is opened read-only")
                 }
-                try createStore(connection)
-            } else {
-                throw PersistentStoreError(.notAStore, url: url, message: "the file is a SQLite database but not a Core Data store (no Z_METADATA table)")
+                try createStoreIfStillEmpty(connection)
             }
+            try readExistingStore(connection)
+            try connection.applySettings()
         } catch let error as SQLiteError {
             throw Self.storeError(error, url: url, doing: "reading the store")
         }
@@ -111,15 +124,41 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         reader.set(readConnection)
     }
 
+    private func notACoreDataStore() -> PersistentStoreError {
+        PersistentStoreError(.notAStore, url: url, message: "the file is a SQLite database but not a Core Data store (no Z_METADATA table)")
+    }
+
+    /// What a database file holds, as one snapshot shows it.
+    private enum FileContents {
+        /// A Core Data store: it has `Z_METADATA`.
+        case store
+        /// No table at all: a new or 0-byte file.
+        case empty
+        /// Tables, but not a Core Data store's.
+        case foreign
+    }
+
+    /// Looks at the tables in one statement, so one snapshot answers both
+    /// questions even while another connection creates the store.
+    private func contents(of connection: Connection) throws -> FileContents {
+        let statement = try connection.prepare("""
+            SELECT count(*), coalesce(max(name = 'Z_METADATA' COLLATE NOCASE), 0) FROM sqlite_master WHERE type = 'table'
+            """)
+        _ = try statement.step()
+        if statement.int64(at: 1) != 0 { return .store }
+        return statement.int64(at: 0) == 0 ? .empty : .foreign
+    }
+
     public func willRemove() {
         writer.set(nil)
         reader.set(nil)
     }
 
-    private func open(readOnly: Bool) throws -> Connection {
+    private func open(readOnly: Bool, defersSettings: Bool = false) throws -> Connection {
         var options = Connection.Configuration()
         options.isReadOnly = readOnly
         options.createsIfMissing = !readOnly
+        options.defersSettings = defersSettings
         let storeOptions = configuration.options
         options.journalMode = Connection.JournalMode(rawValue: storeOptions.journalMode.rawValue) ?? .wal
         options.synchronous = switch storeOptions.synchronous {
@@ -128,7 +167,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         case .full: .full
         case .extra: .extra
         }
-        options.busyTimeout = .milliseconds(Int(max(0, storeOptions.busyTimeout) * 1000))
+        options.busyMode = storeOptions.busyMode
         options.pragmas = storeOptions.pragmas
         do {
             let connection = try Connection(path: fileURL.path, configuration: options)
@@ -157,12 +196,6 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         }
     }
 
-    private func isEmptyDatabase(_ connection: Connection) throws -> Bool {
-        let statement = try connection.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
-        _ = try statement.step()
-        return statement.int64(at: 0) == 0
-    }
-
     private func readExistingStore(_ connection: Connection) throws {
         let metadataRow = try connection.prepare("SELECT Z_UUID, Z_PLIST FROM Z_METADATA LIMIT 1")
         guard try metadataRow.step() else {
@@ -184,16 +217,24 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         for entity in entities where numbers[entity.name] == nil {
             if let oldName = entity.renamingIdentifier, let number = numbers[oldName] { numbers[entity.name] = number }
         }
-        // Every table's columns: entity tables, and the join tables of many-to-many relationships.
-        var columns: [String: Set<String>] = [:]
+        // Every table's columns with their declared types: entity tables, and the
+        // join tables of many-to-many relationships.
+        var declaredTypes: [String: [String: String]] = [:]
         let tables = try connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z%'")
         while try tables.step() {
             guard let table = tables.string(at: 0) else { continue }
-            columns[table] = Set(try connection.columns(in: table).map(\.name))
+            declaredTypes[table] = Dictionary(try connection.columns(in: table).map { ($0.name, $0.declaredType) },
+                                              uniquingKeysWith: { first, _ in first })
         }
-        // The structure decides compatibility: version hashes differ between
-        // Apple's Core Data and this implementation for the same model.
-        let schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: columns, url: url)
+        // The structure decides compatibility: tables, columns and their declared
+        // types. Version hashes differ between Apple's Core Data and this
+        // implementation for the same model, so they count only for stores
+        // written here, which record the model that wrote them.
+        let schema = try SQLiteSchema(entities: entities, numbers: numbers,
+                                      existingColumns: declaredTypes.mapValues { Set($0.keys) }, url: url)
+        let problems = schema.columnDifferences(declaredTypes: declaredTypes)
+            + ManagedObjectModel.differences(of: entities, fromModelRecordedIn: metadata)
+        if !problems.isEmpty { throw SQLiteSchema.incompatible(problems, url: url) }
         state.withLock { state in
             state.identifier = uuid
             state.identity = StoreIdentity.named(uuid)
@@ -202,25 +243,37 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         }
     }
 
-    private func createStore(_ connection: Connection) throws {
-        let entities = configuration.entities
-        let schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
-                                      existingColumns: nil, url: url)
-        let uuid = UUID().uuidString
-        var metadata: StoreMetadata = [
-            StoreMetadataKey.storeType: "SQLite",
-            StoreMetadataKey.storeUUID: uuid,
-            StoreMetadataKey.modelVersionHashes: configuration.model.entityVersionHashesByName,
-            StoreMetadataKey.modelVersionIdentifiers: Array(configuration.model.versionIdentifiers.sorted()),
-            "NSStoreModelVersionHashesVersion": 3,
-            "NSPersistenceFrameworkVersion": 1,
-            "_NSAutoVacuumLevel": "2",
-        ]
-        if (metadata[StoreMetadataKey.modelVersionIdentifiers] as? [String])?.isEmpty ?? true {
-            metadata[StoreMetadataKey.modelVersionIdentifiers] = [""]
-        }
-        try connection.execute("PRAGMA auto_vacuum = 2")
+    /// Creates the store's tables and metadata in one `BEGIN IMMEDIATE`
+    /// transaction that looks at the file again once it holds the write lock:
+    /// when several coordinators (or processes) create the same new store at
+    /// once, the first creates it and the others find it there and create
+    /// nothing; each then reads and checks it as an existing store.
+    private func createStoreIfStillEmpty(_ connection: Connection) throws {
+        // Core Data's incremental auto-vacuum, which must be set before the first
+        // write of the file: after the user's pragmas (page_size), before WAL.
+        try connection.applySettings { try connection.execute("PRAGMA auto_vacuum = 2") }
         try connection.inWriteTransaction {
+            switch try contents(of: connection) {
+            case .store: return   // another coordinator or process created it meanwhile
+            case .foreign: throw notACoreDataStore()
+            case .empty: break
+            }
+            let entities = configuration.entities
+            let schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
+                                          existingColumns: nil, url: url)
+            let uuid = UUID().uuidString
+            var metadata: StoreMetadata = [
+                StoreMetadataKey.storeType: "SQLite",
+                StoreMetadataKey.storeUUID: uuid,
+                StoreMetadataKey.modelVersionIdentifiers: Array(configuration.model.versionIdentifiers.sorted()),
+                "NSStoreModelVersionHashesVersion": 3,
+                "NSPersistenceFrameworkVersion": 1,
+                "_NSAutoVacuumLevel": "2",
+            ]
+            metadata.recordModel(configuration.model)
+            if (metadata[StoreMetadataKey.modelVersionIdentifiers] as? [String])?.isEmpty ?? true {
+                metadata[StoreMetadataKey.modelVersionIdentifiers] = [""]
+            }
             try connection.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
             try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
             try connection.execute("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
@@ -237,12 +290,6 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             try insertMetadata.bind(uuid, at: 1)
             try insertMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 2)
             try insertMetadata.execute()
-        }
-        state.withLock { state in
-            state.identifier = uuid
-            state.identity = StoreIdentity.named(uuid)
-            state.schema = schema
-            state.metadata = metadata
         }
     }
 
@@ -271,10 +318,17 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
     ///
-    /// Another coordinator (or process) writing the same file can make `BEGIN
-    /// IMMEDIATE` wait past the busy timeout, or a stale WAL snapshot fail with
-    /// `SQLITE_BUSY_SNAPSHOT`; both roll back cleanly, so the transaction is
-    /// retried a few times before the error is reported.
+    /// Waiting for another writer's lock is the busy handler's job alone, as
+    /// ``StoreOptions/busyMode`` says; when it gives up, this throws
+    /// ``PersistentStoreError/Code/busy`` at once. The store never sleeps on
+    /// its own, so a save on the main queue blocks it no longer than the busy
+    /// mode allows. A transaction whose WAL snapshot went stale
+    /// (`SQLITE_BUSY_SNAPSHOT`, which the busy handler never sees) rolled back
+    /// cleanly and is started again at once, a few times.
+    ///
+    /// A file deleted, renamed or replaced since the store opened it
+    /// (`SQLITE_FCNTL_HAS_MOVED`) is refused before the transaction begins:
+    /// its writes would reach an inode no path leads to and vanish.
     func write<T>(_ body: (Connection) throws -> T) throws -> T {
         if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
         var attempt = 0
@@ -282,13 +336,18 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             attempt += 1
             do {
                 guard let result = try writer.withConnection({ connection in
-                    try connection.inWriteTransaction { try body(connection) }
+                    guard !connection.hasMoved else {
+                        throw PersistentStoreError(.ioFailure, url: url, message: """
+                            the store file was deleted or moved since it was opened; nothing was saved, \
+                            because the writes would go to a file that no path leads to
+                            """)
+                    }
+                    return try connection.inWriteTransaction { try body(connection) }
                 }) else {
                     throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
                 }
                 return result
-            } catch let error as SQLiteError where error.isBusy && attempt < 4 {
-                Thread.sleep(forTimeInterval: 0.01 * Double(attempt))
+            } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_BUSY_SNAPSHOT && attempt < 4 {
                 continue
             } catch let error as SQLiteError {
                 throw Self.storeError(error, url: url, doing: "saving")
@@ -302,6 +361,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         case SQLiteError.SQLITE_NOTADB, SQLiteError.SQLITE_CORRUPT: .notAStore
         case SQLiteError.SQLITE_CANTOPEN: .cannotOpen
         case SQLiteError.SQLITE_READONLY: .readOnly
+        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED: .busy
         default: .ioFailure
         }
         let what = switch error.resultCode {
@@ -310,6 +370,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         case SQLiteError.SQLITE_CANTOPEN: "the file cannot be opened or created"
         case SQLiteError.SQLITE_READONLY: "the location is read-only"
         case SQLiteError.SQLITE_FULL: "the disk is full"
+        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED:
+            "the database was locked by another connection (another coordinator or process) while \(activity), for longer than the store's busy mode waits"
         default: "SQLite failed while \(activity)"
         }
         return PersistentStoreError(code, url: url, message: what, underlying: error)

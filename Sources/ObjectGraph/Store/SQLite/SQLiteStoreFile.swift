@@ -25,7 +25,7 @@ enum SQLiteStoreFile {
     /// - Throws: ``PersistentStoreError`` with the path: `.cannotOpen` when there
     ///   is no file, `.notAStore` when it is not a SQLite database or has no
     ///   `Z_METADATA` table (unless `allowsEmpty` and it has no table at all).
-    static func openExisting(_ url: URL, readOnly: Bool, busyTimeout: TimeInterval = 10, allowsEmpty: Bool = false) throws -> Connection {
+    static func openExisting(_ url: URL, readOnly: Bool, busyMode: BusyMode = .default, allowsEmpty: Bool = false) throws -> Connection {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw PersistentStoreError(.cannotOpen, url: url, message: "no store file exists at this location")
@@ -36,7 +36,7 @@ enum SQLiteStoreFile {
         var configuration = Connection.Configuration()
         configuration.isReadOnly = true
         configuration.createsIfMissing = false
-        configuration.busyTimeout = .milliseconds(Int(max(0, busyTimeout) * 1000))
+        configuration.busyMode = busyMode
         do {
             var connection = try Connection(path: url.path, configuration: configuration)
             guard try connection.tableExists("Z_METADATA") || (allowsEmpty && tableNames(connection).isEmpty) else {
@@ -88,8 +88,8 @@ enum SQLiteStoreFile {
 
     /// Replaces the metadata of the store file at `url` in one transaction.
     ///
-    /// `NSStoreType`, `NSStoreUUID` and `NSStoreModelVersionHashes` keep the
-    /// file's values whatever `metadata` says, and the framework's other keys
+    /// `NSStoreType`, `NSStoreUUID`, `NSStoreModelVersionHashes` and the record
+    /// of the model that wrote the store keep the file's values whatever `metadata` says, and the framework's other keys
     /// (`NS…`, `_NS…`) are kept unless `metadata` gives them.
     static func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         let connection = try openExisting(url, readOnly: false)
@@ -113,7 +113,8 @@ enum SQLiteStoreFile {
         for (key, value) in current where key.hasPrefix("NS") || key.hasPrefix("_NS") {
             if merged[key] == nil { merged[key] = value }
         }
-        for key in [StoreMetadataKey.storeType, StoreMetadataKey.storeUUID, StoreMetadataKey.modelVersionHashes] {
+        for key in [StoreMetadataKey.storeType, StoreMetadataKey.storeUUID, StoreMetadataKey.modelVersionHashes,
+                    StoreMetadataKey.modelProperties] {
             merged[key] = current[key]
         }
         return merged
