@@ -15,9 +15,10 @@ struct StoreContents: Equatable, CustomStringConvertible {
     /// Reads the file at `url` and checks it with `PRAGMA integrity_check`.
     ///
     /// - Returns: The contents, and the integrity problems (empty when `ok`).
-    static func read(_ url: URL) throws -> (contents: StoreContents, integrityProblems: [String]) {
-        // Read-only, so that the file keeps its journal mode.
-        let connection = try RawStore.open(url, readOnly: true)
+    /// Read-only by default, so that the file keeps its journal mode; a copy
+    /// left by a crash needs a writable connection to roll back its journal.
+    static func read(_ url: URL, readOnly: Bool = true) throws -> (contents: StoreContents, integrityProblems: [String]) {
+        let connection = try RawStore.open(url, readOnly: readOnly)
         let problems = try connection.integrityCheck().filter { $0 != "ok" }
         var lines: [String] = []
         for sql in queries {
@@ -56,12 +57,16 @@ struct FaultTally: Sendable {
     /// A save reported as committed is not in the file, or a failed save's
     /// changes are (the file does not hold exactly the last committed state).
     var lostCommits = 0
+    /// A failed save that a crash right after it would bring back on recovery
+    /// (SQLite reports a sync failing after the commit record was written).
+    var resurrectedAfterCrash = 0
     /// Wrong data returned without an error (fewer rows, other values).
     var wrongResults = 0
 
     func summary(_ group: String) -> String {
         "fault-injection \(group): \(cases) cases, \(errors) errors thrown, \(absorbed) absorbed, "
-            + "\(integrityFailures) integrity failures, \(lostCommits) lost commits, \(wrongResults) wrong results"
+            + "\(integrityFailures) integrity failures, \(lostCommits) lost commits, \(wrongResults) wrong results, "
+            + "\(resurrectedAfterCrash) failed saves a crash would bring back"
     }
 }
 
@@ -87,6 +92,21 @@ struct FaultStack {
         }
         coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
         try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+    }
+
+    /// What recovery would find had the process died now: the store's file
+    /// with its log or journal, copied without the `-shm` index, then opened.
+    func contentsAfterCrash() throws -> (contents: StoreContents, integrityProblems: [String]) {
+        let copy = directory.file("crashed-\(UUID().uuidString).sqlite")
+        defer {
+            for suffix in [""] + SQLiteStoreFile.sidecarSuffixes {
+                try? FileManager.default.removeItem(atPath: copy.path + suffix)   // a missing sidecar is fine
+            }
+        }
+        for suffix in ["", "-wal", "-journal"] where FileManager.default.fileExists(atPath: storeURL.path + suffix) {
+            try FileManager.default.copyItem(atPath: storeURL.path + suffix, toPath: copy.path + suffix)
+        }
+        return try StoreContents.read(copy, readOnly: false)
     }
 
     /// Removes the store from the coordinator, which closes its connections
