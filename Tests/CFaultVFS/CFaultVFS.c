@@ -6,6 +6,14 @@
 
 // MARK: - Plans
 
+/// A malloc'd copy of `text` (strdup is POSIX, not C11); NULL without memory.
+static char *copyString(const char *text) {
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy) memcpy(copy, text, size);
+    return copy;
+}
+
 _Static_assert(CFaultVFSOperationShmLock + 1 == CFAULTVFS_OPERATION_COUNT, "CFAULTVFS_OPERATION_COUNT counts every operation");
 
 /// One armed fault: `remainingPasses` calls pass, then `remainingFailures`
@@ -45,7 +53,7 @@ static Watch *watchCreatingIfNeeded(const char *prefix) {
     if (watch) return watch;
     watch = calloc(1, sizeof(Watch));
     if (!watch) return NULL;
-    watch->prefix = strdup(prefix);
+    watch->prefix = copyString(prefix);
     if (!watch->prefix) {
         free(watch);
         return NULL;
@@ -280,7 +288,7 @@ static int faultOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int
     code = wrapped(vfs)->xOpen(wrapped(vfs), name, fault->real, flags, outFlags);
     if (fault->real->pMethods) {
         if (name) {
-            fault->path = strdup(name);
+            fault->path = copyString(name);
             if (!fault->path) {
                 fault->real->pMethods->xClose(fault->real);
                 return SQLITE_NOMEM;
