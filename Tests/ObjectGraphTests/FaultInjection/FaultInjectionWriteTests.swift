@@ -151,7 +151,7 @@ import Testing
         tally.cases += 1
         _ = try StoreContents.read(pending.stack.storeURL)   // the same calls as the dry run before it
         let committedView = try pending.committedView()
-        let changes = context.performAndWait { pending.changeCounts() }
+        let changes = context.performAndWait { pending.changedObjectIDs() }
 
         pending.plan.reset()
         pending.plan.arm(operation, code: code, after: call, repeating: repetition)
@@ -190,7 +190,7 @@ import Testing
         }
         context.performAndWait {
             #expect(context.hasChanges, "\(what): the context keeps its changes")
-            #expect(pending.changeCounts() == changes, "\(what): the context keeps its changes")
+            #expect(pending.changedObjectIDs() == changes, "\(what): the context keeps its changes, inserted objects under their temporary IDs")
         }
         if file.contents != before {
             tally.lostCommits += 1
@@ -264,9 +264,9 @@ private struct PendingSave: CustomStringConvertible {
         self.context = context
     }
 
-    /// The objects inserted, updated and deleted in the context. Call on its queue.
-    func changeCounts() -> [Int] {
-        [context.insertedObjects.count, context.updatedObjects.count, context.deletedObjects.count]
+    /// The IDs of the objects inserted, updated and deleted in the context. Call on its queue.
+    func changedObjectIDs() -> [Set<ObjectID>] {
+        [context.insertedObjects, context.updatedObjects, context.deletedObjects].map { Set($0.map(\.objectID)) }
     }
 
     /// What another context of the coordinator fetches: the rows as the
