@@ -14,9 +14,10 @@ struct StoreContents: Equatable, CustomStringConvertible {
 
     /// Reads the file at `url` and checks it with `PRAGMA integrity_check`.
     ///
-    /// - Returns: The contents, and the integrity problems (empty when `ok`).
     /// Read-only by default, so that the file keeps its journal mode; a copy
     /// left by a crash needs a writable connection to roll back its journal.
+    ///
+    /// - Returns: The contents, and the integrity problems (empty when `ok`).
     static func read(_ url: URL, readOnly: Bool = true) throws -> (contents: StoreContents, integrityProblems: [String]) {
         let connection = try RawStore.open(url, readOnly: readOnly)
         let problems = try connection.integrityCheck().filter { $0 != "ok" }
@@ -57,16 +58,15 @@ struct FaultTally: Sendable {
     /// A save reported as committed is not in the file, or a failed save's
     /// changes are (the file does not hold exactly the last committed state).
     var lostCommits = 0
+    /// Wrong data returned without an error (fewer rows, other values).
+    var wrongResults = 0
     /// A failed save that a crash right after it would bring back on recovery
     /// (SQLite reports a sync failing after the commit record was written).
     var resurrectedAfterCrash = 0
-    /// Wrong data returned without an error (fewer rows, other values).
-    var wrongResults = 0
 
     func summary(_ group: String) -> String {
         "fault-injection \(group): \(cases) cases, \(errors) errors thrown, \(absorbed) absorbed, "
-            + "\(integrityFailures) integrity failures, \(lostCommits) lost commits, \(wrongResults) wrong results, "
-            + "\(resurrectedAfterCrash) failed saves a crash would bring back"
+            + "\(integrityFailures) integrity failures, \(lostCommits) lost commits, \(wrongResults) wrong results"
     }
 }
 
@@ -170,9 +170,7 @@ struct StoreTemplate {
         directory = stack.directory
         url = stack.storeURL
         let leftovers = SQLiteStoreFile.sidecarSuffixes.filter { FileManager.default.fileExists(atPath: url.path + $0) }
-        guard leftovers.isEmpty else {
-            throw PersistentStoreError(.ioFailure, url: url, message: "the template kept \(leftovers) after closing")
-        }
+        try #require(leftovers.isEmpty, "closing the template's store leaves one file, not also \(leftovers)")
     }
 }
 

@@ -42,7 +42,8 @@ import Testing
     /// How the store writes: the calls a save makes depend on it.
     enum StoreSetup: String, CaseIterable, Sendable {
         /// The default: WAL, `synchronous=NORMAL`. A save writes WAL frames and
-        /// takes the WAL write lock; nothing is synced.
+        /// takes the WAL write lock; the only sync is of the header of a log
+        /// the save starts.
         case wal
         /// WAL with `synchronous=FULL` and a checkpoint after every save: the
         /// commit syncs the log, then the checkpoint reads it, writes and syncs
@@ -50,7 +51,7 @@ import Testing
         case walCheckpointing
         /// A rollback journal (`journal_mode=DELETE`, `synchronous=FULL`), as
         /// some stores written by Core Data are: file locks, the journal's
-        /// open, writes, syncs and truncation.
+        /// open, writes and syncs.
         case rollbackJournal
 
         var options: StoreOptions {
@@ -122,7 +123,8 @@ import Testing
         let callList = Self.operations.compactMap { operation in
             calls[operation].flatMap { $0 > 0 ? "\(operation) \($0)" : nil }
         }
-        print(tally.summary(group) + (callList.isEmpty ? "" : "; calls per save: " + callList.joined(separator: ", ")))
+        print(tally.summary(group) + ", \(tally.resurrectedAfterCrash) failed saves a crash would bring back"
+              + (callList.isEmpty ? "" : "; calls per save: " + callList.joined(separator: ", ")))
         #expect(tally.integrityFailures == 0)
         #expect(tally.lostCommits == 0)
         #expect(tally.wrongResults == 0)
@@ -142,14 +144,15 @@ import Testing
         return (before.contents, after.contents, calls)
     }
 
-    /// The save, with call `call` (0-based) of `operation` failing once with `code`.
+    /// The save, with call `call` (0-based) of `operation` failing with `code`
+    /// (once, unless `repetition` says otherwise).
     private func check(_ pending: PendingSave, failing operation: FaultPlan.Operation, call: Int, code: Int32,
                        repetition: FaultPlan.Repetition = .once,
                        before: StoreContents, after: StoreContents, tally: inout FaultTally) throws {
         let context = pending.context
         let what = "save \(pending.description), \(operation) call \(call + 1) failing with \(code) (\(repetition))"
         tally.cases += 1
-        _ = try StoreContents.read(pending.stack.storeURL)   // the same calls as the dry run before it
+        _ = try StoreContents.read(pending.stack.storeURL)   // as the dry run did, so the save makes the same calls
         let committedView = try pending.committedView()
         let changes = context.performAndWait { pending.changedObjectIDs() }
 
