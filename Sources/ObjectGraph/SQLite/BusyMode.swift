@@ -47,6 +47,30 @@ public enum BusyMode: Sendable {
     /// large import chunk, short enough that a stuck lock surfaces as an error.
     public static let `default` = BusyMode.timeout(5)
 
+    /// Waits before another try of a statement that failed with `SQLITE_BUSY`
+    /// without SQLite asking its busy handler — switching into WAL mode takes
+    /// an exclusive lock that SQLite never waits for — as this mode would have
+    /// waited, and says whether to try again.
+    ///
+    /// - Parameters:
+    ///   - tries: how many times the statement was tried again already.
+    ///   - waited: how long the statement has been waiting so far.
+    func waitsAgain(afterTries tries: Int, waited: Duration) -> Bool {
+        switch self {
+        case .immediateError:
+            return false
+        case .timeout(let seconds):
+            // SQLite's own busy handler's pauses, in milliseconds.
+            let pauses = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100]
+            let pause = Duration.milliseconds(pauses[min(tries, pauses.count - 1)])
+            guard waited + pause <= .milliseconds(Self.milliseconds(seconds)) else { return false }
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) * 1e-18 + Double(pause.components.seconds))
+            return true
+        case .callback(let body):
+            return body(tries)
+        }
+    }
+
     /// `seconds` as whole milliseconds for `sqlite3_busy_timeout`, clamped to
     /// `0...Int32.max`; NaN and negative values give 0.
     static func milliseconds(_ seconds: TimeInterval) -> Int32 {

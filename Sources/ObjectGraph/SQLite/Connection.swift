@@ -129,7 +129,7 @@ package final class Connection {
         let isInMemory = path == ":memory:" || path.isEmpty
         if !configuration.isReadOnly && !isInMemory {
             let requested = configuration.journalMode.rawValue
-            let mode = try Self.pragma(handle, "PRAGMA journal_mode = \(requested)")
+            let mode = try retryingWhileBusy { try Self.pragma(handle, "PRAGMA journal_mode = \(requested)") }
             guard mode?.lowercased() == requested else {
                 throw SQLiteError(
                     resultCode: SQLiteError.SQLITE_ERROR,
@@ -139,6 +139,24 @@ package final class Connection {
         }
         _ = try Self.pragma(handle, "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
         settingsApplied = true
+    }
+
+    /// Runs `body` again while it fails with ``SQLiteError/SQLITE_BUSY`` and
+    /// ``Configuration/busyMode`` says to wait: for the statements whose locks
+    /// SQLite takes without asking the busy handler (entering WAL mode while
+    /// another connection reads the file, as when several create one store).
+    private func retryingWhileBusy<T>(_ body: () throws -> T) throws -> T {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var tries = 0
+        while true {
+            do {
+                return try body()
+            } catch let error as SQLiteError where error.resultCode == SQLiteError.SQLITE_BUSY {
+                guard configuration.busyMode.waitsAgain(afterTries: tries, waited: clock.now - start) else { throw error }
+                tries += 1
+            }
+        }
     }
 
     /// Runs a pragma to completion and returns the first column of its first row.

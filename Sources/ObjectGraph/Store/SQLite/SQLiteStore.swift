@@ -11,6 +11,9 @@ import Synchronization
 /// The store keeps two connections: a writer, on which every save is one
 /// `BEGIN IMMEDIATE` transaction, and a reader, so fetches and faults do not
 /// wait for a save in progress. Each connection is used under its own lock.
+/// A save waits for another writer's lock as ``StoreOptions/busyMode`` says,
+/// then throws ``PersistentStoreError/Code/busy``; a save into a file deleted
+/// or moved since the store opened it throws instead of writing to it.
 ///
 /// SQLite: <https://sqlite.org/wal.html>, <https://sqlite.org/lang_transaction.html>
 public final class SQLiteStore: PersistentStore, BatchFaultingStore {
