@@ -58,7 +58,7 @@ import Testing
             var options = StoreOptions()
             // Short, so that a lock held for good (SQLITE_BUSY every time) fails a
             // save after a fraction of a second instead of the default 10 s.
-            options.busyTimeout = 0.1
+            options.busyMode = .timeout(0.1)
             switch self {
             case .wal:
                 break
