@@ -45,6 +45,19 @@ import Testing
         #expect(try Data(contentsOf: url) == bytes)
     }
 
+    @Test(arguments: ["X'00FF00FF'", "NULL", "X''", "'text'"])
+    func damagedMetadataIsAnErrorNotEmptyMetadata(plist: String) throws {
+        let stack = try TestStack()
+        for store in stack.coordinator.persistentStores { try stack.coordinator.remove(store) }
+        try RawStore.open(stack.storeURL).execute("UPDATE Z_METADATA SET Z_PLIST = \(plist)")
+        let error = addError(at: stack.storeURL)
+        expect(error, .notAStore, at: stack.storeURL)
+        #expect(error?.message.contains("Z_METADATA.Z_PLIST") == true)
+        #expect(throws: PersistentStoreError.self) {
+            try PersistentStoreCoordinator.metadataForPersistentStore(at: stack.storeURL)
+        }
+    }
+
     @Test func aSQLiteDatabaseThatIsNotACoreDataStoreIsNotAStore() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("other.sqlite")

@@ -3,11 +3,26 @@ import Foundation
 /// Reads and writes store metadata as the binary property list Core Data keeps
 /// in `Z_METADATA.Z_PLIST`.
 enum StoreMetadataCoding {
-    /// The metadata in a property list; nil data or an unreadable list gives nil.
-    static func decode(_ data: Data?) -> StoreMetadata? {
-        guard let data, !data.isEmpty,
-              let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
-              let dictionary = plist as? [String: Any] else { return nil }
+    /// The metadata in a property list.
+    ///
+    /// - Throws: ``PersistentStoreError`` (``PersistentStoreError/Code/notAStore``)
+    ///   naming `url` when the data is missing or not a dictionary property
+    ///   list. Core Data always writes one, and so does this store: damaged
+    ///   metadata must not open as empty metadata (it would lose the model's
+    ///   version hashes and every key the app keeps there).
+    static func decode(_ data: Data?, of url: URL?) throws -> StoreMetadata {
+        guard let data, !data.isEmpty else {
+            throw PersistentStoreError(.notAStore, url: url, message: "the store's metadata (Z_METADATA.Z_PLIST) is missing or damaged")
+        }
+        let plist: Any
+        do {
+            plist = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        } catch {
+            throw PersistentStoreError(.notAStore, url: url, message: "the store's metadata (Z_METADATA.Z_PLIST) is damaged: it is not a property list", underlying: error)
+        }
+        guard let dictionary = plist as? [String: Any] else {
+            throw PersistentStoreError(.notAStore, url: url, message: "the store's metadata (Z_METADATA.Z_PLIST) is damaged: it is not a dictionary")
+        }
         return dictionary.compactMapValues(sendable)
     }
 

@@ -95,12 +95,9 @@ import Testing
             Issue.record("errors turned into data: \(tally.errorsTurnedIntoData) reads in \(files.count) files:\n\(files.joined(separator: "\n"))")
         }
         if !tally.metadataLost.isEmpty {
-            // Not in issue #14's list: SQLiteStore.readExistingStore reads Z_PLIST with
-            // `StoreMetadataCoding.decode(…) ?? [:]`, so a property list that no longer
-            // decodes opens as empty metadata instead of failing with the file's name.
-            withKnownIssue("a damaged Z_PLIST opens silently with empty metadata") {
-                Issue.record("\(tally.metadataLost.count) files opened with no metadata: \(tally.metadataLost.joined(separator: ", "))")
-            }
+            // A Z_PLIST that no longer decodes must fail the open with the file's
+            // name, not open as empty metadata.
+            Issue.record("\(tally.metadataLost.count) files opened with no metadata: \(tally.metadataLost.joined(separator: ", "))")
         }
         #expect(tally.wrongAnswers == 0)
     }

@@ -205,7 +205,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             throw PersistentStoreError(.notAStore, url: url, message: "Z_METADATA has no row")
         }
         let uuid = metadataRow.string(at: 0) ?? UUID().uuidString
-        var metadata = StoreMetadataCoding.decode(metadataRow.data(at: 1)) ?? [:]
+        var metadata = try StoreMetadataCoding.decode(metadataRow.data(at: 1), of: url)
         metadata[StoreMetadataKey.storeUUID] = uuid
         metadata[StoreMetadataKey.storeType] = metadata[StoreMetadataKey.storeType] ?? "SQLite"
 

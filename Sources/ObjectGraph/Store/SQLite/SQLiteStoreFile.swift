@@ -71,7 +71,7 @@ enum SQLiteStoreFile {
             guard try row.step() else {
                 throw PersistentStoreError(.notAStore, url: url, message: "Z_METADATA has no row")
             }
-            var metadata = StoreMetadataCoding.decode(row.data(at: 1)) ?? [:]
+            var metadata = try StoreMetadataCoding.decode(row.data(at: 1), of: url)
             if let uuid = row.string(at: 0) { metadata[StoreMetadataKey.storeUUID] = uuid }
             metadata[StoreMetadataKey.storeType] = metadata[StoreMetadataKey.storeType] ?? "SQLite"
             return metadata
