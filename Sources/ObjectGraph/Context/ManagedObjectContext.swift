@@ -58,6 +58,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var stalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone turns into a deleted object (true, the
     /// default, as in Core Data) instead of trapping.
+    ///
+    /// Only "the row does not exist" makes a fault inaccessible. A read that
+    /// fails for any other reason — an I/O error, a damaged page, a busy
+    /// database — never turns into a deleted object, an empty relationship or
+    /// a missing row: the object stays a fault (the to-many stays unloaded),
+    /// the error is thrown by throwing paths (``ManagedObject/loadValues()``,
+    /// ``ManagedObject/value(forKey:)``, fetches, saves) and posted on
+    /// ``events`` for the others, a save that involves the object throws it,
+    /// and the next access tries again. See ``FaultFulfillmentError``.
     public var shouldDeleteInaccessibleFaults = true
     /// Whether the context keeps every registered object alive. The default is false.
     public var retainsRegisteredObjects = false
