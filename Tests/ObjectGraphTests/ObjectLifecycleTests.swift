@@ -77,33 +77,22 @@ import Testing
         // public suites, run against Apple's Core Data, assert both.
         let stack = try TestStack(type: type)
         let context = stack.newContext()
-        let changes = NotificationLog()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil
-        ) { notification in
-            if let change = try? ObjectsDidChange(notification) { changes.append(change) }
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let changes = NotificationRecorder(ManagedObjectContext.objectsDidChangeNotification, object: context)
         try context.performAndWait {
             let company = Company(context: context)
             company.symbol = "GONE"
             context.processPendingChanges()
             context.delete(company)
             context.processPendingChanges()
-            #expect(changes.values.last?.deletedObjectIDs == [company.objectID], "a monitor of changes hears of the deletion")
+            let last = try changes.notifications.last.map(ObjectsDidChange.init)
+            #expect(last?.deletedObjectIDs == [company.objectID], "a monitor of changes hears of the deletion")
             #expect(context.hasChanges)
             #expect(context.deletedObjects.isEmpty && context.insertedObjects.isEmpty)
 
-            let saves = NotificationLog()
-            let saveObserver = NotificationCenter.default.addObserver(
-                forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil
-            ) { notification in
-                if let save = try? ContextDidSave(notification) { saves.appendSave(save) }
-            }
-            defer { NotificationCenter.default.removeObserver(saveObserver) }
+            let saves = NotificationRecorder(ManagedObjectContext.didSaveNotification, object: context)
             try context.save()
             #expect(!context.hasChanges)
-            #expect(saves.saves.first?.deletedObjectIDs.isEmpty == true, "the store never heard of it")
+            #expect(try saves.notifications.first.map(ContextDidSave.init)?.deletedObjectIDs.isEmpty == true, "the store never heard of it")
 
             let other = Company(context: context)
             context.delete(other)
@@ -294,15 +283,4 @@ import Testing
         }
         #expect(try RawStore.text(stack.storeURL, "SELECT ZTITLE FROM ZSTAMPED") == "stamped")
     }
-}
-
-/// Notifications collected by an observer.
-private final class NotificationLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var changes: [ObjectsDidChange] = []
-    private var didSaves: [ContextDidSave] = []
-    func append(_ change: ObjectsDidChange) { lock.withLock { changes.append(change) } }
-    func appendSave(_ save: ContextDidSave) { lock.withLock { didSaves.append(save) } }
-    var values: [ObjectsDidChange] { lock.withLock { changes } }
-    var saves: [ContextDidSave] { lock.withLock { didSaves } }
 }

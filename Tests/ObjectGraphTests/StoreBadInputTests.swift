@@ -69,17 +69,6 @@ import Testing
         #expect(try RawStore.texts(url, "SELECT name FROM sqlite_master WHERE type = 'table'") == ["notes"])
     }
 
-    @Test func aZeroLengthFileBecomesANewStore() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("empty.sqlite")
-        #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
-        #expect(try RawStore.text(url, "SELECT Z_UUID FROM Z_METADATA") == store.identifier)
-    }
-
-    // MARK: - Locations
-
     @Test func aMissingDirectoryCannotBeOpened() throws {
         let directory = TemporaryDirectory()
         let url = directory.url.appendingPathComponent("missing/deeper/Store.sqlite")

@@ -28,34 +28,22 @@ import Testing
         let reads = try countReads(template) { company in try company.loadValues() }
         #expect(reads > 0, "firing the fault reads the file")
         var tally = FaultTally()
-        for (code, repetition) in Self.failures {
-            for call in 0..<reads {
-                let what = "firing a fault, read \(call + 1) failing with \(code) (\(repetition))"
-                let stack = try FaultStack(copying: template)
-                let context = stack.newContext()
-                let id = try stack.companyID(Self.symbol, in: template)
-                tally.cases += 1
-                try context.performAndWait {
-                    let company = try #require(context.object(with: id) as? Company)
-                    #expect(company.isFault)
-                    stack.plan.arm(.read, code: code, after: call, repeating: repetition)
-                    do {
-                        try company.loadValues()
-                        if stack.plan.injectedCount > 0 { tally.absorbed += 1 }
-                    } catch {
-                        tally.errors += 1
-                        #expect((error as? FaultFulfillmentError)?.underlying is PersistentStoreError,
-                                "\(what): the store's error, wrapped in FaultFulfillmentError, not \(type(of: error)): \(error)")
-                        #expect(company.isFault, "\(what): the object stays a fault")
-                        #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
-                    }
-                    stack.plan.disarm()
-                    try company.loadValues()
-                    if company.isDeleted || company.symbol != Self.symbol || company.employees != 750 {
-                        tally.wrongResults += 1
-                        Issue.record("\(what): once reads succeed, the object reads \(company.symbol) \(company.employees), deleted: \(company.isDeleted)")
-                    }
-                }
+        try forEachFailingRead(of: template, reads: reads, doing: "firing a fault") { company, plan, what in
+            tally.cases += 1
+            do {
+                try company.loadValues()
+                if plan.injectedCount > 0 { tally.absorbed += 1 }
+            } catch {
+                tally.errors += 1
+                expectStoreError(error, what)
+                #expect(company.isFault, "\(what): the object stays a fault")
+                #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
+            }
+            plan.disarm()
+            try company.loadValues()
+            if company.isDeleted || company.symbol != Self.symbol || company.employees != 750 {
+                tally.wrongResults += 1
+                Issue.record("\(what): once reads succeed, the object reads \(company.symbol) \(company.employees), deleted: \(company.isDeleted)")
             }
         }
         print(tally.summary("fault firing") + "; reads per fault: \(reads)")
@@ -68,42 +56,57 @@ import Testing
         let reads = try countReads(template, loadingFirst: true) { company in _ = try company.value(forKey: "updates") }
         #expect(reads > 0, "loading the relationship reads the file")
         var tally = FaultTally()
-        for (code, repetition) in Self.failures {
-            for call in 0..<reads {
-                let what = "loading company.updates, read \(call + 1) failing with \(code) (\(repetition))"
-                let stack = try FaultStack(copying: template)
-                let context = stack.newContext()
-                let id = try stack.companyID(Self.symbol, in: template)
-                tally.cases += 1
-                try context.performAndWait {
-                    let company = try #require(context.object(with: id) as? Company)
-                    try company.loadValues()
-                    stack.plan.arm(.read, code: code, after: call, repeating: repetition)
-                    do {
-                        let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
-                        if stack.plan.injectedCount > 0 { tally.absorbed += 1 }
-                        if updates?.count != Self.updatesEach {
-                            tally.wrongResults += 1
-                            Issue.record("\(what): returned \(updates?.count ?? -1) updates without an error")
-                        }
-                    } catch {
-                        tally.errors += 1
-                        #expect((error as? FaultFulfillmentError)?.underlying is PersistentStoreError,
-                                "\(what): the store's error, wrapped in FaultFulfillmentError, not \(type(of: error)): \(error)")
-                        #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
-                    }
-                    stack.plan.disarm()
-                    let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
-                    if updates?.count != Self.updatesEach || company.updates.count != Self.updatesEach {
-                        tally.wrongResults += 1
-                        Issue.record("\(what): once reads succeed, the relationship holds \(updates?.count ?? -1) updates, not \(Self.updatesEach)")
-                    }
-                    #expect(!context.hasChanges, "\(what): loading a relationship changes nothing")
+        try forEachFailingRead(of: template, reads: reads, loadingFirst: true, doing: "loading company.updates") { company, plan, what in
+            tally.cases += 1
+            do {
+                let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
+                if plan.injectedCount > 0 { tally.absorbed += 1 }
+                if updates?.count != Self.updatesEach {
+                    tally.wrongResults += 1
+                    Issue.record("\(what): returned \(updates?.count ?? -1) updates without an error")
                 }
+            } catch {
+                tally.errors += 1
+                expectStoreError(error, what)
+                #expect(!company.isDeleted, "\(what): a failed read is not a deletion")
             }
+            plan.disarm()
+            let updates = try company.value(forKey: "updates") as? Set<ManagedObject>
+            if updates?.count != Self.updatesEach || company.updates.count != Self.updatesEach {
+                tally.wrongResults += 1
+                Issue.record("\(what): once reads succeed, the relationship holds \(updates?.count ?? -1) updates, not \(Self.updatesEach)")
+            }
+            #expect(company.managedObjectContext?.hasChanges == false, "\(what): loading a relationship changes nothing")
         }
         print(tally.summary("to-many loading") + "; reads per load: \(reads)")
         #expect(tally.wrongResults == 0)
+    }
+
+    /// Runs `body` for each of the first `reads` reads failing with each of
+    /// ``failures``: on the company of a fresh copy of `template` (its values
+    /// loaded first when `loadingFirst`), on its context's queue, with the
+    /// read armed to fail.
+    private func forEachFailingRead(of template: StoreTemplate, reads: Int, loadingFirst: Bool = false, doing action: String,
+                                    _ body: (Company, FaultPlan, String) throws -> Void) throws {
+        for (code, repetition) in Self.failures {
+            for call in 0..<reads {
+                let stack = try FaultStack(copying: template)
+                let context = stack.newContext()
+                let id = try stack.companyID(Self.symbol, in: template)
+                try context.performAndWait {
+                    let company = try #require(context.object(with: id) as? Company)
+                    if loadingFirst { try company.loadValues() }
+                    stack.plan.arm(.read, code: code, after: call, repeating: repetition)
+                    try body(company, stack.plan, "\(action), read \(call + 1) failing with \(code) (\(repetition))")
+                }
+            }
+        }
+    }
+
+    /// The store's error, carried by a ``FaultFulfillmentError``.
+    private func expectStoreError(_ error: any Error, _ what: String) {
+        #expect((error as? FaultFulfillmentError)?.underlying is PersistentStoreError,
+                "\(what): the store's error, wrapped in FaultFulfillmentError, not \(type(of: error)): \(error)")
     }
 
     /// The reads `body` makes on the company of a fresh copy of `template`

@@ -37,15 +37,9 @@ import Testing
 
     /// The failures a context posts while `body` runs.
     private func failuresPosted(by context: ManagedObjectContext, during body: () throws -> Void) rethrows -> [FaultFulfillmentError] {
-        let log = FailureLog()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ManagedObjectContext.faultFulfillmentFailedNotification, object: context, queue: nil
-        ) { notification in
-            if let failure = notification.userInfo?["DataStack.payload"] as? FaultFulfillmentError { log.append(failure) }
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let recorder = NotificationRecorder(ManagedObjectContext.faultFulfillmentFailedNotification, object: context)
         try body()
-        return log.failures
+        return recorder.notifications.compactMap { $0.userInfo?["DataStack.payload"] as? FaultFulfillmentError }
     }
 
     @Test func aFaultThatCannotBeReadStaysAFaultIsPostedAndLoadsOnTheNextAccess() throws {
@@ -198,12 +192,4 @@ import Testing
             }
         }
     }
-}
-
-/// Failures collected by a notification observer.
-private final class FailureLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [FaultFulfillmentError] = []
-    func append(_ failure: FaultFulfillmentError) { lock.withLock { stored.append(failure) } }
-    var failures: [FaultFulfillmentError] { lock.withLock { stored } }
 }
