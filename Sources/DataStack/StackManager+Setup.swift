@@ -12,19 +12,34 @@ extension StackManager {
     ///     `-shm` files) when no store exists there yet, as RestKit does.
     ///   - storeType: `.sqlite` (the default) for the two-coordinator stack;
     ///     `.inMemory` (or any other type) uses one coordinator for everything.
+    ///   - options: how the store is opened; the default,
+    ///     ``ObjectGraph/StoreOptions/stackDefaults``, migrates a store written
+    ///     with an older model version. Both coordinators open the migrated
+    ///     file. Progress of a migration reaches `options.migrationProgress`
+    ///     and ``migrationProgress``.
     /// - Throws: ``StackError/Code/alreadySetUp`` on a second call,
     ///   ``PersistentStoreError`` saying what is wrong with the location or the
-    ///   file (the store is left as it was), or the model's validation error.
+    ///   file, or why a migration failed (the store is left as it was), or the
+    ///   model's validation error.
+    ///
+    /// The store is opened, and migrated, on a queue of its own: the caller's
+    /// thread — the main thread of an app — never waits on the disk.
     public func setup(model: ManagedObjectModel, storeURL: URL? = nil, seedDatabaseURL: URL? = nil,
-                      storeType: StoreType = .sqlite) async throws {
+                      storeType: StoreType = .sqlite, options: StoreOptions = .stackDefaults) async throws {
         try state.withLock { state in
             if state.setup != nil || state.isSettingUp {
                 throw StackError(.alreadySetUp, "the stack is already set up; call resetPersistentStores() to start over")
             }
             state.isSettingUp = true
         }
+        defer { finishMigrationProgress() }
         do {
-            let setup = try makeSetup(model: model, storeURL: storeURL, seedDatabaseURL: seedDatabaseURL, storeType: storeType)
+            var storeOptions = options
+            storeOptions.seedDatabaseURL = seedDatabaseURL ?? options.seedDatabaseURL
+            storeOptions.migrationProgress = reportingMigrationProgress(to: options.migrationProgress)
+            let setup = try await Self.onSetupQueue { [self, storeOptions] in
+                try makeSetup(model: model, storeURL: storeURL, storeType: storeType, options: storeOptions)
+            }
             state.withLock { state in
                 setup.mainContext.isReadOnly = state.isMainContextReadOnly
                 state.setup = setup
@@ -45,22 +60,23 @@ extension StackManager {
     /// - Throws: ``StackError/Code/modelNotFound`` naming the bundle when there is
     ///   no such model, ``ModelLoadingError`` when the model file is broken.
     public func setup(modelNamed name: String, in bundle: Bundle = .main, storeURL: URL? = nil,
-                      managedObjectClasses: [ManagedObject.Type] = []) async throws {
+                      managedObjectClasses: [ManagedObject.Type] = [], options: StoreOptions = .stackDefaults) async throws {
         guard let url = bundle.url(forResource: name, withExtension: "xcdatamodeld")
                 ?? bundle.url(forResource: name, withExtension: "xcdatamodel") else {
             throw StackError(.modelNotFound, "no model named \(name).xcdatamodeld or \(name).xcdatamodel in the bundle at \(bundle.bundlePath)")
         }
         let model = try ManagedObjectModel(contentsOf: url)
         model.bindManagedObjectClasses(managedObjectClasses)
-        try await setup(model: model, storeURL: storeURL)
+        try await setup(model: model, storeURL: storeURL, options: options)
     }
 
     /// Sets up in the background and calls `callback` on the main queue with
     /// nil, or the error that stopped it.
-    public func setup(model: ManagedObjectModel, storeURL: URL? = nil, callback: @escaping @Sendable ((any Error)?) -> Void) {
+    public func setup(model: ManagedObjectModel, storeURL: URL? = nil, options: StoreOptions = .stackDefaults,
+                      callback: @escaping @Sendable ((any Error)?) -> Void) {
         Task.detached {
             do {
-                try await self.setup(model: model, storeURL: storeURL)
+                try await self.setup(model: model, storeURL: storeURL, options: options)
                 DispatchQueue.main.async { callback(nil) }
             } catch {
                 DispatchQueue.main.async { callback(error) }
@@ -86,18 +102,28 @@ extension StackManager {
         return folder.appendingPathComponent("\(name).sqlite")
     }
 
-    func makeSetup(model: ManagedObjectModel, storeURL: URL?, seedDatabaseURL: URL?, storeType: StoreType) throws -> Setup {
+    /// Runs blocking store work (opening, migrating) off the caller's thread
+    /// and off the cooperative thread pool, which a long migration would hold.
+    static func onSetupQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(with: Result { try work() })
+            }
+        }
+    }
+
+    func makeSetup(model: ManagedObjectModel, storeURL: URL?, storeType: StoreType, options: StoreOptions) throws -> Setup {
         let url: URL? = storeType == .inMemory ? nil : (storeURL ?? Self.defaultStoreURL)
-        var options = StoreOptions()
-        options.seedDatabaseURL = seedDatabaseURL
         let writer = PersistentStoreCoordinator(managedObjectModel: model)
+        // The writer opens first: it creates, seeds or migrates the file.
         try writer.addPersistentStore(type: storeType, at: url, options: options)
         var main = writer
         if storeType == .sqlite {
-            // The second coordinator opens the file the first one created or seeded.
+            // The second coordinator opens the file the first one created, seeded or migrated.
             main = PersistentStoreCoordinator(managedObjectModel: model)
             var mainOptions = options
             mainOptions.seedDatabaseURL = nil
+            mainOptions.recreatesStoreWhenMigrationFails = false
             try main.addPersistentStore(type: .sqlite, at: url, options: mainOptions)
         }
         let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: main)

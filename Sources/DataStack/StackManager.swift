@@ -28,9 +28,10 @@ import Synchronization
 ///
 /// ## Topics
 /// ### Setting up
-/// - ``setup(model:storeURL:seedDatabaseURL:storeType:)``
-/// - ``setup(modelNamed:in:storeURL:)``
-/// - ``setup(model:storeURL:callback:)``
+/// - ``setup(model:storeURL:seedDatabaseURL:storeType:options:)``
+/// - ``setup(modelNamed:in:storeURL:managedObjectClasses:options:)``
+/// - ``setup(model:storeURL:options:callback:)``
+/// - ``migrationProgress``
 /// - ``defaultStoreURL``
 /// ### Contexts
 /// - ``mainContext``
@@ -59,6 +60,7 @@ public final class StackManager: Sendable {
         var mergesIncomingSavedObjects = true
         var observers: [any NSObjectProtocol] = []
         var trackedChildren: [WeakContext] = []
+        var progressSubscribers = ProgressSubscribers()
     }
 
     /// What `setup` made.

@@ -42,7 +42,11 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - url: the store's location; nil for an in-memory store.
     ///   - options: how to open it. The default opens read-write, in WAL mode.
     /// - Throws: ``ObjectGraphError/invalidModel(_:)`` for a broken model, or
-    ///   ``PersistentStoreError`` saying what is wrong with the location or the file.
+    ///   ``PersistentStoreError`` saying what is wrong with the location or the
+    ///   file. A store that needs migrating and cannot be migrated throws
+    ///   `.incompatibleModel` or `.migrationFailed` and is left as it was —
+    ///   unless ``StoreOptions/recreatesStoreWhenMigrationFails`` asks for a
+    ///   new, empty store in its place.
     @discardableResult
     public func addPersistentStore(type: StoreType = .sqlite, configuration: String? = nil, at url: URL?,
                                    options: StoreOptions = StoreOptions()) throws -> any PersistentStore {
@@ -50,11 +54,27 @@ public final class PersistentStoreCoordinator: Sendable {
         if let url, persistentStore(for: url) != nil {
             throw PersistentStoreError(.alreadyAdded, url: url, message: "a store for this location is already added")
         }
-        let store = try type.makeStore(StoreConfiguration(model: managedObjectModel, configurationName: configuration,
-                                                          url: url, options: options))
-        try store.loadMetadata()
+        let configuration = StoreConfiguration(model: managedObjectModel, configurationName: configuration, url: url, options: options)
+        let store: any PersistentStore
+        do {
+            store = try Self.open(type, configuration)
+        } catch var error as PersistentStoreError where error.code == .incompatibleModel || error.code == .migrationFailed {
+            guard let url, !options.isReadOnly else { throw error }
+            guard options.recreatesStoreWhenMigrationFails else {
+                error.message += " (a store that is only a cache can be destroyed and created anew instead: StoreOptions.recreatesStoreWhenMigrationFails)"
+                throw error
+            }
+            try destroyPersistentStore(at: url, type: type)
+            store = try Self.open(type, configuration)
+        }
         let identity = StoreIdentity.named(store.identifier)
         stores.withLock { $0.append((store, identity)) }
+        return store
+    }
+
+    private static func open(_ type: StoreType, _ configuration: StoreConfiguration) throws -> any PersistentStore {
+        let store = try type.makeStore(configuration)
+        try store.loadMetadata()
         return store
     }
 

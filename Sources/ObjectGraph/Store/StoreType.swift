@@ -77,6 +77,11 @@ public struct StoreOptions: Sendable {
     public var pragmas: [String: String] = [:]
     /// A database copied to the store's location when no store exists there yet.
     public var seedDatabaseURL: URL?
+    /// Destroy the store and create an empty one in its place when it was
+    /// written with another model and cannot be migrated (RestKit's way with a
+    /// store that is only a cache of a server's data). The default is false:
+    /// the store is left as it was and adding it throws, saying so.
+    public var recreatesStoreWhenMigrationFails = false
 
     public init() {}
 

@@ -1,0 +1,22 @@
+import ObjectGraph
+
+extension StoreOptions {
+    /// The options ``StackManager`` opens its store with unless told
+    /// otherwise: a store written with an older version of the model is
+    /// migrated when the stack is set up, with the mapping inferred
+    /// (RTCoreDataStack turns on automatic migration too). Changes that cannot
+    /// be inferred need a ``StagedMigrationManager`` in
+    /// ``StoreOptions/stagedMigrationManager``.
+    ///
+    /// ```swift
+    /// var options = StoreOptions.stackDefaults
+    /// options.recreatesStoreWhenMigrationFails = true   // a cache: start empty rather than fail
+    /// try await stack.setup(model: model, options: options)
+    /// ```
+    public static var stackDefaults: StoreOptions {
+        var options = StoreOptions()
+        options.migratesAutomatically = true
+        options.infersMappingModel = true
+        return options
+    }
+}
