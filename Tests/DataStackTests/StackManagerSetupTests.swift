@@ -101,7 +101,8 @@ import DataStack
             ]),
         ])
         do {
-            try await StackManager().setup(model: other, storeURL: directory.storeURL)
+            // Without migration (the defaults would migrate this empty store).
+            try await StackManager().setup(model: other, storeURL: directory.storeURL, options: StoreOptions())
             Issue.record("setup should fail")
         } catch let error as PersistentStoreError {
             #expect(error.code == .incompatibleModel)
