@@ -5,6 +5,7 @@ struct MarketFeed {
     struct Listing: Sendable {
         var symbol: String
         var name: String
+        var sector: String
         var openingPrice: Double
     }
 
@@ -26,14 +27,18 @@ struct MarketFeed {
             let symbol = String((0..<length).map { _ in Character(UnicodeScalar(UInt8(65 + names.next() % 26))) })
             guard used.insert(symbol).inserted else { continue }
             let price = 5 + Double(names.next() % 49_500) / 100
-            listings.append(Listing(symbol: symbol, name: "\(symbol.capitalized) \(Self.suffixes[Int(names.next() % UInt64(Self.suffixes.count))])",
-                                    openingPrice: price))
+            let suffix = Int(names.next() % UInt64(Self.suffixes.count))
+            listings.append(Listing(symbol: symbol, name: "\(symbol.capitalized) \(Self.suffixes[suffix].name)",
+                                    sector: Self.suffixes[suffix].sector, openingPrice: price))
         }
         prices = listings.map(\.openingPrice)
         random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
     }
 
-    private static let suffixes = ["Corp", "Inc", "Holdings", "Group", "Systems", "Labs", "Energy", "Foods"]
+    private static let suffixes: [(name: String, sector: String)] = [
+        ("Corp", "Industrials"), ("Inc", "Consumer"), ("Holdings", "Financials"), ("Group", "Financials"),
+        ("Systems", "Technology"), ("Labs", "Health Care"), ("Energy", "Energy"), ("Foods", "Consumer"),
+    ]
 
     /// The next quotes: a random listing moves by up to ±2%.
     mutating func next(_ count: Int) -> [Quote] {

@@ -27,6 +27,12 @@ final class TickerApp: Sendable {
 
     /// Sets everything up and starts importing; returns once the import runs.
     func start() async throws {
+        // A store made by the model's first version is migrated here (the
+        // stack's default options): show how far it got when it takes a while.
+        let progress = Task.detached { [stack, view] in
+            for await fraction in stack.migrationProgress { view.showMigration(fraction) }
+        }
+        defer { progress.cancel() }
         if options.modelFile {
             // The same model, as Xcode's editor writes it, shipped as a resource.
             try await stack.setup(modelNamed: "TickerModel", in: .module, storeURL: options.store,
@@ -98,12 +104,18 @@ final class TickerApp: Sendable {
             var bySymbol: [String: ObjectID] = [:]
             var request = FetchRequest<Company>()
             request.returnsObjectsAsFaults = false
-            for company in try importer.fetch(request) { bySymbol[company.symbol] = company.objectID }
+            let sectors = Dictionary(listings.map { ($0.symbol, $0.sector) }, uniquingKeysWith: { first, _ in first })
+            for company in try importer.fetch(request) {
+                bySymbol[company.symbol] = company.objectID
+                // Companies from a store of the model's first version have no sector yet.
+                if company.sector == nil { company.sector = sectors[company.symbol] }
+            }
             var created: [Company] = []
             for listing in listings where bySymbol[listing.symbol] == nil {
                 let company = Company(context: importer)
                 company.symbol = listing.symbol
                 company.name = listing.name
+                company.sector = listing.sector
                 company.price = listing.openingPrice
                 company.previousClose = listing.openingPrice
                 created.append(company)

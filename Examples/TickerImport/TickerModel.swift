@@ -9,6 +9,9 @@ final class Company: ManagedObject {
     @Managed var previousClose: Double
     @Managed var lastUpdate: Date?
     @Managed var updateCount: Int64
+    /// New in the model's second version (`TickerModel 2`): a store made by the
+    /// first is migrated when the stack is set up, and the app fills it in.
+    @Managed var sector: String?
     @Managed var updates: Set<StockUpdate>
 }
 
@@ -21,7 +24,8 @@ final class StockUpdate: ManagedObject {
 }
 
 enum TickerModel {
-    /// The model, declared in code with the classes above.
+    /// The model, declared in code with the classes above: the current
+    /// version, `TickerModel 2` of `Resources/TickerModel.xcdatamodeld`.
     static func make() -> ManagedObjectModel {
         let company = EntityDescription(name: "Company", managedObjectClass: Company.self, properties: [
             AttributeDescription(name: "symbol", type: .string, isOptional: false),
@@ -30,10 +34,12 @@ enum TickerModel {
             AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
             AttributeDescription(name: "lastUpdate", type: .date),
             AttributeDescription(name: "updateCount", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+            AttributeDescription(name: "sector", type: .string),
             RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company",
                                     isToMany: true, deleteRule: .cascade),
         ])
         company.uniquenessConstraints = [["symbol"]]
+        company.indexes = [FetchIndexDescription(name: "bySector", propertyNames: ["sector"])]
         let update = EntityDescription(name: "StockUpdate", managedObjectClass: StockUpdate.self, properties: [
             AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
             AttributeDescription(name: "volume", type: .integer64, isOptional: false, defaultValue: .integer(0)),

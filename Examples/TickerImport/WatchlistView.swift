@@ -73,6 +73,22 @@ final class WatchlistView: @unchecked Sendable {
         if !json { print("\u{1B}[?25l\u{1B}[2J", terminator: "") }
     }
 
+    /// Shows how far the migration of an older store got: a line on the
+    /// screen (redrawn), or a `{"migration": fraction}` line with `--json`.
+    /// Called off the main queue, before the watchlist exists.
+    func showMigration(_ fraction: Double) {
+        let line: String
+        if json {
+            line = "{\"migration\":\(fraction)}\n"
+        } else {
+            let width = 30
+            let done = Int((fraction * Double(width)).rounded())
+            line = "\r\u{1B}[2Kmigrating the store to the current model  [" + String(repeating: "#", count: done)
+                + String(repeating: ".", count: width - done) + "] \(Int((fraction * 100).rounded()))%" + (fraction >= 1 ? "\n" : "")
+        }
+        FileHandle.standardOutput.write(Data(line.utf8))
+    }
+
     func showTopMovers(_ panel: TopMoversPanel) {
         movers = panel
     }

@@ -93,7 +93,7 @@ import DataStack
 
     /// Opens the store with a coordinator of its own and counts its companies.
     static func companiesThroughTheEngine(_ url: URL) throws -> Int {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TickerStoreModel.make())
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TickerStoreModel.make())
         let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
         defer { try? coordinator.remove(store) }   // closing a store that only read cannot lose anything
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)

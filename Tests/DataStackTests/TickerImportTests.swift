@@ -80,7 +80,7 @@ import DataStack
         // The store still opens through the engine, and its companies read back.
         let stack = StackManager()
         let ready = Semaphore()
-        stack.setup(model: TickerStoreModel.make(), storeURL: directory.storeURL) { error in
+        stack.setup(model: try TickerStoreModel.make(), storeURL: directory.storeURL) { error in
             #expect(error == nil)
             ready.signal()
         }
@@ -116,5 +116,53 @@ import DataStack
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let expected = directory.url.appendingPathComponent("ticker-import/ticker-import.sqlite")
         #expect(FileManager.default.fileExists(atPath: expected.path))
+    }
+
+    /// A store made by the model's first version (no `sector`) is migrated by
+    /// the stack's default options when ticker-import starts — with its progress
+    /// as `{"migration": …}` lines — keeps its companies and updates, and gets
+    /// the new attribute filled in and its index.
+    @Test(arguments: [false, true])
+    func aStoreOfTheFirstModelVersionIsMigratedOnStart(modelFile: Bool) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let copy = directory.storeURL
+        // A store of the first version, as users of the first release have it.
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: try TickerStoreModel.version("TickerModel"))
+        let store = try coordinator.addPersistentStore(type: .sqlite, at: copy)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let model = try #require(context.persistentStoreCoordinator?.managedObjectModel)
+            for symbol in ["OLDA", "OLDB"] {
+                let company = ManagedObject(entity: try #require(model.entitiesByName["Company"]), insertInto: context)
+                try company.setValue(symbol, forKey: "symbol")
+                try company.setValue(Int64(3), forKey: "updateCount")
+                for price in [1.0, 2.0, 3.0] {
+                    let update = ManagedObject(entity: try #require(model.entitiesByName["StockUpdate"]), insertInto: context)
+                    try update.setValue(price, forKey: "price")
+                    try update.setValue(company, forKey: "company")
+                }
+            }
+            try context.save()
+        }
+        try coordinator.remove(store)
+        let updatesBefore = try integrityAndCount(copy).stockUpdates
+
+        let result = try run(["--json", "--duration", "1", "--tickers", "40", "--store", copy.path] + (modelFile ? ["--model-file"] : []))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.contains("{\"migration\":1"), "progress reaches the screen")
+        let after = try integrityAndCount(copy)
+        #expect(after.integrity == ["ok"])
+        #expect(after.stockUpdates > updatesBefore, "the old updates are kept and new ones imported")
+        let connection = try Connection(path: copy.path)
+        let withSector = try connection.prepare("SELECT count(*) FROM ZCOMPANY WHERE ZSECTOR IS NOT NULL")
+        _ = try withSector.step()
+        #expect(withSector.int64(at: 0) == 40, "the app fills in the new attribute of the market's companies")
+        let old = try connection.prepare("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL LIKE 'OLD_'")
+        _ = try old.step()
+        #expect(old.int64(at: 0) == 2, "the first version's companies are kept")
+        let index = try connection.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND sql LIKE '%ZSECTOR%'")
+        _ = try index.step()
+        #expect(index.int64(at: 0) == 1, "the new index exists")
     }
 }

@@ -25,6 +25,7 @@ enum TickerImportProcess {
     struct Result {
         var status: Int32
         var lines: [Line]
+        var stdout: String
         var stderr: String
     }
 
@@ -65,7 +66,8 @@ enum TickerImportProcess {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         errorsRead.wait()
-        return Result(status: process.terminationStatus, lines: lines(in: data), stderr: errorText.withLock { $0 })
+        return Result(status: process.terminationStatus, lines: lines(in: data), stdout: String(decoding: data, as: UTF8.self),
+                      stderr: errorText.withLock { $0 })
     }
 
     /// The complete lines of `data` that are JSON lines.
@@ -76,26 +78,25 @@ enum TickerImportProcess {
     }
 }
 
-/// The ticker example's schema, declared here so the test can open its store.
+/// The ticker example's model, loaded from the `.xcdatamodeld` it ships, so
+/// the tests open its store with exactly the versions the example has.
 enum TickerStoreModel {
-    static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
-            EntityDescription(name: "Company", properties: [
-                AttributeDescription(name: "symbol", type: .string, isOptional: false),
-                AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
-                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "lastUpdate", type: .date),
-                AttributeDescription(name: "updateCount", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                RelationshipDescription(name: "updates", destination: "StockUpdate", inverse: "company", isToMany: true, deleteRule: .cascade),
-            ]),
-            EntityDescription(name: "StockUpdate", properties: [
-                AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
-                AttributeDescription(name: "volume", type: .integer64, isOptional: false, defaultValue: .integer(0)),
-                AttributeDescription(name: "time", type: .date, isOptional: false),
-                RelationshipDescription(name: "company", destination: "Company", inverse: "updates"),
-            ]),
-        ])
+    /// `Examples/TickerImport/Resources/TickerModel.xcdatamodeld`.
+    static let bundleURL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Examples/TickerImport/Resources/TickerModel.xcdatamodeld")
+
+    /// The current version.
+    static func make() throws -> ManagedObjectModel {
+        try ManagedObjectModel(contentsOf: bundleURL)
+    }
+
+    /// One version by name: "TickerModel" (the first) or "TickerModel 2".
+    static func version(_ name: String) throws -> ManagedObjectModel {
+        guard let url = try ManagedObjectModel.versions(ofModelAt: bundleURL)[name] else {
+            throw StackError(.modelNotFound, "TickerModel.xcdatamodeld has no version \(name)")
+        }
+        return try ManagedObjectModel(contentsOf: url)
     }
 }
 
