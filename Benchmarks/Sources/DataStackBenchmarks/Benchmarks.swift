@@ -13,6 +13,10 @@ struct Benchmarks {
                 try await MemoryBenchmark.child(Array(arguments.dropFirst()))
                 return
             }
+            if arguments.first == MigrationBenchmark.childFlag {
+                try MigrationBenchmark.child(Array(arguments.dropFirst()))
+                return
+            }
             let options = try Options.parse(arguments)
             try await run(options)
         } catch let error as UsageError {
@@ -69,6 +73,26 @@ struct Benchmarks {
         }
         if options.runs("merge") { try await runMerge(options) }
         if options.runs("memory") { try runMemory(options) }
+        if options.runs("migration") { try runMigration(options) }
+    }
+
+    // MARK: - Migration
+
+    static func runMigration(_ options: Options) throws {
+        let result = try MigrationBenchmark.run(rows: options.migrationRows, repetitions: options.repetitions)
+        let small = try MigrationBenchmark.measureMemory(rows: max(1, options.migrationRows / 10))
+        let large = try MigrationBenchmark.measureMemory(rows: options.migrationRows)
+        print(Report.table(["migration: rows, one attribute added", "raw SQLite (copy + ALTER TABLE ADD COLUMN)", "DataStack", "× raw"],
+                           [[String(result.rows), Report.milliseconds(result.raw), Report.milliseconds(result.dataStack),
+                             String(format: "%.2f×", result.dataStack.seconds / max(result.raw.seconds, 1e-9))]]))
+        func growth(_ memory: MigrationBenchmark.Memory) -> String {
+            String(format: "%.1f MiB", Double(memory.peakKiB - memory.baselineKiB) / 1024)
+        }
+        print(Report.table(["migration memory: rows", "peak RSS before", "peak RSS after", "growth"],
+                           [small, large].map { [String($0.rows), String(format: "%.1f MiB", Double($0.baselineKiB) / 1024),
+                                                 String(format: "%.1f MiB", Double($0.peakKiB) / 1024), growth($0)] }))
+        print(String(format: "migration peak RSS growth, %d rows vs %d: %.2f×\n", large.rows, small.rows,
+                     Double(max(1, large.peakKiB - large.baselineKiB)) / Double(max(1, small.peakKiB - small.baselineKiB))))
     }
 
     // MARK: - Import, fetch, fault
