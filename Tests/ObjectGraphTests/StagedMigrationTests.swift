@@ -63,27 +63,33 @@ import ObjectGraph
         let manager = StagedMigrationManager(stages: [
             .lightweight([v[0], v[1]]),
             .custom(from: v[1], to: v[2], label: "colors become entities",
-                    willMigrate: { context in
-                        for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
-                            guard let id = try post.value(forKey: "postID") as? String,
-                                  let hex = try post.value(forKey: "hexColor") as? String else { continue }
-                            hexByPost.withLock { $0[id] = hex }
-                        }
-                    },
-                    didMigrate: { context in
-                        let colorEntity = try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName["Color"])
-                        for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
-                            let id = try post.value(forKey: "postID") as? String ?? ""
-                            let color = ManagedObject(entity: colorEntity, insertInto: context)
-                            try color.setValue(UUID().uuidString, forKey: "colorID")
-                            try color.setValue(hexByPost.withLock { $0[id] }, forKey: "hex")
-                            try post.setValue(color, forKey: "color")
-                        }
-                        try context.save()
-                    }),
+                    willMigrate: { context in try readColors(context, into: hexByPost) },
+                    didMigrate: { context in try makeColors(context, from: hexByPost) }),
             .lightweight([v[2], v[3]]),
         ])
         return (manager, v)
+    }
+
+    /// Model 2: each post's colour, by post ID.
+    static func readColors(_ context: ManagedObjectContext, into hexByPost: Shared<[String: String]>) throws {
+        for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
+            guard let id = try post.value(forKey: "postID") as? String,
+                  let hex = try post.value(forKey: "hexColor") as? String else { continue }
+            hexByPost.withLock { $0[id] = hex }
+        }
+    }
+
+    /// Model 3: a Color for each post, with the colour read before the schema changed.
+    static func makeColors(_ context: ManagedObjectContext, from hexByPost: Shared<[String: String]>) throws {
+        let colorEntity = try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName["Color"])
+        for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
+            let id = try post.value(forKey: "postID") as? String ?? ""
+            let color = ManagedObject(entity: colorEntity, insertInto: context)
+            try color.setValue(UUID().uuidString, forKey: "colorID")
+            try color.setValue(hexByPost.withLock { $0[id] }, forKey: "hex")
+            try post.setValue(color, forKey: "color")
+        }
+        try context.save()
     }
 
     /// Stores of versions 1, 2 and 3 all reach version 4: every post keeps its
@@ -128,6 +134,50 @@ import ObjectGraph
                 #expect(try color.value(forKey: "post") as? ManagedObject === post)
             }
         }
+    }
+
+    /// A store written here with model 2 (WAL mode, our own version hashes):
+    /// the hashes find its model; `willMigrate` sees model 2 and `didMigrate`
+    /// model 3, each on a private-queue context.
+    @Test func storeWrittenHereIsFoundByItsHashesAndHandlersSeeTheirModels() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Posts.sqlite")
+        let hexByPost = Shared<[String: String]>([:])
+        let (manager, v) = try Self.wiboscoStages(hexByPost: hexByPost)
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: v[1])
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let post = try #require(v[1].entitiesByName["Post"])
+                for index in 0..<30 {
+                    let object = ManagedObject(entity: post, insertInto: context)
+                    try object.setValue("post \(index)", forKey: "postID")
+                    try object.setValue(String(format: "%06X", index * 4099), forKey: "hexColor")
+                }
+                try context.save()
+            }
+            try coordinator.remove(store)
+        }
+        let seen = Shared<[String]>([])
+        let watched = StagedMigrationManager(stages: manager.stages.map { stage in
+            guard stage.label == "colors become entities" else { return stage }
+            return .custom(from: v[1], to: v[2], label: stage.label,
+                           willMigrate: { context in
+                               seen.withLock { $0.append("will: \(context.persistentStoreCoordinator?.managedObjectModel === v[1]) \(context.concurrencyType == .privateQueue)") }
+                               try Self.readColors(context, into: hexByPost)
+                           },
+                           didMigrate: { context in
+                               seen.withLock { $0.append("did: \(context.persistentStoreCoordinator?.managedObjectModel === v[2])") }
+                               try Self.makeColors(context, from: hexByPost)
+                           })
+        })
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: v[3])
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: Self.options(watched))
+        #expect(seen.withLock { $0 } == ["will: true true", "did: true"])
+        #expect(try SQLiteReference(url).rows("""
+            SELECT count(*) FROM ZPOST p JOIN ZCOLOR c ON c.Z_PK = p.ZCOLOR WHERE c.ZHEX = printf('%06X', CAST(substr(p.ZPOSTID, 6) AS INTEGER) * 4099)
+            """) == [["30"]])
     }
 
     // MARK: - wibosco revised: a custom stage keeps a dropped attribute as a section

@@ -61,7 +61,9 @@ public struct MigrationStage: Sendable {
     /// 3. `didMigrate` gets a context with the `to` model: fill in the new
     ///    entities and required values.
     ///
-    /// Each handler's saves go into the copy. After `didMigrate`, every row must
+    /// Each handler's saves go into the copy; changes a handler leaves unsaved
+    /// are saved when it returns (Core Data would drop them, leaving the
+    /// stage half done). After `didMigrate`, every row must
     /// have a value for every required attribute and to-one relationship of
     /// the `to` model, or the stage fails.
     ///

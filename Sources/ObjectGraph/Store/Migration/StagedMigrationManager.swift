@@ -15,14 +15,16 @@ import Foundation
 ///         willMigrate: { context in          // v2: Post.hexColor still exists
 ///             for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
 ///                 let id = try post.value(forKey: "postID") as! String
-///                 hexByPost.withLock { $0[id] = try? post.value(forKey: "hexColor") as? String }
+///                 let hex = try post.value(forKey: "hexColor") as? String
+///                 hexByPost.withLock { $0[id] = hex }
 ///             }
 ///         },
 ///         didMigrate: { context in           // v3: a required Post.color, empty for now
 ///             let colorEntity = context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Color"]!
 ///             for post in try context.fetch(FetchRequest<ManagedObject>(entityName: "Post")) {
+///                 let id = try post.value(forKey: "postID") as! String
 ///                 let color = ManagedObject(entity: colorEntity, insertInto: context)
-///                 try color.setValue(hexByPost.withLock { $0[try post.value(forKey: "postID") as! String] }, forKey: "hex")
+///                 try color.setValue(hexByPost.withLock { $0[id] }, forKey: "hex")
 ///                 try post.setValue(color, forKey: "color")
 ///             }
 ///             try context.save()
@@ -47,9 +49,11 @@ import Foundation
 ///    difference (stores written by Apple's Core Data carry Apple's hashes);
 /// 4. every step after it runs on the copy, one after another, each schema
 ///    change in its own transaction, the handlers' saves in theirs;
-/// 5. when all succeed, the copy is renamed over the store. If anything
-///    fails, the copy is removed and the store's files are byte for byte as
-///    they were.
+/// 5. when all succeed, the store's write-ahead log is folded into it (which
+///    fails while another connection has it open) and the copy is renamed
+///    over it. If anything fails before that, the copy is removed and the
+///    store's files (the database and its `-wal`) are byte for byte as they
+///    were; the store is opened for writing only at this last step.
 ///
 /// ``StoreOptions/migrationProgress`` reports the fraction done over all the
 /// steps. Errors are ``PersistentStoreError/Code/migrationFailed`` naming the
