@@ -29,7 +29,12 @@ struct StagedSQLiteMigration {
         try makeCopy(at: copyURL)
         progress.report(0.02)
 
-        let start = try storeModelIndex(in: plan, copy: copyURL)
+        let start: Int
+        do {
+            start = try storeModelIndex(in: plan, copy: copyURL)
+        } catch let error as PersistentStoreError where error.code != .migrationFailed {
+            throw failure("reading the copy of the store failed: \(error.message)", underlying: error.underlyingDescription)
+        }
         guard start <= target else {
             throw failure("""
                 cannot migrate backwards: the store was written with \(plan.modelNames[start]), \
@@ -60,8 +65,10 @@ struct StagedSQLiteMigration {
     /// Copies the store with its log, and folds the log into the copy.
     private func makeCopy(at copyURL: URL) throws {
         do {
+            // Read-only: a missing file or another program's database says so, and nothing is written.
             _ = try SQLiteStoreFile.openExisting(url, readOnly: true, busyMode: configuration.options.busyMode)
             try SQLiteStoreFile.copyFiles(from: url, to: copyURL)
+            // Opening the copy in rollback-journal mode folds the copied log into it.
             _ = try SQLiteMigration.openCopy(copyURL, busyMode: configuration.options.busyMode)
         } catch let error as SQLiteError {
             throw failure("the store could not be copied: \(SQLiteMigration.reason(for: error))", underlying: "\(error)")
@@ -75,14 +82,16 @@ struct StagedSQLiteMigration {
     /// Renames the migrated copy over the store, once no other connection has the store open.
     private func swapIn(_ copyURL: URL) throws {
         do {
-            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
-            guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
+            // The original's connection is closed (at the end of the closure) before the rename.
+            let alone = try {
+                let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
+                return SQLiteStoreFile.leaveWriteAheadLog(original)
+            }()
+            guard alone else {
                 throw failure("another connection has the store open; close it (remove the store from other coordinators) before migrating")
             }
-        }
-        do {
             try SQLiteStoreFile.swap(url, with: copyURL)
-        } catch let error as PersistentStoreError {
+        } catch let error as PersistentStoreError where error.code != .migrationFailed {
             throw failure(error.message, underlying: error.underlyingDescription)
         }
     }
