@@ -65,6 +65,13 @@ public struct StoreOptions: Sendable {
     /// Called with the fraction done, from 0 to 1, while a store is migrated
     /// (on the queue that adds the store). The default is none.
     public var migrationProgress: (@Sendable (Double) -> Void)?
+    /// Migrates a store written with an older model through these stages, one
+    /// after another, when the store is added with ``migratesAutomatically``
+    /// (Core Data: `NSPersistentStoreStagedMigrationManagerOptionKey`). The
+    /// last stage must end with the coordinator's model. Without it, a store
+    /// is migrated in one lightweight step (with ``infersMappingModel``).
+    /// The default is none. See ``StagedMigrationManager``.
+    public var stagedMigrationManager: StagedMigrationManager?
     /// SQLite journal mode. The default is `.wal`. SQLite: <https://sqlite.org/wal.html>
     public var journalMode: JournalMode = .wal
     /// SQLite `synchronous` setting. The default is `.normal`, safe in WAL mode.

@@ -47,4 +47,32 @@ extension ManagedObjectModel {
     public static func versions(ofModelAt url: URL) throws -> [String: URL] {
         try XcodeModelLoader.versions(ofModelAt: url)
     }
+
+    /// Every version of an `.xcdatamodeld`, loaded, oldest first: the list a
+    /// ``StagedMigrationManager`` is built from.
+    ///
+    /// ```swift
+    /// let url = Bundle.module.url(forResource: "Model", withExtension: "xcdatamodeld")!
+    /// let v = try ManagedObjectModel.versions(in: url)   // [Model, Model 2, Model 3]
+    /// let manager = StagedMigrationManager(stages: [
+    ///     .lightweight([v[0], v[1]]),
+    ///     .custom(from: v[1], to: v[2], didMigrate: { context in /* fill in the new values */ }),
+    /// ])
+    /// ```
+    ///
+    /// Xcode records no order between versions, only which one is current, so
+    /// the order is the versions' names compared numerically, as Xcode names
+    /// new versions: "Model" before "Model 2" before "Model 10"
+    /// (`String.compare(_:options: .numeric)` on the folder name without
+    /// `.xcdatamodel`). A model whose version names do not sort this way (for
+    /// example "Model v1.9" after "Model v1.10") must be put in order by the
+    /// caller, from ``versions(ofModelAt:)``.
+    ///
+    /// A single `.xcdatamodel` or `contents` file gives one model.
+    ///
+    /// - Throws: ``ModelLoadingError`` naming the version that does not load.
+    /// - Complexity: every version is read and parsed.
+    public static func versions(in url: URL) throws -> [ManagedObjectModel] {
+        try XcodeModelLocation.orderedVersions(ofModelAt: url).map { try ManagedObjectModel(contentsOf: $0.url) }
+    }
 }

@@ -52,17 +52,23 @@ enum XcodeModelLocation {
     /// Every version of the model at `url`, by name (the folder name without
     /// `.xcdatamodel`). A single version or `contents` file gives one entry.
     static func versions(ofModelAt url: URL) throws -> [String: URL] {
+        Dictionary(try orderedVersions(ofModelAt: url), uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Every version of the model at `url` with its name, in numeric name order
+    /// ("Model", "Model 2", "Model 10"). A single version or `contents` file gives one entry.
+    static func orderedVersions(ofModelAt url: URL) throws -> [(name: String, url: URL)] {
         switch kind(of: url) {
         case .missing:
             throw ModelLoadingError(.unreadable, path: url.path, message: "there is no file or folder here")
         case .package:
-            return Dictionary(try versionFolders(in: url).map { (versionName(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
+            return try versionFolders(in: url).map { (versionName(of: $0), $0) }
         case .version, .legacyVersion:
-            return [versionName(of: url): url]
+            return [(versionName(of: url), url)]
         case .file:
             let folder = url.deletingLastPathComponent()
             let name = folder.pathExtension == "xcdatamodel" ? versionName(of: folder) : url.deletingPathExtension().lastPathComponent
-            return [name: url]
+            return [(name, url)]
         case .otherFolder:
             throw ModelLoadingError(.notAModel, path: url.path, message: "the folder is not an Xcode model")
         }

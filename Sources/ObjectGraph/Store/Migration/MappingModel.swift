@@ -86,11 +86,16 @@ struct MappingModel {
 
     /// Infers the mapping from a store's schema to `entities`.
     ///
-    /// - Parameter countRows: the number of rows of the given source entity numbers
-    ///   in a source table, optionally only those where a column is NULL.
+    /// - Parameters:
+    ///   - requiresValues: whether a required attribute or relationship that
+    ///     existing rows would have no value for (and no default) is refused.
+    ///     A custom stage of a staged migration passes false: its `didMigrate`
+    ///     handler fills them, and the stage checks them afterwards.
+    ///   - countRows: the number of rows of the given source entity numbers
+    ///     in a source table, optionally only those where a column is NULL.
     /// - Throws: ``PersistentStoreError/Code/migrationFailed`` listing every change
     ///   that cannot be inferred.
-    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?,
+    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, requiresValues: Bool = true,
          countRows: (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int) throws {
         numbers = SQLiteSchema.coreDataNumbers(for: entities)
         schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url)
@@ -192,16 +197,16 @@ struct MappingModel {
                         if !property.isOptional {
                             let empty = try rows(ofKind: entity, nullIn: found.name)
                             if empty > 0 {
-                                if defaultValue.isNull {
-                                    problems.append("\(label) is required but \(empty) \(entity.name) row\(empty == 1 ? " has" : "s have") no value in the store and it has no default value")
-                                } else {
+                                if !defaultValue.isNull {
                                     mapping.fills.append(Fill(column: column.name, value: defaultValue, entityNumbers: destinationNumbers(ofKind: entity)))
+                                } else if requiresValues {
+                                    problems.append("\(label) is required but \(empty) \(entity.name) row\(empty == 1 ? " has" : "s have") no value in the store and it has no default value")
                                 }
                             }
                         }
                     } else if !defaultValue.isNull {
                         mapping.fills.append(Fill(column: column.name, value: defaultValue, entityNumbers: destinationNumbers(ofKind: entity)))
-                    } else if !property.isOptional {
+                    } else if !property.isOptional && requiresValues {
                         let existing = try rows(ofKind: entity)
                         if existing > 0 {
                             let kind = property is RelationshipDescription ? "relationship" : "attribute without a default value"

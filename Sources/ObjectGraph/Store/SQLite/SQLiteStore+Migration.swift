@@ -3,16 +3,20 @@ import Foundation
 // MARK: - Lightweight migration
 
 extension SQLiteStore {
-    /// Whether the options ask for lightweight migration
-    /// (`migratesAutomatically` and `infersMappingModel`).
-    var migratesWithInferredMapping: Bool {
-        configuration.options.migratesAutomatically && configuration.options.infersMappingModel
+    /// Whether the options ask for migration when the file does not match the
+    /// model: `migratesAutomatically`, with `infersMappingModel` (lightweight
+    /// migration) or a ``StoreOptions/stagedMigrationManager`` (staged migration,
+    /// whose lightweight stages infer their mapping by definition).
+    var migratesWhenIncompatible: Bool {
+        let options = configuration.options
+        return options.migratesAutomatically && (options.infersMappingModel || options.stagedMigrationManager != nil)
     }
 
     /// Migrates the store file to the model, in place of the file (Core Data's
-    /// lightweight migration). Called by ``loadMetadata()`` when the file does
-    /// not match the model and the options allow it; no connection of this store
-    /// may be open.
+    /// lightweight migration, or its staged migration when the options carry a
+    /// ``StagedMigrationManager``; see ``StagedSQLiteMigration``). Called by
+    /// ``loadMetadata()`` when the file does not match the model and the
+    /// options allow it; no connection of this store may be open.
     ///
     /// The mapping is inferred first (``MappingModel``): a change it cannot
     /// infer throws before the file is touched. Then the file's write-ahead log
@@ -28,7 +32,12 @@ extension SQLiteStore {
             throw PersistentStoreError(.migrationFailed, url: url,
                                        message: "the store needs migrating but is opened read-only: \(incompatibility.message)")
         }
-        try SQLiteMigration(url: fileURL, configuration: configuration).run()
+        if let manager = configuration.options.stagedMigrationManager {
+            try StagedSQLiteMigration(url: fileURL, configuration: configuration, manager: manager,
+                                      incompatibility: incompatibility).run()
+        } else {
+            try SQLiteMigration(url: fileURL, configuration: configuration).run()
+        }
     }
 }
 
@@ -45,76 +54,111 @@ struct SQLiteMigration {
 
     func run() throws {
         progress?(0)
-        // 1. Infer the mapping from the original, then fold its log into it, so the main
-        //    file holds everything and nobody else has it open.
-        let snapshot: StoreSchemaSnapshot
-        let mapping: MappingModel
-        do {
-            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
-            snapshot = try StoreSchemaSnapshot(connection: original, url: url)
-            mapping = try MappingModel(from: snapshot, to: configuration.entities, url: url) { table, numbers, column in
-                try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: original)
-            }
-            guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
-                throw failure("another connection has the store open; close it (remove the store from other coordinators) before migrating",
-                              underlying: nil)
-            }
-        } catch let error as SQLiteError {
-            throw failure("reading the store failed", underlying: error)
-        } catch let error as PersistentStoreError where error.code != .migrationFailed {
-            throw failure("the store could not be prepared: \(error.message)", underlying: error.underlyingDescription)
-        }
+        let (snapshot, mapping) = try inferMappingAndLeaveWriteAheadLog()
         progress?(0.05)
-
-        // 2. Migrate a copy.
         let copyURL = SQLiteStoreFile.temporarySibling(of: url, purpose: "migrating")
+        // Nothing to report: the copy is ours, and a copy left behind is only litter beside the store.
         defer { try? SQLiteStoreFile.removeFiles(at: copyURL) }
-        do {
-            try SQLiteStoreFile.copyFiles(from: url, to: copyURL)
-        } catch {
-            throw failure("the store could not be copied", underlying: "\(error)")
-        }
-        do {
-            var options = Connection.Configuration()
-            options.createsIfMissing = false
-            options.journalMode = .delete   // the result must be one file, to rename over the original
-            options.busyMode = configuration.options.busyMode
-            let copy = try Connection(path: copyURL.path, configuration: options)
-            try copy.inWriteTransaction {
-                try migrate(copy, snapshot: snapshot, mapping: mapping)
-            }
-        } catch let error as SQLiteError {
-            let reason = switch error.resultCode {
-            case SQLiteError.SQLITE_CONSTRAINT: "rows of the store break a uniqueness constraint of the model"
-            case SQLiteError.SQLITE_FULL: "the disk is full"
-            default: "SQLite failed while migrating a copy of the store"
-            }
-            throw failure(reason, underlying: "\(error)")
-        }
+        try migrateCopy(at: copyURL, snapshot: snapshot, mapping: mapping)
         progress?(0.95)
-
-        // 3. Swap the copy in.
-        do {
-            try SQLiteStoreFile.swap(url, with: copyURL)
-        } catch let error as PersistentStoreError {
-            throw failure(error.message, underlying: error.underlyingDescription)
-        }
+        try swapIn(copyURL)
         progress?(1)
     }
 
-    private func failure(_ message: String, underlying: String?) -> PersistentStoreError {
+    /// Step 1: infers the mapping from the original, then folds its log into
+    /// it, so the main file holds everything and nobody else has it open.
+    private func inferMappingAndLeaveWriteAheadLog() throws -> (StoreSchemaSnapshot, MappingModel) {
+        do {
+            let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
+            let (snapshot, mapping) = try Self.inferMapping(on: original, to: configuration.entities, url: url)
+            guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
+                throw Self.failure("another connection has the store open; close it (remove the store from other coordinators) before migrating",
+                                   underlying: nil, url: url)
+            }
+            return (snapshot, mapping)
+        } catch let error as SQLiteError {
+            throw Self.failure("reading the store failed", underlying: "\(error)", url: url)
+        } catch let error as PersistentStoreError where error.code != .migrationFailed {
+            throw Self.failure("the store could not be prepared: \(error.message)", underlying: error.underlyingDescription, url: url)
+        }
+    }
+
+    /// Step 2: copies the original beside itself and migrates the copy in one transaction.
+    private func migrateCopy(at copyURL: URL, snapshot: StoreSchemaSnapshot, mapping: MappingModel) throws {
+        do {
+            try SQLiteStoreFile.copyFiles(from: url, to: copyURL)
+        } catch {
+            throw Self.failure("the store could not be copied", underlying: "\(error)", url: url)
+        }
+        do {
+            let copy = try Self.openCopy(copyURL, busyMode: configuration.options.busyMode)
+            try copy.inWriteTransaction {
+                try Self.migrate(copy, snapshot: snapshot, mapping: mapping, to: configuration.model) { fraction in
+                    progress?(0.05 + 0.85 * fraction)
+                }
+            }
+        } catch let error as SQLiteError {
+            throw Self.failure(Self.reason(for: error), underlying: "\(error)", url: url)
+        }
+    }
+
+    /// Step 3: renames the migrated copy over the original.
+    private func swapIn(_ copyURL: URL) throws {
+        do {
+            try SQLiteStoreFile.swap(url, with: copyURL)
+        } catch let error as PersistentStoreError {
+            throw Self.failure(error.message, underlying: error.underlyingDescription, url: url)
+        }
+    }
+
+    // MARK: - Steps shared with staged migration
+
+    /// Reads the schema of the store on `connection` and infers the mapping to `entities`.
+    ///
+    /// - Parameter requiresValues: whether a required attribute or relationship
+    ///   without a value (and without a default) in existing rows is refused;
+    ///   a custom migration stage passes false, because its `didMigrate` fills them.
+    static func inferMapping(on connection: Connection, to entities: [EntityDescription], url: URL,
+                             requiresValues: Bool = true) throws -> (StoreSchemaSnapshot, MappingModel) {
+        let snapshot = try StoreSchemaSnapshot(connection: connection, url: url)
+        let mapping = try MappingModel(from: snapshot, to: entities, url: url, requiresValues: requiresValues) { table, numbers, column in
+            try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: connection)
+        }
+        return (snapshot, mapping)
+    }
+
+    /// Opens a copy of a store for migrating it: never created, in rollback-journal
+    /// mode, because the result must be one file to rename over the original
+    /// (opening it also folds a copied `-wal` into it).
+    static func openCopy(_ copyURL: URL, busyMode: BusyMode) throws -> Connection {
+        var options = Connection.Configuration()
+        options.createsIfMissing = false
+        options.journalMode = .delete
+        options.busyMode = busyMode
+        return try Connection(path: copyURL.path, configuration: options)
+    }
+
+    /// What a SQLite failure while migrating a copy means, in words.
+    static func reason(for error: SQLiteError) -> String {
+        switch error.resultCode {
+        case SQLiteError.SQLITE_CONSTRAINT: "rows of the store break a uniqueness constraint of the model"
+        case SQLiteError.SQLITE_FULL: "the disk is full"
+        default: "SQLite failed while migrating a copy of the store"
+        }
+    }
+
+    static func failure(_ message: String, underlying: String?, url: URL) -> PersistentStoreError {
         var error = PersistentStoreError(.migrationFailed, url: url, message: "migrating the store failed, and the store was not changed: " + message)
         error.underlyingDescription = underlying
         return error
     }
 
-    private func failure(_ message: String, underlying: SQLiteError) -> PersistentStoreError {
-        failure(message, underlying: "\(underlying)")
-    }
-
     // MARK: - The migration, inside one transaction on the copy
 
-    private func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel) throws {
+    /// Migrates the schema and rows on `connection` (inside the caller's
+    /// transaction) from `snapshot` to `model`, reporting the fraction done (0…1).
+    static func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel,
+                        to model: ManagedObjectModel, progress: (Double) -> Void) throws {
         // Move the old entity and join tables aside, without their indexes and triggers.
         var renamed: [String: String] = [:]
         for table in snapshot.rootsWithTables.compactMap(\.table) + snapshot.joinTables.keys.sorted() {
@@ -148,7 +192,7 @@ struct SQLiteMigration {
                 WHERE Z_ENT IN (\(table.entityNumbers.map { String($0.source) }.joined(separator: ",")))
                 """)
             copied += table.sourceRowCount
-            progress?(0.05 + 0.8 * Double(copied) / Double(total))
+            progress(0.9 * Double(copied) / Double(total))
         }
 
         // Join tables: the pairs whose two rows both still exist.
@@ -191,7 +235,7 @@ struct SQLiteMigration {
                 }
             }
         }
-        progress?(0.9)
+        progress(0.95)
 
         for aside in renamed.values {
             try connection.execute("DROP TABLE \(quoted(aside))")
@@ -218,7 +262,6 @@ struct SQLiteMigration {
         // Metadata: the same store UUID, the new model's hashes. The compiled-model
         // cache describes the old model, so it goes.
         var metadata = snapshot.metadata
-        let model = configuration.model
         metadata.recordModel(model)
         let identifiers = model.versionIdentifiers.sorted()
         metadata[StoreMetadataKey.modelVersionIdentifiers] = identifiers.isEmpty ? [""] : identifiers
@@ -231,9 +274,10 @@ struct SQLiteMigration {
         if try connection.tableExists("Z_MODELCACHE") {
             try connection.execute("DELETE FROM Z_MODELCACHE")
         }
+        progress(1)
     }
 
-    private func dropIndexesAndTriggers(of table: String, _ connection: Connection) throws {
+    private static func dropIndexesAndTriggers(of table: String, _ connection: Connection) throws {
         let statement = try connection.prepare(
             "SELECT type, name FROM sqlite_master WHERE tbl_name = ? COLLATE NOCASE AND type IN ('index', 'trigger') AND sql IS NOT NULL")
         try statement.bind(table, at: 1)
@@ -245,5 +289,5 @@ struct SQLiteMigration {
         for drop in drops { try connection.execute(drop) }
     }
 
-    private func quoted(_ name: String) -> String { Connection.quotedIdentifier(name) }
+    private static func quoted(_ name: String) -> String { Connection.quotedIdentifier(name) }
 }

@@ -86,8 +86,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         try copySeedIfNeeded()
         do {
             try openAndReadStore()
-        } catch let error as PersistentStoreError where error.code == .incompatibleModel && migratesWithInferredMapping {
-            // Lightweight migration (SQLiteStore+Migration.swift); the failed read closed its connection.
+        } catch let error as PersistentStoreError where error.code == .incompatibleModel && migratesWhenIncompatible {
+            // Lightweight or staged migration (SQLiteStore+Migration.swift); the failed read closed its connection.
             try migrateStoreFile(because: error)
             try openAndReadStore()
         }
