@@ -159,22 +159,27 @@ struct SQLiteMigration {
     /// transaction) from `snapshot` to `model`, reporting the fraction done (0…1).
     static func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel,
                         to model: ManagedObjectModel, progress: (Double) -> Void) throws {
-        // Move the old entity and join tables aside, without their indexes and triggers.
+        // Tables that only gain columns keep their rows (SQLiteMigration+InPlace.swift).
+        let inPlace = mapping.tables.compactMap { inPlacePlan(for: $0, snapshot: snapshot) }
+        let inPlaceNames = Set(inPlace.map(\.name))
+        for table in inPlace { try alter(table, connection) }
+
+        // Move the other old entity and join tables aside, without their indexes and triggers.
         var renamed: [String: String] = [:]
         for table in snapshot.rootsWithTables.compactMap(\.table) + snapshot.joinTables.keys.sorted() {
-            guard renamed[table] == nil else { continue }
+            guard renamed[table] == nil, !inPlaceNames.contains(table) else { continue }
             try dropIndexesAndTriggers(of: table, connection)
             let aside = "Z_MIGRATING_" + table
             try connection.execute("ALTER TABLE \(quoted(table)) RENAME TO \(quoted(aside))")
             renamed[table] = aside
         }
-        for table in mapping.schema.tables {
+        for table in mapping.schema.tables where !inPlaceNames.contains(table.name) {
             guard try !connection.tableExists(table.name) else {
                 throw SQLiteError(resultCode: SQLiteError.SQLITE_ERROR,
                                   message: "the file already has a table \(table.name) that is not an entity table of the store")
             }
         }
-        for statement in mapping.schema.creationStatements() {
+        for statement in try statementsLeft(mapping.schema.creationStatements(), inPlace: inPlace, connection) {
             try connection.execute(statement)
         }
 
