@@ -215,15 +215,13 @@ struct SQLiteMigration {
             try insertKey.execute()
         }
 
-        // Metadata: the same store UUID, the new model's hashes. The compiled-model
-        // cache describes the old model, so it goes.
+        // Metadata: the same store UUID, the new model's hashes, digest and
+        // checksum. The compiled-model cache describes the old model, so it goes.
         var metadata = snapshot.metadata
         let model = configuration.model
         metadata.recordModel(model)
         let identifiers = model.versionIdentifiers.sorted()
         metadata[StoreMetadataKey.modelVersionIdentifiers] = identifiers.isEmpty ? [""] : identifiers
-        metadata["NSStoreModelVersionHashesDigest"] = nil
-        metadata["NSStoreModelVersionChecksumKey"] = nil
         metadata[StoreMetadataKey.storeType] = "SQLite"
         let updateMetadata = try connection.prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
         try updateMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 1)
