@@ -15,19 +15,19 @@ import Foundation
 /// store that carries them: ``digest(of:)`` (`NSStoreModelVersionHashesDigest`)
 /// and ``checksum(of:)`` (`NSStoreModelVersionChecksumKey`,
 /// `NSManagedObjectModel.versionChecksum`).
-enum VersionHash {
+package enum VersionHash {
     /// The version of this implementation's hash encoding, recorded in a
     /// store's metadata (``StoreMetadataKey/versionHashFormat``): a store
     /// whose hashes were computed another way is checked by its schema and
     /// never judged by a hash that could not match.
-    static let format = 2
+    package static let format = 2
 
     /// The length of every entity version hash: a SHA-256 digest.
-    static let byteCount = 32
+    package static let byteCount = 32
 
     /// `NSStoreModelVersionHashesDigest`: base64 of SHA-512 over the entities
     /// sorted by name (byte-wise), each as UTF-8(name) followed by its hash.
-    static func digest(of hashes: [String: Data]) -> String {
+    package static func digest(of hashes: [String: Data]) -> String {
         var bytes: [UInt8] = []
         for name in sortedNames(hashes) {
             bytes += Array(name.utf8)
@@ -39,7 +39,7 @@ enum VersionHash {
     /// `NSStoreModelVersionChecksumKey` and Core Data's `versionChecksum`:
     /// base64 of SHA-256 over the entity hashes, in the entities' name order
     /// (byte-wise).
-    static func checksum(of hashes: [String: Data]) -> String {
+    package static func checksum(of hashes: [String: Data]) -> String {
         var bytes: [UInt8] = []
         for name in sortedNames(hashes) { bytes += Array(hashes[name] ?? Data()) }
         return Data(SHA256.hash(bytes)).base64EncodedString()

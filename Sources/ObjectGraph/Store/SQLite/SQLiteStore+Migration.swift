@@ -54,6 +54,8 @@ struct SQLiteMigration {
             snapshot = try StoreSchemaSnapshot(connection: original, url: url)
             mapping = try MappingModel(from: snapshot, to: configuration.entities, url: url) { table, numbers, column in
                 try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: original)
+            } countRowsOutside: { table, numbers, column, range in
+                try MappingModel.countRows(in: table, entityNumbers: numbers, column: column, outside: range, connection: original)
             }
             guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
                 throw failure("another connection has the store open; close it (remove the store from other coordinators) before migrating",
