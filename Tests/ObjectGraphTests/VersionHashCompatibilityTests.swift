@@ -133,9 +133,9 @@ import Testing
         try coordinator.addPersistentStore(type: .sqlite, at: url, options: migrating)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
-            let request = FetchRequest<ManagedObject>(entityName: "Company")
-            request.sortDescriptors = [FetchSort(key: "symbol")]
-            #expect(try context.fetch(request).map { $0.value(forKey: "employees") as? Int64 } == [42, 7])
+            let request = FetchRequest<ManagedObject>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
+            let values = try context.fetch(request).map { try $0.value(forKey: "employees").map { "\($0)" } }
+            #expect(values == ["42", "7"])
         }
     }
 
@@ -254,8 +254,8 @@ import Testing
 
     /// Rewrites the store's metadata property list with `change`.
     private func editMetadata(_ url: URL, _ change: (inout [String: Any]) -> Void) throws {
-        let plist = try #require(RawStore.data(url, "SELECT Z_PLIST FROM Z_METADATA"))
-        var metadata = try #require(PropertyListSerialization.propertyList(from: plist, format: nil) as? [String: Any])
+        let plist = try #require(try RawStore.data(url, "SELECT Z_PLIST FROM Z_METADATA"))
+        var metadata = try #require(try PropertyListSerialization.propertyList(from: plist, format: nil) as? [String: Any])
         change(&metadata)
         let data = try PropertyListSerialization.data(fromPropertyList: metadata, format: .binary, options: 0)
         let statement = try RawStore.open(url).prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
