@@ -230,6 +230,20 @@ import Testing
                 "\(error.map { "\($0)" } ?? "")")
     }
 
+    @Test func aChangedSuperentityIsNamedForItsSubentities() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Assets.sqlite")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: EngineTestModel.make())
+        try coordinator.remove(try coordinator.addPersistentStore(type: .sqlite, at: url))
+        let changed = EngineTestModel.make()
+        changed.entitiesByName["Asset"]!.versionHashModifier = "2"
+        let error = openError(url, changed)
+        #expect(error?.message.contains("entity Asset: the store was written with an abstract entity, the model says an abstract entity, version hash modifier \"2\"") == true,
+                "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.message.contains("entity Bond: its superentity Asset changed") == true)
+        #expect(error?.message.contains("entity Stock: its superentity Asset changed") == true)
+    }
+
     // MARK: - Metadata
 
     @Test func aNewStoreAndAMigratedOneRecordDigestChecksumAndHashVersion() throws {

@@ -77,9 +77,11 @@ enum TickerImportProcess {
 }
 
 /// The ticker example's schema, declared here so the test can open its store.
+/// Everything a version hash covers must match the example's model, its
+/// uniqueness constraint included.
 enum TickerStoreModel {
     static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
+        let model = ManagedObjectModel(entities: [
             EntityDescription(name: "Company", properties: [
                 AttributeDescription(name: "symbol", type: .string, isOptional: false),
                 AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
@@ -96,6 +98,8 @@ enum TickerStoreModel {
                 RelationshipDescription(name: "company", destination: "Company", inverse: "updates"),
             ]),
         ])
+        model.entitiesByName["Company"]?.uniquenessConstraints = [["symbol"]]
+        return model
     }
 }
 

@@ -72,6 +72,11 @@ extension StoreMetadataKey {
     static let versionHashFormat = "DataStackVersionHashFormat"
     /// The key of an entity's own summary among its property summaries.
     static let entitySummary = "(entity)"
+
+    /// The keys ``StoreMetadata/recordModel(_:)`` writes: only a migration
+    /// changes them, so a caller's metadata never replaces or drops them.
+    static let modelRecord = [modelVersionHashes, modelVersionHashesDigest, modelVersionChecksum,
+                              modelVersionHashesVersion, modelProperties, versionHashFormat]
 }
 
 extension StoreMetadata {
@@ -131,7 +136,11 @@ extension ManagedObjectModel {
             if let hashes, hashes[entity.name] == entity.versionHash { continue }
             let found = summaryDifferences(of: entity, recorded: recorded[entity.name] as? [String: any Sendable])
             if found.isEmpty, hashes != nil {
-                problems.append("entity \(entity.name): its version hash differs from the one the store was written with")
+                if let parent = entity.superentity, hashes?[parent.name] != parent.versionHash {
+                    problems.append("entity \(entity.name): its superentity \(parent.name) changed")
+                } else {
+                    problems.append("entity \(entity.name): its version hash differs from the one the store was written with")
+                }
             }
             problems += found
         }

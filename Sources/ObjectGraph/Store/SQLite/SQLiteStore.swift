@@ -72,7 +72,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             var merged = metadata
             merged[StoreMetadataKey.storeType] = "SQLite"
             merged[StoreMetadataKey.storeUUID] = state.identifier
-            for key in [StoreMetadataKey.modelVersionHashes, StoreMetadataKey.modelProperties] where merged[key] == nil {
+            for key in StoreMetadataKey.modelRecord where merged[key] == nil {
                 merged[key] = state.metadata[key]
             }
             state.metadata = merged
