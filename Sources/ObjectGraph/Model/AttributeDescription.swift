@@ -56,6 +56,7 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
         }
     }
 
+    /// The property's fields and the attribute type (Core Data's code, 100…1800).
     override package var versionHashComponents: [String] {
         super.versionHashComponents + ["attribute", String(type.coreDataCode)]
     }

@@ -149,14 +149,48 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         [self] + subentities.flatMap(\.selfAndDescendants)
     }
 
-    /// The version hash of the entity: SHA-256 of its name, inheritance and properties.
+    /// The version hash of the entity: what a store records of it in
+    /// `NSStoreModelVersionHashes`, and what decides whether a store written
+    /// with another version of the model must be migrated (Core Data:
+    /// `NSEntityDescription.versionHash`).
+    ///
+    /// It covers what Core Data says its hash covers, the values that affect
+    /// how objects are stored:
+    /// - the entity's name, whether it is abstract, its superentity's version
+    ///   hash (so a change to a parent changes every subentity), its
+    ///   uniqueness constraints and ``versionHashModifier``;
+    /// - the ``PropertyDescription/versionHash`` of each property it declares,
+    ///   transient ones included: name, optionality, transience and
+    ///   ``PropertyDescription/versionHashModifier``; for an attribute its
+    ///   type; for a relationship its destination, inverse, to-many and
+    ///   ordered flags, minimum and maximum counts and delete rule.
+    ///
+    /// It does not cover the class name, default values, validation rules,
+    /// ``userInfo``, ``renamingIdentifier``, value transformer names, or
+    /// indexes (``indexes`` and ``AttributeDescription/isIndexed``), as in
+    /// Core Data. A store is checked for the indexes of the model separately,
+    /// by the indexes its file has: a missing one makes the store need a
+    /// migration, which creates it.
+    ///
+    /// The bytes hashed are this implementation's own (Apple does not document
+    /// its encoding), so the hash differs from Core Data's for the same entity:
+    /// a store written by Apple's Core Data is checked by its schema instead.
+    /// Two models built alike, in code or from an Xcode model, give equal hashes.
     public var versionHash: Data {
         prepareLayout()
-        var parts = [name, isAbstract ? "1" : "0", superentity?.name ?? "", versionHashModifier ?? ""]
-        for property in properties.sorted(by: { $0.name < $1.name }) {
-            parts.append(contentsOf: property.versionHashComponents)
-        }
-        return Data(SHA256.hash(Array(parts.joined(separator: "\u{1F}").utf8)))
+        var encoder = VersionHash.Encoder()
+        encoder.append("entity")
+        encoder.append(name)
+        encoder.append(isAbstract)
+        encoder.append(superentity?.versionHash ?? Data())
+        encoder.append(versionHashModifier ?? "")
+        let constraints = uniquenessConstraints.map { $0.joined(separator: ",") }.sorted()
+        encoder.append(constraints.count)
+        for constraint in constraints { encoder.append(constraint) }
+        let sorted = properties.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        encoder.append(sorted.count)
+        for property in sorted { encoder.append(property.versionHash) }
+        return encoder.hash
     }
 
     /// The property for a key, or a thrown error that names the entity and the key.

@@ -47,9 +47,20 @@ open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// The bytes that make up this property's version hash.
+    /// The fields this property's version hash covers; attributes and
+    /// relationships add their own (see ``EntityDescription/versionHash``).
     package var versionHashComponents: [String] {
-        [name, isOptional ? "1" : "0", isTransient ? "1" : "0", versionHashModifier ?? ""]
+        [name, isOptional ? "optional" : "required", isTransient ? "transient" : "persistent", versionHashModifier ?? ""]
+    }
+
+    /// The version hash of the property, which its entity's hash includes
+    /// (Core Data: `NSPropertyDescription.versionHash`): SHA-256 over
+    /// ``versionHashComponents``. See ``EntityDescription/versionHash`` for
+    /// what it covers and what it leaves out.
+    public var versionHash: Data {
+        var encoder = VersionHash.Encoder()
+        for component in versionHashComponents { encoder.append(component) }
+        return encoder.hash
     }
 
     public var description: String { "\(entity?.name ?? "?").\(name)" }

@@ -70,10 +70,14 @@ public final class RelationshipDescription: PropertyDescription, @unchecked Send
         super.init(name: name, isOptional: isOptional)
     }
 
+    /// The property's fields and the relationship's destination, inverse,
+    /// cardinality, order and delete rule: what Core Data's relationship hash
+    /// covers, plus the ordered flag, which decides the store's `Z_FOK_` columns.
     override package var versionHashComponents: [String] {
         super.versionHashComponents + [
             "relationship", destinationEntityName, inverseName ?? "",
-            isToMany ? "1" : "0", isOrdered ? "1" : "0", String(minCount), String(maxCount),
+            isToMany ? "to-many" : "to-one", isOrdered ? "ordered" : "unordered",
+            String(minCount), String(maxCount), String(deleteRule.rawValue),
         ]
     }
 }

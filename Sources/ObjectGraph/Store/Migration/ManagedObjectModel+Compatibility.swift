@@ -18,9 +18,8 @@ extension ManagedObjectModel {
     /// These hashes are this implementation's own. Apple's Core Data computes
     /// different ones for the same model, so a store that Core Data wrote is never
     /// compatible by this test; ``SQLiteStore`` therefore decides whether it can
-    /// open a store from its tables, columns and declared column types, and
-    /// compares the hashes only for stores written here, which record the model
-    /// that wrote them (``differences(of:fromModelRecordedIn:)``).
+    /// open such a store from its tables, columns and indexes, and lets the
+    /// hashes decide only for stores written here (``differences(of:fromModelRecordedIn:)``).
     ///
     /// - Parameter name: a configuration name, or nil for the whole model.
     /// - Complexity: O(*e*), *e* = the configuration's entities.
@@ -32,7 +31,8 @@ extension ManagedObjectModel {
     }
 
     /// The `NSStoreModelVersionHashes` of a store's metadata, whichever way the
-    /// dictionary was typed when it was read.
+    /// dictionary was typed when it was read; nil when it is missing or is not
+    /// a dictionary of data.
     static func versionHashes(in metadata: StoreMetadata) -> [String: Data]? {
         switch metadata[StoreMetadataKey.modelVersionHashes] {
         case let hashes as [String: Data]:
@@ -53,24 +53,49 @@ extension ManagedObjectModel {
 // MARK: - What the store records of the model that wrote it
 
 extension StoreMetadataKey {
+    /// `NSStoreModelVersionHashesDigest`: base64 of SHA-512 over the entity
+    /// names and hashes (see ``ManagedObjectModel/versionChecksum`` for its sibling).
+    public static let modelVersionHashesDigest = "NSStoreModelVersionHashesDigest"
+    /// `NSStoreModelVersionChecksumKey`: the model's ``ManagedObjectModel/versionChecksum``
+    /// (Core Data: `NSPersistentStoreModelVersionChecksumKey`).
+    public static let modelVersionChecksum = "NSStoreModelVersionChecksumKey"
+    /// `NSStoreModelVersionHashesVersion`: 3 in every store Core Data writes, and here.
+    public static let modelVersionHashesVersion = "NSStoreModelVersionHashesVersion"
+
     /// A readable summary of every entity and property of the model that last
     /// wrote the store's schema, by entity and property name (see
     /// ``StoreMetadata/recordModel(_:)``). Only stores written here carry it.
     static let modelProperties = "DataStackModelProperties"
+    /// The version of the hash encoding of the store's `NSStoreModelVersionHashes`
+    /// (``VersionHash/format``). Stores written before it was recorded have
+    /// hashes of an earlier encoding.
+    static let versionHashFormat = "DataStackVersionHashFormat"
     /// The key of an entity's own summary among its property summaries.
     static let entitySummary = "(entity)"
+
+    /// The keys ``StoreMetadata/recordModel(_:)`` writes: only a migration
+    /// changes them, so a caller's metadata never replaces or drops them.
+    static let modelRecord = [modelVersionHashes, modelVersionHashesDigest, modelVersionChecksum,
+                              modelVersionHashesVersion, modelProperties, versionHashFormat]
 }
 
 extension StoreMetadata {
     /// Records `model` as the model that wrote the store: its version hashes
-    /// (`NSStoreModelVersionHashes`) and, under a key of this implementation,
-    /// a summary of each entity and property that says what the hash covers.
+    /// (`NSStoreModelVersionHashes`), with the digest, checksum and hash
+    /// version Core Data writes beside them, and, under keys of this
+    /// implementation, the hash encoding and a summary of each entity and
+    /// property that says what the hash covers.
     ///
     /// The summaries mark the hashes as this implementation's own, which are
     /// comparable with ``EntityDescription/versionHash`` (Apple's are not),
     /// and let an incompatibility name the property and how it differs.
     mutating func recordModel(_ model: ManagedObjectModel) {
-        self[StoreMetadataKey.modelVersionHashes] = model.entityVersionHashesByName
+        let hashes = model.entityVersionHashesByName
+        self[StoreMetadataKey.modelVersionHashes] = hashes
+        self[StoreMetadataKey.modelVersionHashesDigest] = VersionHash.digest(of: hashes)
+        self[StoreMetadataKey.modelVersionChecksum] = VersionHash.checksum(of: hashes)
+        self[StoreMetadataKey.modelVersionHashesVersion] = 3
+        self[StoreMetadataKey.versionHashFormat] = VersionHash.format
         var summaries: [String: any Sendable] = [:]
         for entity in model.entities {
             var entry: [String: any Sendable] = [StoreMetadataKey.entitySummary: entity.storeSummary]
@@ -83,48 +108,91 @@ extension StoreMetadata {
 
 extension ManagedObjectModel {
     /// How `entities` differ from the model recorded in a store written here,
-    /// one line per difference; empty when they match, or when the store does
-    /// not record its model (Apple's Core Data wrote it, or an earlier version
-    /// of this implementation did), which leaves the decision to the store's
-    /// tables and columns.
+    /// one line per difference naming the entity, the property and how; empty
+    /// when they match.
     ///
-    /// An entity matches when its version hash equals the stored one. The hash
-    /// covers what the columns cannot show: optionality, transience, a
-    /// relationship's counts and inverse, version hash modifiers.
+    /// The version hashes decide: an entity whose hash equals the stored one
+    /// matches, and for one whose hash differs the recorded summaries say
+    /// what changed. Empty too when the store's hashes cannot be compared with
+    /// this implementation's, which leaves the decision to the store's tables,
+    /// columns and indexes:
+    /// - the store does not record its model: Apple's Core Data wrote it;
+    /// - its hashes are of an earlier encoding (no ``StoreMetadataKey/versionHashFormat``
+    ///   or another value): a version of this implementation before the
+    ///   current hash wrote it.
+    ///
+    /// A store written here whose `NSStoreModelVersionHashes` is damaged (not
+    /// a dictionary of 32-byte data) is compared by its recorded summaries
+    /// alone, which describe what the hashes cover: the hashes only make the
+    /// comparison cheap, so losing them must not lose the store.
     static func differences(of entities: [EntityDescription], fromModelRecordedIn metadata: StoreMetadata) -> [String] {
         guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
-              let hashes = versionHashes(in: metadata) else { return [] }
+              Self.integer(metadata[StoreMetadataKey.versionHashFormat]) == VersionHash.format else { return [] }
+        let hashes = versionHashes(in: metadata).flatMap { hashes in
+            hashes.values.allSatisfy { $0.count == VersionHash.byteCount } ? hashes : nil
+        }
         var problems: [String] = []
-        for entity in entities where hashes[entity.name] != entity.versionHash {
-            let stored = recorded[entity.name] as? [String: any Sendable] ?? [:]
-            func storedSummary(_ key: String) -> String? { stored[key] as? String }
-            var found = false
-            if let before = storedSummary(StoreMetadataKey.entitySummary), before != entity.storeSummary {
-                problems.append("entity \(entity.name): the store was written with \(before), the model says \(entity.storeSummary)")
-                found = true
-            }
-            for property in entity.properties {
-                let now = property.storeSummary
-                guard let before = storedSummary(property.name) else {
-                    problems.append("entity \(entity.name), \(property.kindName) \(property.name): the store was written without it, the model has \(now)")
-                    found = true
-                    continue
-                }
-                if before != now {
-                    problems.append("entity \(entity.name), \(property.kindName) \(property.name): the store was written with \(before), the model says \(now)")
-                    found = true
+        for entity in entities {
+            if let hashes, hashes[entity.name] == entity.versionHash { continue }
+            let found = summaryDifferences(of: entity, recorded: recorded[entity.name] as? [String: any Sendable])
+            if found.isEmpty, hashes != nil {
+                if let parent = entity.superentity, hashes?[parent.name] != parent.versionHash {
+                    problems.append("entity \(entity.name): its superentity \(parent.name) changed")
+                } else {
+                    problems.append("entity \(entity.name): its version hash differs from the one the store was written with")
                 }
             }
-            let names = Set(entity.properties.map(\.name))
-            for key in stored.keys.sorted() where key != StoreMetadataKey.entitySummary && !names.contains(key) {
-                problems.append("entity \(entity.name): the store was written with a property \(key) (\(storedSummary(key) ?? "?")) that the model lacks")
-                found = true
-            }
-            if !found {
-                problems.append("entity \(entity.name): its version hash differs from the one the store was written with")
-            }
+            problems += found
         }
         return problems
+    }
+
+    /// The differences between an entity and its summaries recorded in a store.
+    private static func summaryDifferences(of entity: EntityDescription, recorded: [String: any Sendable]?) -> [String] {
+        guard let recorded else {
+            return ["entity \(entity.name): the store was written without it"]
+        }
+        func storedSummary(_ key: String) -> String? { recorded[key] as? String }
+        var problems: [String] = []
+        if let before = storedSummary(StoreMetadataKey.entitySummary), before != entity.storeSummary {
+            problems.append("entity \(entity.name): the store was written with \(before), the model says \(entity.storeSummary)")
+        }
+        for property in entity.properties {
+            let now = property.storeSummary
+            guard let before = storedSummary(property.name) else {
+                problems.append("entity \(entity.name), \(property.kindName) \(property.name): the store was written without it, the model has \(now)")
+                continue
+            }
+            if before != now {
+                problems.append("entity \(entity.name), \(property.kindName) \(property.name): the store was written with \(before), the model says \(now)")
+            }
+        }
+        let names = Set(entity.properties.map(\.name))
+        for key in recorded.keys.sorted() where key != StoreMetadataKey.entitySummary && !names.contains(key) {
+            problems.append("entity \(entity.name): the store was written with a property \(key) (\(storedSummary(key) ?? "?")) that the model lacks")
+        }
+        return problems
+    }
+
+    /// The type an attribute had in the model recorded in a store written
+    /// here, read back from its summary; nil when the store does not record it.
+    static func recordedType(of attribute: String, entity: String, in metadata: StoreMetadata) -> AttributeType? {
+        guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
+              let summary = (recorded[entity] as? [String: any Sendable])?[attribute] as? String else { return nil }
+        // "optional Integer 16", "required transient String, version hash modifier …"
+        var words = summary.split(separator: ",", maxSplits: 1).first.map(String.init) ?? summary
+        for prefix in ["optional ", "required ", "transient "] where words.hasPrefix(prefix) { words.removeFirst(prefix.count) }
+        return AttributeType.allCases.first { $0.modelEditorName == words }
+    }
+
+    /// A metadata number, whichever integer type the property list gave it.
+    private static func integer(_ value: (any Sendable)?) -> Int? {
+        switch value {
+        case let number as Int: number
+        case let number as Int64: Int(exactly: number)
+        case let number as NSNumber: number.intValue
+        default: nil
+        }
     }
 }
 
@@ -133,6 +201,9 @@ extension EntityDescription {
     var storeSummary: String {
         var parts = [isAbstract ? "an abstract entity" : "a concrete entity"]
         if let superentity { parts.append("subentity of \(superentity.name)") }
+        if !uniquenessConstraints.isEmpty {
+            parts.append("unique " + uniquenessConstraints.map { "(" + $0.joined(separator: ", ") + ")" }.sorted().joined(separator: ", "))
+        }
         if let versionHashModifier { parts.append("version hash modifier \"\(versionHashModifier)\"") }
         return parts.joined(separator: ", ")
     }
@@ -154,6 +225,7 @@ extension PropertyDescription {
             if relationship.minCount != 0 || relationship.maxCount != 0 {
                 text += ", count \(relationship.minCount)…\(relationship.maxCount == 0 ? "any" : String(relationship.maxCount))"
             }
+            text += ", delete rule \(relationship.deleteRule)"
         default:
             break
         }

@@ -20,11 +20,18 @@ import Foundation
 /// - many-to-many join tables found under the store's entity numbers and
 ///   relationship names, and copied into the tables the new numbering names.
 ///
+/// - an attribute whose type changed within one column type, for stores
+///   written here (which record the model that wrote them): widened at once
+///   (Integer 16 → 32 → 64, Boolean → an integer, Float → Double, URI →
+///   String, UUID → Binary Data); an integer narrowed only when every stored
+///   value fits the new type (one count over the column).
+///
 /// What it refuses, before anything is written, naming the entity and the
 /// property: a column whose SQLite type differs from the attribute's type, a
-/// to-one that became to-many, a required attribute or relationship without a
-/// default over rows that have no value, and entities that move between
-/// inheritance hierarchies.
+/// type change within one column type other than those above, an integer
+/// narrowed below a stored value, a to-one that became to-many, a required
+/// attribute or relationship without a default over rows that have no value,
+/// and entities that move between inheritance hierarchies.
 struct MappingModel {
     /// Where one destination table's rows come from.
     struct TableMapping {
@@ -93,10 +100,14 @@ struct MappingModel {
     ///     handler fills them, and the stage checks them afterwards.
     ///   - countRows: the number of rows of the given source entity numbers
     ///     in a source table, optionally only those where a column is NULL.
+    ///   - countRowsOutside: the number of those rows whose value in a column
+    ///     lies outside a range, to narrow an integer attribute; without it a
+    ///     narrowing is refused.
     /// - Throws: ``PersistentStoreError/Code/migrationFailed`` listing every change
     ///   that cannot be inferred.
     init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, requiresValues: Bool = true,
-         countRows: (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int) throws {
+         countRows: (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int,
+         countRowsOutside: ((_ table: String, _ entityNumbers: [Int64], _ column: String, _ range: ClosedRange<Int64>) throws -> Int)? = nil) throws {
         numbers = SQLiteSchema.coreDataNumbers(for: entities)
         schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url)
         var problems: [String] = []
@@ -193,6 +204,28 @@ struct MappingModel {
                     let defaultValue = attribute.map(\.defaultValue) ?? .null
                     if let found {
                         usedSourceColumns.insert(found.name.uppercased())
+                        if let attribute, let sourceName = sourceEntity(entity)?.name,
+                           let before = [attribute.renamingIdentifier, attribute.name].compactMap({ $0 }).lazy.compactMap({
+                               ManagedObjectModel.recordedType(of: $0, entity: sourceName, in: source.metadata)
+                           }).first, before != attribute.type {
+                            switch Self.typeChange(from: before, to: attribute.type) {
+                            case .widening:
+                                break
+                            case .narrowing(let range):
+                                guard let sourceTable, let countRowsOutside else {
+                                    problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model; narrowing it cannot be checked here")
+                                    continue
+                                }
+                                let outside = try countRowsOutside(sourceTable, sourceNumbers(ofKind: entity), found.name, range)
+                                if outside > 0 {
+                                    problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model, but \(outside) \(entity.name) row\(outside == 1 ? " has a value" : "s have values") outside \(range.lowerBound)…\(range.upperBound)")
+                                    continue
+                                }
+                            case .refused:
+                                problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model; changing an attribute's type that way cannot be inferred")
+                                continue
+                            }
+                        }
                         mapping.columns.append((column.name, found.name))
                         if !property.isOptional {
                             let empty = try rows(ofKind: entity, nullIn: found.name)
@@ -296,6 +329,55 @@ struct MappingModel {
             if let column = columns[candidate] { return column }
         }
         return nil
+    }
+
+    /// What changing an attribute's type within one column type means for the stored values.
+    enum TypeChange: Equatable {
+        /// Every stored value is a value of the new type.
+        case widening
+        /// Integers: the stored values must lie in the range.
+        case narrowing(ClosedRange<Int64>)
+        /// The values may not mean the same under the new type.
+        case refused
+    }
+
+    /// Whether values stored for an attribute of type `old` can be read as
+    /// `new` without a change: widening needs nothing, an integer narrowing
+    /// needs every value in range, and the rest (Double → Float, String →
+    /// URI, Binary Data ↔ Transformable, …) would read values that mean
+    /// something else or fail to read.
+    static func typeChange(from old: AttributeType, to new: AttributeType) -> TypeChange {
+        func integerRange(_ type: AttributeType) -> ClosedRange<Int64>? {
+            switch type {
+            case .boolean: 0...1
+            case .integer16: Int64(Int16.min)...Int64(Int16.max)
+            case .integer32: Int64(Int32.min)...Int64(Int32.max)
+            case .integer64: Int64.min...Int64.max
+            default: nil
+            }
+        }
+        if let before = integerRange(old), let after = integerRange(new) {
+            return after.contains(before.lowerBound) && after.contains(before.upperBound) ? .widening : .narrowing(after)
+        }
+        switch (old, new) {
+        case (.float, .double), (.uri, .string), (.uuid, .binaryData): return .widening
+        default: return .refused
+        }
+    }
+
+    /// Counts the rows of some entities whose value in `column` lies outside
+    /// `range` (NULLs are inside: they need no conversion).
+    static func countRows(in table: String, entityNumbers: [Int64], column: String, outside range: ClosedRange<Int64>,
+                          connection: Connection) throws -> Int {
+        guard !entityNumbers.isEmpty else { return 0 }
+        let name = Connection.quotedIdentifier(column)
+        let statement = try connection.prepare("""
+            SELECT count(*) FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ","))) \
+            AND \(name) IS NOT NULL AND (\(name) < ?1 OR \(name) > ?2)
+            """)
+        try statement.bind(range.lowerBound, at: 1)
+        try statement.bind(range.upperBound, at: 2)
+        return try statement.step() ? Int(statement.int64(at: 0)) : 0
     }
 
     /// The SQLite type Core Data declares for a property's column.

@@ -270,25 +270,11 @@ struct SQLiteSchema: Sendable {
         for mapping in mappings.values.sorted(by: { $0.number < $1.number }) {
             let entity = mapping.entity
             for (index, column) in mapping.columns.enumerated() {
-                guard let column, entity.slotProperties[index].entity === entity else { continue }
-                if case .toOne = column.kind {
-                    statements.append("CREATE INDEX \(mapping.table)_\(column.name)_INDEX ON \(mapping.table) (\(column.name))")
-                } else if let attribute = entity.slotProperties[index] as? AttributeDescription, attribute.isIndexed {
-                    statements.append("CREATE INDEX Z_\(entity.name)_\(attribute.name) ON \(mapping.table) (\(column.name))")
-                }
-            }
-            for constraint in entity.uniquenessConstraints {
-                let columns = constraint.compactMap { key in entity.propertiesByName[key].flatMap { mapping.columns[$0.index]?.name } }
-                guard columns.count == constraint.count else { continue }
-                statements.append("CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_\(constraint.joined(separator: "_")) ON \(mapping.table) ("
-                                  + columns.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")")
-            }
-            for index in entity.indexes {
-                let columns = index.propertyNames.compactMap { key in entity.propertiesByName[key].flatMap { mapping.columns[$0.index]?.name } }
-                guard !columns.isEmpty else { continue }
-                statements.append("CREATE INDEX Z_\(entity.name)_\(index.name) ON \(mapping.table) (\(columns.joined(separator: ", ")))")
+                guard let column, entity.slotProperties[index].entity === entity, case .toOne = column.kind else { continue }
+                statements.append("CREATE INDEX \(mapping.table)_\(column.name)_INDEX ON \(mapping.table) (\(column.name))")
             }
         }
+        statements += declaredIndexes().map(\.creationStatement)
         statements += joinTableCreationStatements()
         return statements
     }

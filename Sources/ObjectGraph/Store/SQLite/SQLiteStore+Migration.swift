@@ -123,6 +123,8 @@ struct SQLiteMigration {
         let snapshot = try StoreSchemaSnapshot(connection: connection, url: url)
         let mapping = try MappingModel(from: snapshot, to: entities, url: url, requiresValues: requiresValues) { table, numbers, column in
             try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: connection)
+        } countRowsOutside: { table, numbers, column, range in
+            try MappingModel.countRows(in: table, entityNumbers: numbers, column: column, outside: range, connection: connection)
         }
         return (snapshot, mapping)
     }
@@ -264,14 +266,12 @@ struct SQLiteMigration {
             try insertKey.execute()
         }
 
-        // Metadata: the same store UUID, the new model's hashes. The compiled-model
-        // cache describes the old model, so it goes.
+        // Metadata: the same store UUID, the new model's hashes, digest and
+        // checksum. The compiled-model cache describes the old model, so it goes.
         var metadata = snapshot.metadata
         metadata.recordModel(model)
         let identifiers = model.versionIdentifiers.sorted()
         metadata[StoreMetadataKey.modelVersionIdentifiers] = identifiers.isEmpty ? [""] : identifiers
-        metadata["NSStoreModelVersionHashesDigest"] = nil
-        metadata["NSStoreModelVersionChecksumKey"] = nil
         metadata[StoreMetadataKey.storeType] = "SQLite"
         let updateMetadata = try connection.prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
         try updateMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 1)

@@ -72,7 +72,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             var merged = metadata
             merged[StoreMetadataKey.storeType] = "SQLite"
             merged[StoreMetadataKey.storeUUID] = state.identifier
-            for key in [StoreMetadataKey.modelVersionHashes, StoreMetadataKey.modelProperties] where merged[key] == nil {
+            for key in StoreMetadataKey.modelRecord where merged[key] == nil {
                 merged[key] = state.metadata[key]
             }
             state.metadata = merged
@@ -229,14 +229,16 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             declaredTypes[table] = Dictionary(try connection.columns(in: table).map { ($0.name, $0.declaredType) },
                                               uniquingKeysWith: { first, _ in first })
         }
-        // The structure decides compatibility: tables, columns and their declared
-        // types. Version hashes differ between Apple's Core Data and this
-        // implementation for the same model, so they count only for stores
-        // written here, which record the model that wrote them.
+        // For a store written here, the version hashes decide (and the recorded
+        // summaries name what differs); the schema is checked for every store:
+        // tables, columns, their declared types and the model's indexes, which
+        // is all a store written by Apple's Core Data can be judged by, since
+        // its hashes cannot be compared with ours.
         let schema = try SQLiteSchema(entities: entities, numbers: numbers,
                                       existingColumns: declaredTypes.mapValues { Set($0.keys) }, url: url)
-        let problems = schema.columnDifferences(declaredTypes: declaredTypes)
-            + ManagedObjectModel.differences(of: entities, fromModelRecordedIn: metadata)
+        let problems = ManagedObjectModel.differences(of: entities, fromModelRecordedIn: metadata)
+            + schema.columnDifferences(declaredTypes: declaredTypes)
+            + schema.indexDifferences(existing: try SQLiteSchema.existingIndexes(connection))
         if !problems.isEmpty { throw SQLiteSchema.incompatible(problems, url: url) }
         state.withLock { state in
             state.identifier = uuid
@@ -269,7 +271,6 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
                 StoreMetadataKey.storeType: "SQLite",
                 StoreMetadataKey.storeUUID: uuid,
                 StoreMetadataKey.modelVersionIdentifiers: Array(configuration.model.versionIdentifiers.sorted()),
-                "NSStoreModelVersionHashesVersion": 3,
                 "NSPersistenceFrameworkVersion": 1,
                 "_NSAutoVacuumLevel": "2",
             ]

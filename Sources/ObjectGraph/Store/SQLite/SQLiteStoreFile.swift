@@ -113,8 +113,7 @@ enum SQLiteStoreFile {
         for (key, value) in current where key.hasPrefix("NS") || key.hasPrefix("_NS") {
             if merged[key] == nil { merged[key] = value }
         }
-        for key in [StoreMetadataKey.storeType, StoreMetadataKey.storeUUID, StoreMetadataKey.modelVersionHashes,
-                    StoreMetadataKey.modelProperties] {
+        for key in [StoreMetadataKey.storeType, StoreMetadataKey.storeUUID] + StoreMetadataKey.modelRecord {
             merged[key] = current[key]
         }
         return merged
