@@ -176,6 +176,15 @@ extension ManagedObjectModel {
 
     /// The type an attribute had in the model recorded in a store written
     /// here, read back from its summary; nil when the store does not record it.
+    /// Whether a store written here recorded the property as required: every
+    /// row then has a value (saves validate it), and a migration need not count
+    /// NULLs to find out.
+    static func wasRecordedRequired(_ property: String, entity: String, in metadata: StoreMetadata) -> Bool {
+        guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
+              let summary = (recorded[entity] as? [String: any Sendable])?[property] as? String else { return false }
+        return summary.hasPrefix("required ") && !summary.hasPrefix("required transient")
+    }
+
     static func recordedType(of attribute: String, entity: String, in metadata: StoreMetadata) -> AttributeType? {
         guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
               let summary = (recorded[entity] as? [String: any Sendable])?[attribute] as? String else { return nil }

@@ -227,7 +227,10 @@ struct MappingModel {
                             }
                         }
                         mapping.columns.append((column.name, found.name))
-                        if !property.isOptional {
+                        let alreadyRequired = sourceEntity(entity).map {
+                            ManagedObjectModel.wasRecordedRequired(property.renamingIdentifier ?? property.name, entity: $0.name, in: source.metadata)
+                        } ?? false
+                        if !property.isOptional && !alreadyRequired {
                             let empty = try rows(ofKind: entity, nullIn: found.name)
                             if empty > 0 {
                                 if !defaultValue.isNull {

@@ -131,3 +131,43 @@ struct StoreSchemaSnapshot {
         return try statement.step() ? Int(statement.int64(at: 0)) : 0
     }
 }
+
+/// Counts the rows of some entities in a store's table, and those where a
+/// column is NULL: every count of a table and set of entities comes from one
+/// scan of the table, made the first time one is asked for. Inferring a
+/// mapping asks about most columns of a table; a scan per column would read a
+/// large store several times over.
+final class StoreRowCounter {
+    private let connection: Connection
+    private let snapshot: StoreSchemaSnapshot
+    /// By table and entity numbers: the rows, and the NULLs by upper-cased column.
+    private var scans: [String: (rows: Int, nulls: [String: Int])] = [:]
+
+    init(connection: Connection, snapshot: StoreSchemaSnapshot) {
+        self.connection = connection
+        self.snapshot = snapshot
+    }
+
+    /// The rows of `entityNumbers` in `table`, or only those where `column` is NULL.
+    func count(in table: String, entityNumbers: [Int64], whereNull column: String?) throws -> Int {
+        guard !entityNumbers.isEmpty else { return 0 }
+        let key = table.uppercased() + " " + entityNumbers.map(String.init).joined(separator: ",")
+        let scan = try scans[key] ?? self.scan(table, entityNumbers)
+        scans[key] = scan
+        guard let column else { return scan.rows }
+        if let nulls = scan.nulls[column.uppercased()] { return nulls }
+        return try StoreSchemaSnapshot.countRows(in: table, entityNumbers: entityNumbers, whereNull: column, connection: connection)
+    }
+
+    private func scan(_ table: String, _ entityNumbers: [Int64]) throws -> (rows: Int, nulls: [String: Int]) {
+        let columns = (snapshot.columns[table.uppercased()] ?? [:]).values.map(\.name).sorted()
+        let sums = columns.map { ", sum(\(Connection.quotedIdentifier($0)) IS NULL)" }.joined()
+        let numbers = entityNumbers.map(String.init).joined(separator: ",")
+        let statement = try connection.prepare(
+            "SELECT count(*)\(sums) FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(numbers))")
+        guard try statement.step() else { return (0, [:]) }
+        var nulls: [String: Int] = [:]
+        for (offset, column) in columns.enumerated() { nulls[column.uppercased()] = Int(statement.int64(at: Int32(offset + 1))) }
+        return (Int(statement.int64(at: 0)), nulls)
+    }
+}

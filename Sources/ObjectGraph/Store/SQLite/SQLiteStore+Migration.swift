@@ -121,8 +121,9 @@ struct SQLiteMigration {
     static func inferMapping(on connection: Connection, to entities: [EntityDescription], url: URL,
                              requiresValues: Bool = true) throws -> (StoreSchemaSnapshot, MappingModel) {
         let snapshot = try StoreSchemaSnapshot(connection: connection, url: url)
+        let counter = StoreRowCounter(connection: connection, snapshot: snapshot)
         let mapping = try MappingModel(from: snapshot, to: entities, url: url, requiresValues: requiresValues) { table, numbers, column in
-            try StoreSchemaSnapshot.countRows(in: table, entityNumbers: numbers, whereNull: column, connection: connection)
+            try counter.count(in: table, entityNumbers: numbers, whereNull: column)
         } countRowsOutside: { table, numbers, column, range in
             try MappingModel.countRows(in: table, entityNumbers: numbers, column: column, outside: range, connection: connection)
         }
