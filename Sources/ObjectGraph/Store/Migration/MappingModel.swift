@@ -39,10 +39,9 @@ struct MappingModel {
         let table: SQLiteSchema.Table
         /// The source table (as the file spells it), or nil for a table that starts empty.
         let sourceTable: String?
-        /// `Z_MAX` of the source root.
+        /// `Z_MAX` of the source root: at least the number of its rows, and
+        /// known without reading them, so progress is weighed by it.
         let sourceMaxPrimaryKey: Int64
-        /// Rows to copy.
-        let sourceRowCount: Int
         /// Source `Z_ENT` → destination `Z_ENT`, for the entities whose rows are copied.
         fileprivate(set) var entityNumbers: [(source: Int64, destination: Int64)] = []
         /// Destination column ← source column.
@@ -165,8 +164,7 @@ struct MappingModel {
             }
 
             var mapping = TableMapping(
-                table: table, sourceTable: sourceTable, sourceMaxPrimaryKey: sourceRoot?.maxPrimaryKey ?? 0,
-                sourceRowCount: try sourceRoot.map { _ in try rows(ofKind: table.root) } ?? 0)
+                table: table, sourceTable: sourceTable, sourceMaxPrimaryKey: sourceRoot?.maxPrimaryKey ?? 0)
             for entity in hierarchy {
                 if let match = sourceEntity(entity), let number = numbers[entity.name] {
                     mapping.entityNumbers.append((match.number, number))

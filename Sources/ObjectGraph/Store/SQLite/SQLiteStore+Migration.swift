@@ -186,8 +186,8 @@ struct SQLiteMigration {
             try connection.execute(statement)
         }
 
-        // Copy the rows, table by table.
-        let total = max(1, mapping.tables.reduce(0) { $0 + $1.sourceRowCount })
+        // Copy the rows, table by table (progress weighed by each table's Z_MAX).
+        let total = max(1, mapping.tables.reduce(0) { $0 + Int($1.sourceMaxPrimaryKey) })
         var copied = 0
         for table in mapping.tables {
             guard let source = table.sourceTable.flatMap({ renamed[$0] }), !table.entityNumbers.isEmpty else { continue }
@@ -199,7 +199,7 @@ struct SQLiteMigration {
                 SELECT \(values.joined(separator: ", ")) FROM \(quoted(source)) \
                 WHERE Z_ENT IN (\(table.entityNumbers.map { String($0.source) }.joined(separator: ",")))
                 """)
-            copied += table.sourceRowCount
+            copied += Int(table.sourceMaxPrimaryKey)
             progress(0.9 * Double(copied) / Double(total))
         }
 
