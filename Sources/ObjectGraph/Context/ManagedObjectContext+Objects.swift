@@ -102,7 +102,8 @@ extension ManagedObjectContext {
     /// or rollback, as in Core Data.
     ///
     /// Everything the delete rules need is read before anything is marked. If
-    /// a read fails, nothing is deleted, and the failure is posted and kept
+    /// a read fails, nothing is deleted (objects already told by
+    /// ``ManagedObject/prepareForDeletion()`` stay), and the failure is posted and kept
     /// so that saves throw it until the object is refreshed or the context
     /// rolled back (see ``FaultFulfillmentError``).
     ///
@@ -120,7 +121,6 @@ extension ManagedObjectContext {
             noteReadFailure(of: object.objectID, error, dropsChange: true)
             return
         }
-        for doomed in plan.doomed { doomed.prepareForDeletion() }
         for doomed in plan.doomed { markDeleted(doomed) }
         for (inverse, deletedID, others) in plan.inverseUpdates {
             for other in others where !other.isDeleted {
@@ -156,6 +156,9 @@ extension ManagedObjectContext {
             for candidate in level where !candidate.flags.contains(.deleted) && doomedIDs.insert(candidate.objectID).inserted {
                 try candidate.loadValues()
                 if candidate.flags.contains(.deleted) { continue }   // its row was gone
+                // Told while the graph is intact, before its relationships are read:
+                // what it changes there is what the rules apply to.
+                candidate.prepareForDeletion()
                 plan.doomed.append(candidate)
                 for case let relationship as RelationshipDescription in candidate.entity.slotProperties
                 where relationship.deleteRule == .cascade {
