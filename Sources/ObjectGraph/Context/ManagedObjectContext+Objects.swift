@@ -29,6 +29,7 @@ extension ManagedObjectContext {
             if object.isFault {
                 let node = try parentNode(for: objectID)
                 fill(object, with: node)
+                noteReadSucceeded(of: objectID)
             }
             if object.flags.contains(.inaccessible) { throw ObjectGraphError.objectNotFound(objectID) }
             return object
