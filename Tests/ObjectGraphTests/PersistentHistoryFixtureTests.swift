@@ -102,3 +102,14 @@ import Testing
         #expect(try names("Author") == ["age", "alias", "siteURL", "books"])
     }
 }
+
+/// Xcode's "Preserve After Deletion" flag reaches the attribute.
+@Suite struct PreservedAttributeLoadingTests {
+    @Test func preserveAfterDeletionLoadsFromXcodeXML() throws {
+        let model = try ManagedObjectModel(contentsOf: CoreDataFixtures.url("coredataplus-samplemodel/SampleModel.xcdatamodeld/SampleModel.xcdatamodel"))
+        let preserved = model.entities.flatMap { entity in
+            entity.properties.compactMap { ($0 as? AttributeDescription)?.preservesValueInHistoryOnDeletion == true ? "\(entity.name).\($0.name)" : nil }
+        }
+        #expect(preserved == ["Person.id"])
+    }
+}
