@@ -46,6 +46,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public let concurrencyType: ConcurrencyType
     /// A name for debugging; also the label of a private queue.
     public var name: String?
+    /// The author recorded with each transaction this context saves to a store
+    /// with persistent history (Core Data: `transactionAuthor`), so a reader of
+    /// the history can tell its own saves from others'. The default is nil.
+    public var transactionAuthor: String?
     /// How a save resolves conflicts with the store. The default is `.error`.
     public var mergePolicy: MergePolicy = .error
     /// Whether saves of other contexts on the same coordinator, or of the parent

@@ -31,6 +31,13 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     public var valueTransformerName: String? { didSet { checkMutable() } }
     /// Whether an index is kept on the column (Core Data's "Indexed").
     public var isIndexed: Bool = false { didSet { checkMutable() } }
+    /// Whether a store with persistent history keeps this attribute's last value
+    /// in the history of the object's deletion (Core Data:
+    /// `preservesValueInHistoryOnDeletion`, Xcode's "Preserve After Deletion"):
+    /// a reader of the history learns which object went, by a key of its own
+    /// (a UUID, a server ID), after the row is gone. Read back as
+    /// ``PersistentHistoryChange/tombstone``. Outside the version hash, as in Core Data.
+    public var preservesValueInHistoryOnDeletion: Bool = false { didSet { checkMutable() } }
 
     // Compiled lazily; the model is frozen by then, so the cache is written once per thread at worst.
     nonisolated(unsafe) var compiledExpression: NSRegularExpression?

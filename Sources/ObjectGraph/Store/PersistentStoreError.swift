@@ -37,6 +37,18 @@ public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Eq
         /// database's lock for longer than the store's ``BusyMode`` waits.
         /// Nothing was written; trying again later may succeed.
         case busy
+        /// A history request went to a store that does not record persistent
+        /// history: it was opened without ``StoreOptions/persistentHistoryTracking``,
+        /// or its type keeps none.
+        case historyNotTracked
+        /// A history token names another store, or a transaction the store
+        /// never wrote: it cannot bound this store's history.
+        case historyTokenMismatch
+        /// The history after the token was deleted (Core Data:
+        /// `NSPersistentHistoryTokenExpiredError`, 134301): the caller has
+        /// missed changes it can no longer read, and must refetch what it shows
+        /// and start again from ``PersistentStoreCoordinator/currentPersistentHistoryToken(fromStores:)``.
+        case historyExpired
     }
 
     public var code: Code

@@ -89,6 +89,17 @@ public struct StoreOptions: Sendable {
     /// store that is only a cache of a server's data). The default is false:
     /// the store is left as it was and adding it throws, saying so.
     public var recreatesStoreWhenMigrationFails = false
+    /// Record persistent history: every save writes, in its own transaction,
+    /// one transaction and one change per object into Core Data's history
+    /// tables (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`), which
+    /// ``PersistentStoreCoordinator/fetchHistory(_:)`` reads (Core Data:
+    /// `NSPersistentHistoryTrackingKey`). SQLite stores only. The tables are
+    /// added to a store that lacks them. A store whose history holds
+    /// transactions, opened without this option, refuses saves (Core Data forces
+    /// it read-only), because they would leave gaps in its history that its
+    /// readers could not see; delete its history first to stop tracking.
+    /// The default is false.
+    public var persistentHistoryTracking = false
 
     public init() {}
 

@@ -7,7 +7,7 @@ extension XcodeModelBuilder {
     /// features with no effect on the stored values; they are accepted without a warning.
     private static let ignoredAttributeKeys: Set<String> = [
         "syncable", "usesScalarValueType", "customClassName", "spotlightIndexingEnabled", "indexedBySpotlight",
-        "storedInTruthFile", "preserveAfterDeletion", "allowsCloudEncryption",
+        "storedInTruthFile", "allowsCloudEncryption",
     ]
 
     /// Reads an `<attribute>`.
@@ -21,7 +21,7 @@ extension XcodeModelBuilder {
             "name", "attributeType", "optional", "transient", "indexed", "defaultValueString", "defaultDateTimeInterval",
             "minValueString", "maxValueString", "minDateTimeInterval", "maxDateTimeInterval", "regularExpressionString",
             "valueTransformerName", "renamingIdentifier", "elementID", "versionHashModifier",
-            "allowsExternalBinaryDataStorage", "derived", "derivationExpression",
+            "allowsExternalBinaryDataStorage", "derived", "derivationExpression", "preserveAfterDeletion",
         ], ignored: Self.ignoredAttributeKeys, in: context)
 
         let typeName = try required("attributeType", of: node, in: "attribute \(context)")
@@ -37,6 +37,7 @@ extension XcodeModelBuilder {
         attribute.renamingIdentifier = node["renamingIdentifier"] ?? node["elementID"]
         attribute.versionHashModifier = node["versionHashModifier"]
         attribute.valueTransformerName = node["valueTransformerName"]
+        attribute.preservesValueInHistoryOnDeletion = node.flag("preserveAfterDeletion")
 
         if let string = node["defaultDateTimeInterval"] ?? node["defaultValueString"] {
             attribute.defaultValue = try value(string, of: type, at: node, in: "\(context) default value")

@@ -17,11 +17,19 @@ extension SQLiteStore {
     /// is not `.error`, the attempt is rolled back to a savepoint, the context
     /// resolves the conflicts against the rows as they are now, and the
     /// resolved request is written — all in the same transaction, so no other
-    /// writer can move the rows in between. Version conflicts (`Z_OPT`) and
+    /// writer can move the rows in between.
+    ///
+    /// With persistent history, the attempt that stands also writes its
+    /// transaction and changes (SQLiteStore+History.swift) before the savepoint
+    /// is released, so a rolled-back or failed save leaves no history. Version conflicts (`Z_OPT`) and
     /// uniqueness conflicts with rows saved since the context's own check are
     /// resolved this way.
     func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         let schema = try schema
+        // Read on the saving context's queue, before the store's lock is taken.
+        let history = request.isEmpty ? nil : state.withLock { $0.history }
+        let author = context?.transactionAuthor
+        let contextName = context?.name
         return try write { connection in
             var request = request
             // Inside the transaction the rows cannot move, so one resolution settles
@@ -31,7 +39,15 @@ extension SQLiteStore {
                 round += 1
                 try connection.execute("SAVEPOINT datastack_save")
                 do {
-                    let result = try write(request, schema: schema, connection: connection)
+                    let result: SaveResult
+                    if let history {
+                        let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
+                        result = try write(request, schema: schema, connection: connection)
+                        try recordHistory(of: request, result: result, before: before, author: author,
+                                          contextName: contextName, layout: history, connection: connection)
+                    } else {
+                        result = try write(request, schema: schema, connection: connection)
+                    }
                     try connection.execute("RELEASE datastack_save")
                     // Once, after the attempt that stands: a rolled-back attempt must not consume it.
                     try writeMetadataIfNeeded(connection)
@@ -64,7 +80,7 @@ extension SQLiteStore {
     }
 
     /// The rows of these objects as the open transaction sees them.
-    private func currentRows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
+    func currentRows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
         var decoder = RowDecoder(schema: schema, identity: identity)
         var rows: [ObjectID: IncrementalStoreNode] = [:]
         for id in objectIDs {

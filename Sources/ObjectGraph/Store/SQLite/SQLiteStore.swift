@@ -28,7 +28,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     let writer = ConnectionLock()
     /// The connection for fetches and faults, so they never wait for a save.
     let reader = ConnectionLock()
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     struct State: @unchecked Sendable {
         // @unchecked Sendable: StoreMetadata values are Sendable; the struct is only touched under `state`.
@@ -37,6 +37,11 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         var schema: SQLiteSchema?
         var metadata: StoreMetadata = [:]
         var metadataNeedsWrite = false
+        /// The history layout while the store records persistent history; nil when it does not.
+        var history: SQLiteHistoryLayout?
+        /// Why saves are refused although the options allow them (a store with
+        /// history opened without tracking); nil when they are not.
+        var readOnlyReason: String?
     }
 
     /// Creates an unopened store; the coordinator opens it with ``loadMetadata()``.
@@ -119,6 +124,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             }
             try readExistingStore(connection)
             try connection.applySettings()
+            try prepareHistory(connection)
         } catch let error as SQLiteError {
             throw Self.storeError(error, url: url, doing: "reading the store")
         }
@@ -335,6 +341,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     /// its writes would reach an inode no path leads to and vanish.
     func write<T>(_ body: (Connection) throws -> T) throws -> T {
         if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        if let reason = state.withLock({ $0.readOnlyReason }) { throw PersistentStoreError(.readOnly, url: url, message: reason) }
         var attempt = 0
         while true {
             attempt += 1

@@ -1,0 +1,141 @@
+import Foundation
+
+/// Core Data's persistent-history tables, and how each entity's changes are
+/// written into them: the bit of each property in `ACHANGE.ZCOLUMNS` and the
+/// `ZTOMBSTONE<n>` column of each preserved attribute.
+///
+/// The `ZCOLUMNS` rule is the one the reference derives from every update row
+/// of six stores written by Apple (coredata-semantics-stage2 §1.3): an MSB-first
+/// bit string of `ceil(S/8)` bytes whose slots run over the inheritance chain,
+/// root to leaf — first the to-one relationships, level by level and sorted by
+/// name within a level (a to-one whose destination has subentities takes two
+/// slots, its key and its `Z<n>_` entity column), then the attributes the same
+/// way, then the to-many relationships. Transient properties have no slot.
+/// Tombstones are numbered by the rank of the preserved attribute in that order.
+struct SQLiteHistoryLayout: Sendable {
+    /// `Z_PRIMARYKEY` numbers and names of the history entities, as Apple writes them.
+    static let changeEntity: Int64 = 16001
+    static let transactionEntity: Int64 = 16002
+    static let stringEntity: Int64 = 16003
+
+    /// One entity's history layout.
+    final class EntityLayout: Sendable {
+        let entity: EntityDescription
+        /// `Z_ENT` of the entity, written as `ACHANGE.ZENTITY`.
+        let number: Int64
+        /// For each slot of the entity, its `ZCOLUMNS` bits (one, or two for a
+        /// to-one with an entity column); empty for a transient property.
+        let bitsOfSlot: [[Int]]
+        /// The property of each bit, for reading `ZCOLUMNS` back.
+        let propertyOfBit: [String]
+        /// `ceil(S/8)`: every update row of the entity has this many bytes.
+        let byteCount: Int
+        /// The slots of the preserved attributes, in tombstone order.
+        let tombstoneSlots: [Int]
+
+        init(entity: EntityDescription, number: Int64) {
+            self.entity = entity
+            self.number = number
+            var chain: [EntityDescription] = []
+            var level: EntityDescription? = entity
+            while let current = level {
+                chain.insert(current, at: 0)
+                level = current.superentity
+            }
+            func declared(_ include: (PropertyDescription) -> Bool) -> [PropertyDescription] {
+                chain.flatMap { level in
+                    level.properties.filter { !$0.isTransient && include($0) }.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+                }
+            }
+            let toOnes = declared { ($0 as? RelationshipDescription).map { !$0.isToMany } ?? false }
+            let attributes = declared { $0 is AttributeDescription }
+            let toManys = declared { ($0 as? RelationshipDescription)?.isToMany ?? false }
+            var bitsOfSlot = [[Int]](repeating: [], count: entity.slotProperties.count)
+            var propertyOfBit: [String] = []
+            for property in toOnes + attributes + toManys {
+                var width = 1
+                if let relationship = property as? RelationshipDescription, !relationship.isToMany,
+                   !(relationship.destinationEntity?.subentities.isEmpty ?? true) {
+                    width = 2
+                }
+                let slot = property.index
+                for _ in 0..<width {
+                    if slot >= 0 && slot < bitsOfSlot.count { bitsOfSlot[slot].append(propertyOfBit.count) }
+                    propertyOfBit.append(property.name)
+                }
+            }
+            self.bitsOfSlot = bitsOfSlot
+            self.propertyOfBit = propertyOfBit
+            byteCount = (propertyOfBit.count + 7) / 8
+            tombstoneSlots = attributes.compactMap { property in
+                (property as? AttributeDescription)?.preservesValueInHistoryOnDeletion == true ? property.index : nil
+            }
+        }
+
+        /// The `ZCOLUMNS` bytes with the bits of these slots set.
+        func columnsMask(slots: [Int]) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: byteCount)
+            for slot in slots {
+                for bit in bitsOfSlot[slot] { bytes[bit / 8] |= 0x80 >> UInt8(bit % 8) }
+            }
+            return bytes
+        }
+
+        /// The names of the properties whose bits `mask` sets; bits past the
+        /// entity's slots (a row written with another model) are left out.
+        func properties(in mask: Data) -> Set<String> {
+            var names: Set<String> = []
+            for (offset, byte) in mask.enumerated() where byte != 0 {
+                for bit in 0..<8 where byte & (0x80 >> UInt8(bit)) != 0 {
+                    let position = offset * 8 + bit
+                    if position < propertyOfBit.count { names.insert(propertyOfBit[position]) }
+                }
+            }
+            return names
+        }
+    }
+
+    let entities: [ObjectIdentifier: EntityLayout]
+    let entitiesByNumber: [Int64: EntityLayout]
+    /// How many `ZTOMBSTONE<n>` columns the model needs: the most preserved attributes of any entity.
+    let tombstoneColumnCount: Int
+
+    init(schema: SQLiteSchema) {
+        var entities: [ObjectIdentifier: EntityLayout] = [:]
+        var byNumber: [Int64: EntityLayout] = [:]
+        for (key, mapping) in schema.mappings {
+            let layout = EntityLayout(entity: mapping.entity, number: mapping.number)
+            entities[key] = layout
+            byNumber[mapping.number] = layout
+        }
+        self.entities = entities
+        entitiesByNumber = byNumber
+        tombstoneColumnCount = entities.values.map(\.tombstoneSlots.count).max() ?? 0
+    }
+
+    // MARK: - Tables
+
+    /// The tables and indexes of the history, in Apple's words
+    /// (`sqlite_master` of the fixture stores), with `tombstones` tombstone columns.
+    static func creationStatements(tombstones: Int) -> [String] {
+        let tombstoneColumns = (0..<tombstones).map { ", ZTOMBSTONE\($0) BLOB" }.joined()
+        return [
+            "CREATE TABLE ACHANGE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZCHANGETYPE INTEGER, ZENTITY INTEGER, "
+                + "ZENTITYPK INTEGER, ZTRANSACTIONID INTEGER, ZCOLUMNS BLOB\(tombstoneColumns) )",
+            "CREATE TABLE ATRANSACTION ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZAUTHORTS INTEGER, ZBUNDLEIDTS INTEGER, "
+                + "ZCONTEXTNAMETS INTEGER, ZPROCESSIDTS INTEGER, ZTIMESTAMP FLOAT, ZAUTHOR VARCHAR, ZBUNDLEID VARCHAR, "
+                + "ZCONTEXTNAME VARCHAR, ZPROCESSID VARCHAR, ZQUERYGEN BLOB )",
+            "CREATE TABLE ATRANSACTIONSTRING ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR )",
+            "CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID)",
+            "CREATE INDEX ATRANSACTION_ZAUTHORTS_INDEX ON ATRANSACTION (ZAUTHORTS)",
+            "CREATE INDEX ATRANSACTION_ZBUNDLEIDTS_INDEX ON ATRANSACTION (ZBUNDLEIDTS)",
+            "CREATE INDEX ATRANSACTION_ZCONTEXTNAMETS_INDEX ON ATRANSACTION (ZCONTEXTNAMETS)",
+            "CREATE INDEX ATRANSACTION_ZPROCESSIDTS_INDEX ON ATRANSACTION (ZPROCESSIDTS)",
+            "CREATE INDEX Z_TRANSACTION_TransactionAuthorIndex ON ATRANSACTION (ZAUTHOR COLLATE BINARY ASC)",
+            "CREATE INDEX Z_TRANSACTION_TransactionTimestampIndex ON ATRANSACTION (ZTIMESTAMP COLLATE BINARY ASC)",
+            "CREATE UNIQUE INDEX Z_TRANSACTIONSTRING_UNIQUE_NAME ON ATRANSACTIONSTRING (ZNAME COLLATE BINARY ASC)",
+            "INSERT OR IGNORE INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES "
+                + "(\(changeEntity), 'CHANGE', 0, 0), (\(transactionEntity), 'TRANSACTION', 0, 0), (\(stringEntity), 'TRANSACTIONSTRING', 0, 0)",
+        ]
+    }
+}

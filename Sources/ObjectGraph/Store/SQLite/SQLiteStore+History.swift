@@ -1,0 +1,356 @@
+import Foundation
+
+// MARK: - Persistent history: tables, recording, reading, deleting
+
+extension SQLiteStore: PersistentHistoryStore {
+    public var tracksPersistentHistory: Bool { state.withLock { $0.history != nil } }
+
+    /// Makes the history tables ready when the store opens: with tracking they
+    /// are created if missing (and tombstone columns the model needs are added),
+    /// in one write transaction that checks again under the lock, as the store's
+    /// own creation does; without tracking, a store whose history holds
+    /// transactions refuses saves, as Core Data's is forced read-only.
+    func prepareHistory(_ connection: Connection) throws {
+        let tracking = configuration.options.persistentHistoryTracking
+        let exists = try Self.historyTablesExist(connection)
+        guard tracking else {
+            if exists, try Self.scalar(connection, "SELECT EXISTS (SELECT 1 FROM ATRANSACTION)") != 0 {
+                state.withLock {
+                    $0.readOnlyReason = """
+                        the store records persistent history but was opened without persistentHistoryTracking: \
+                        saves would leave gaps in its history, so it is read-only (as in Core Data); open it with \
+                        persistentHistoryTracking, or delete its history first
+                        """
+                }
+            }
+            return
+        }
+        let layout = SQLiteHistoryLayout(schema: try schema)
+        let needed = layout.tombstoneColumnCount
+        let present = exists ? try Self.tombstoneColumns(connection) : 0
+        if isReadOnly {
+            guard exists else { return }
+        } else if !exists || present < needed {
+            do {
+                try connection.inWriteTransaction {
+                    if try !Self.historyTablesExist(connection) {
+                        for sql in SQLiteHistoryLayout.creationStatements(tombstones: needed) { try connection.execute(sql) }
+                    }
+                    let columns = try Self.tombstoneColumns(connection)
+                    for index in columns..<max(needed, columns) {
+                        try connection.execute("ALTER TABLE ACHANGE ADD COLUMN ZTOMBSTONE\(index) BLOB")
+                    }
+                }
+            } catch let error as SQLiteError {
+                throw Self.storeError(error, url: url, doing: "adding the persistent history tables")
+            }
+        }
+        state.withLock { $0.history = layout }
+    }
+
+    private static func historyTablesExist(_ connection: Connection) throws -> Bool {
+        try scalar(connection, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('ACHANGE', 'ATRANSACTION', 'ATRANSACTIONSTRING')") == 3
+    }
+
+    private static func tombstoneColumns(_ connection: Connection) throws -> Int {
+        try connection.columns(in: "ACHANGE").filter { $0.name.hasPrefix("ZTOMBSTONE") }.count
+    }
+
+    private static func scalar(_ connection: Connection, _ sql: String, _ argument: Int64? = nil) throws -> Int64 {
+        let statement = try connection.cachedStatement(sql)
+        defer { statement.reset() }
+        if let argument { try statement.bind(argument, at: 1) }
+        return try statement.step() ? statement.int64(at: 0) : 0
+    }
+
+    /// The store's history layout, or the error a history request gets without one.
+    private func historyLayout() throws -> SQLiteHistoryLayout {
+        guard let layout = state.withLock({ $0.history }) else {
+            throw PersistentStoreError(.historyNotTracked, url: url, message: isReadOnly && configuration.options.persistentHistoryTracking
+                ? "the store has no persistent history tables, and it is opened read-only so they cannot be added"
+                : "the store does not record persistent history: add it with StoreOptions.persistentHistoryTracking")
+        }
+        return layout
+    }
+
+    // MARK: Recording
+
+    /// What history needs from the rows before a save changes them: each
+    /// updated row (to tell which columns change) and each deleted row of an
+    /// entity with preserved attributes (its tombstone). Read inside the save's
+    /// transaction, so the rows cannot move in between.
+    func rowsBeforeSave(_ request: SaveChangesRequest, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
+                        connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
+        let tombstoned = request.deletedObjects.lazy.map(\.objectID).filter {
+            !(layout.entities[ObjectIdentifier($0.entity)]?.tombstoneSlots.isEmpty ?? true)
+        }
+        var rows = try currentRows(of: request.updatedObjects.map(\.objectID) + tombstoned, schema: schema, connection: connection)
+        // A loaded to-many of an updated object: its members as the file has
+        // them now. The writer holds the write lock, so the reader's latest
+        // snapshot is the state this save starts from.
+        for node in request.updatedObjects {
+            for (slot, value) in node.values.enumerated() {
+                guard case .objects = value, let relationship = node.objectID.entity.slotProperties[slot] as? RelationshipDescription,
+                      !(layout.entities[ObjectIdentifier(node.objectID.entity)]?.bitsOfSlot[slot].isEmpty ?? true) else { continue }
+                rows[node.objectID]?.values[slot] = try toManyDestinations(relationship, of: node.objectID)
+            }
+        }
+        return rows
+    }
+
+    /// Writes one `ATRANSACTION` row and one `ACHANGE` row per saved object,
+    /// inside the save's transaction, after its rows are written.
+    func recordHistory(of request: SaveChangesRequest, result: SaveResult, before: [ObjectID: IncrementalStoreNode],
+                       author: String?, contextName: String?, layout: SQLiteHistoryLayout, connection: Connection) throws {
+        let process = ProcessInfo.processInfo.processName
+        let bundle = Bundle.main.bundleIdentifier ?? process
+        let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection) } }
+        let transaction = try allocateHistoryKeys(1, entity: SQLiteHistoryLayout.transactionEntity, connection: connection)
+        let insertTransaction = try connection.cachedStatement("""
+            INSERT INTO ATRANSACTION (Z_PK, Z_ENT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
+        insertTransaction.reset()
+        try insertTransaction.bind(transaction, at: 1)
+        try insertTransaction.bind(SQLiteHistoryLayout.transactionEntity, at: 2)
+        for (offset, key) in strings.enumerated() {
+            if let key { try insertTransaction.bind(key, at: Int32(offset + 3)) } else { try insertTransaction.bindNull(at: Int32(offset + 3)) }
+        }
+        try insertTransaction.bind(Date().timeIntervalSinceReferenceDate, at: 7)
+        try insertTransaction.execute()
+
+        let count = request.insertedObjects.count + request.updatedObjects.count + request.deletedObjects.count
+        var next = try allocateHistoryKeys(Int64(count), entity: SQLiteHistoryLayout.changeEntity, connection: connection) - Int64(count) + 1
+        let tombstones = layout.tombstoneColumnCount
+        let tombstoneColumns = (0..<tombstones).map { ", ZTOMBSTONE\($0)" }.joined()
+        let insertChange = try connection.cachedStatement("""
+            INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns)) \
+            VALUES (?, ?, ?, ?, ?, ?, ?\(String(repeating: ", ?", count: tombstones)))
+            """)
+        func insert(_ id: ObjectID, _ type: PersistentHistoryChange.ChangeType, columns: [UInt8]?, tombstone: [PropertyValue]) throws {
+            guard let entity = layout.entities[ObjectIdentifier(id.entity)] else { return }
+            insertChange.reset()
+            try insertChange.bind(next, at: 1)
+            try insertChange.bind(SQLiteHistoryLayout.changeEntity, at: 2)
+            try insertChange.bind(type.rawValue, at: 3)
+            try insertChange.bind(entity.number, at: 4)
+            try insertChange.bind(id.primaryKey ?? 0, at: 5)
+            try insertChange.bind(transaction, at: 6)
+            if let columns { try insertChange.bind(columns, at: 7) } else { try insertChange.bindNull(at: 7) }
+            for index in 0..<tombstones {
+                try insertChange.bind(index < tombstone.count ? tombstone[index] : .null, at: Int32(8 + index))
+            }
+            try insertChange.execute()
+            next += 1
+        }
+        for node in request.insertedObjects {
+            try insert(result.permanentIDs[node.objectID] ?? node.objectID, .insert, columns: nil, tombstone: [])
+        }
+        for node in request.updatedObjects {
+            guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else { continue }
+            let old = before[node.objectID]
+            let changed = try node.values.indices.filter { slot in
+                guard !entity.bitsOfSlot[slot].isEmpty else { return false }
+                switch node.values[slot] {
+                case .objects(let members):
+                    return try toManyChanged(entity.entity.slotProperties[slot], of: node.objectID,
+                                             to: members.map { result.permanentIDs[$0] ?? $0 }, before: before)
+                case .object(let id):
+                    return old.map { $0.values[slot] != .object(result.permanentIDs[id] ?? id) } ?? true
+                case let value:
+                    return old.map { $0.values[slot] != value } ?? true
+                }
+            }
+            try insert(node.objectID, .update, columns: entity.columnsMask(slots: changed), tombstone: [])
+        }
+        for node in request.deletedObjects {
+            let slots = layout.entities[ObjectIdentifier(node.objectID.entity)]?.tombstoneSlots ?? []
+            let old = before[node.objectID]
+            try insert(node.objectID, .delete, columns: nil, tombstone: slots.map { old?.values[$0] ?? .null })
+        }
+    }
+
+    /// Whether a saved to-many's members differ from those before the save
+    /// (their order too, for an ordered one), which `rowsBeforeSave` read.
+    private func toManyChanged(_ property: PropertyDescription, of owner: ObjectID, to members: [ObjectID],
+                               before: [ObjectID: IncrementalStoreNode]) throws -> Bool {
+        guard let relationship = property as? RelationshipDescription,
+              case .objects(let old)? = before[owner]?.values[property.index] else { return true }
+        return relationship.isOrdered ? old != members : Set(old) != Set(members)
+    }
+
+    /// The `ATRANSACTIONSTRING` key of a string, added when it is new: every
+    /// author, context, process and bundle name is stored once.
+    private func internedString(_ string: String, connection: Connection) throws -> Int64 {
+        let find = try connection.cachedStatement("SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?")
+        find.reset()
+        try find.bind(string, at: 1)
+        if try find.step() {
+            defer { find.reset() }
+            return find.int64(at: 0)
+        }
+        find.reset()
+        let key = try allocateHistoryKeys(1, entity: SQLiteHistoryLayout.stringEntity, connection: connection)
+        let insert = try connection.cachedStatement("INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, ZNAME) VALUES (?, ?, ?)")
+        insert.reset()
+        try insert.bind(key, at: 1)
+        try insert.bind(SQLiteHistoryLayout.stringEntity, at: 2)
+        try insert.bind(string, at: 3)
+        try insert.execute()
+        return key
+    }
+
+    /// Adds `count` to a history entity's `Z_MAX` and returns the new maximum.
+    private func allocateHistoryKeys(_ count: Int64, entity: Int64, connection: Connection) throws -> Int64 {
+        let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
+        bump.reset()
+        try bump.bind(count, at: 1)
+        try bump.bind(entity, at: 2)
+        try bump.execute()
+        return try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", entity)
+    }
+
+    // MARK: Reading and deleting
+
+    public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
+        _ = try historyLayout()
+        let number = try read { connection in
+            try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+        }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
+    }
+
+    public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
+        let layout = try historyLayout()
+        let identifier = identifier
+        return try read { connection in
+            try connection.inReadTransaction {
+                var condition = "t.Z_PK > ?"
+                var bound = PropertyValue.integer(0)
+                switch request.bound {
+                case .token(let token?):
+                    try checkFetch(after: token, connection: connection)
+                    bound = .integer(token.transactionNumber)
+                case .token(nil): break
+                case .date(let date):
+                    condition = "t.ZTIMESTAMP > ?"
+                    bound = .double(date.timeIntervalSinceReferenceDate)
+                }
+                let select = try connection.prepare("""
+                    SELECT t.Z_PK, t.ZTIMESTAMP, coalesce(a.ZNAME, t.ZAUTHOR), coalesce(b.ZNAME, t.ZBUNDLEID), \
+                    coalesce(c.ZNAME, t.ZCONTEXTNAME), coalesce(p.ZNAME, t.ZPROCESSID) FROM ATRANSACTION t \
+                    LEFT JOIN ATRANSACTIONSTRING a ON a.Z_PK = t.ZAUTHORTS LEFT JOIN ATRANSACTIONSTRING b ON b.Z_PK = t.ZBUNDLEIDTS \
+                    LEFT JOIN ATRANSACTIONSTRING c ON c.Z_PK = t.ZCONTEXTNAMETS LEFT JOIN ATRANSACTIONSTRING p ON p.Z_PK = t.ZPROCESSIDTS \
+                    WHERE \(condition) ORDER BY t.Z_PK
+                    """)
+                try select.bind(bound, at: 1)
+                var transactions: [PersistentHistoryTransaction] = []
+                while try select.step() {
+                    let transaction = PersistentHistoryTransaction(
+                        token: PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: select.int64(at: 0)),
+                        timestamp: Date(timeIntervalSinceReferenceDate: select.double(at: 1)),
+                        author: select.string(at: 2), contextName: select.string(at: 4),
+                        processID: select.string(at: 5) ?? "", bundleID: select.string(at: 3) ?? "", changes: nil)
+                    guard request.filter?.matches(transaction) ?? true else { continue }
+                    transactions.append(transaction)
+                    if request.fetchLimit > 0 && transactions.count == request.fetchLimit { break }
+                }
+                if request.includesChanges, let first = transactions.first, let last = transactions.last {
+                    let changes = try readChanges(from: first.transactionNumber, through: last.transactionNumber,
+                                                  layout: layout, connection: connection)
+                    for index in transactions.indices {
+                        transactions[index].changes = changes[transactions[index].transactionNumber] ?? []
+                    }
+                }
+                return transactions
+            }
+        }
+    }
+
+    /// A token must name this store and a transaction it wrote, and the
+    /// transactions after it must still be there.
+    private func checkFetch(after token: PersistentHistoryToken, connection: Connection) throws {
+        try checkOwnership(of: token, connection: connection)
+        let last = try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+        let first = try Self.scalar(connection, "SELECT coalesce(min(Z_PK), ?) FROM ATRANSACTION", last + 1)
+        if token.transactionNumber + 1 < first {
+            throw PersistentStoreError(.historyExpired, url: url, message: """
+                the history after transaction \(token.transactionNumber) is gone (deleted up to transaction \(first - 1)): \
+                changes were missed; refetch everything you show and continue from the store's current token
+                """)
+        }
+    }
+
+    private func checkOwnership(of token: PersistentHistoryToken, connection: Connection) throws {
+        guard token.storeIdentifier == identifier else {
+            throw PersistentStoreError(.historyTokenMismatch, url: url, message:
+                "the history token belongs to the store \(token.storeIdentifier), not to this store (\(identifier))")
+        }
+        let last = try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+        guard token.transactionNumber >= 0, token.transactionNumber <= last else {
+            throw PersistentStoreError(.historyTokenMismatch, url: url, message:
+                "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")
+        }
+    }
+
+    /// The changes of the transactions in a range, by transaction number, in
+    /// the order they were recorded. Changes of entities the store's model
+    /// does not hold (another configuration's) are left out: they have no ID here.
+    private func readChanges(from first: Int64, through last: Int64, layout: SQLiteHistoryLayout,
+                             connection: Connection) throws -> [Int64: [PersistentHistoryChange]] {
+        let tombstoneCount = try Self.tombstoneColumns(connection)
+        let tombstoneColumns = (0..<tombstoneCount).map { ", ZTOMBSTONE\($0)" }.joined()
+        let select = try connection.prepare("""
+            SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns) FROM ACHANGE \
+            WHERE ZTRANSACTIONID BETWEEN ? AND ? ORDER BY Z_PK
+            """)
+        try select.bind(first, at: 1)
+        try select.bind(last, at: 2)
+        let identity = identity
+        var changes: [Int64: [PersistentHistoryChange]] = [:]
+        while try select.step() {
+            guard let entity = layout.entitiesByNumber[select.int64(at: 2)],
+                  let type = PersistentHistoryChange.ChangeType(rawValue: select.int64(at: 1)) else { continue }
+            var change = PersistentHistoryChange(
+                changeID: select.int64(at: 0),
+                changedObjectID: ObjectID(entity: entity.entity, store: identity, primaryKey: select.int64(at: 3)),
+                changeType: type, transactionNumber: select.int64(at: 4))
+            if type == .update { change.updatedProperties = entity.properties(in: select.data(at: 5) ?? Data()) }
+            if type == .delete && !entity.tombstoneSlots.isEmpty {
+                var tombstone: [String: PropertyValue] = [:]
+                for (index, slot) in entity.tombstoneSlots.enumerated() where index < tombstoneCount {
+                    guard let attribute = entity.entity.slotProperties[slot] as? AttributeDescription else { continue }
+                    tombstone[attribute.name] = select.attributeValue(at: Int32(6 + index), type: attribute.type)
+                }
+                change.tombstone = tombstone
+            }
+            changes[change.transactionNumber, default: []].append(change)
+        }
+        return changes
+    }
+
+    public func deleteHistory(_ request: PersistentHistoryRequest) throws -> Int {
+        _ = try historyLayout()
+        return try write { connection in
+            let condition: String
+            let bound: PropertyValue
+            switch request.bound {
+            case .token(let token?):
+                try checkOwnership(of: token, connection: connection)
+                condition = "Z_PK < ?"
+                bound = .integer(token.transactionNumber)
+            case .token(nil):
+                return 0
+            case .date(let date):
+                condition = "ZTIMESTAMP < ?"
+                bound = .double(date.timeIntervalSinceReferenceDate)
+            }
+            let changes = try connection.prepare("DELETE FROM ACHANGE WHERE ZTRANSACTIONID IN (SELECT Z_PK FROM ATRANSACTION WHERE \(condition))")
+            try changes.bind(bound, at: 1)
+            try changes.execute()
+            let transactions = try connection.prepare("DELETE FROM ATRANSACTION WHERE \(condition)")
+            try transactions.bind(bound, at: 1)
+            try transactions.execute()
+            return connection.changes
+        }
+    }
+}
