@@ -91,15 +91,22 @@ func makeStack(seed: URL? = nil, directory: StackDirectory = StackDirectory()) a
 }
 
 extension StackDirectory {
-    private static let kept = Mutex<[StackDirectory]>([])
+    /// NSLock rather than `Mutex`, as `MergeRecorder`: ThreadSanitizer on Linux
+    /// does not see `Mutex` (a futex) as synchronization.
+    // @unchecked Sendable: `directories` is only touched while `lock` is held.
+    private final class Kept: @unchecked Sendable {
+        let lock = NSLock()
+        var directories: [StackDirectory] = []
+    }
+    private static let kept = Kept()
 
     /// Keeps `directory` until the process exits, then removes it.
     static func keepUntilExit(_ directory: StackDirectory) {
-        let first = kept.withLock { kept in
-            kept.append(directory)
-            return kept.count == 1
+        let first = kept.lock.withLock {
+            kept.directories.append(directory)
+            return kept.directories.count == 1
         }
-        if first { atexit { StackDirectory.kept.withLock { $0.removeAll() } } }
+        if first { atexit { StackDirectory.kept.lock.withLock { StackDirectory.kept.directories.removeAll() } } }
     }
 }
 
