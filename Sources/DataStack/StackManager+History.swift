@@ -62,7 +62,7 @@ extension StackManager {
             next.includesChanges = false
             if let unmerged = try setup.writerCoordinator.fetchHistory(next).first, unmerged.timestamp < cutoff {
                 // Not merged yet, although older than the retention: keep it and what follows.
-                return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: bookmark))
+                return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: unmerged.token))
             }
         }
         return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: cutoff))

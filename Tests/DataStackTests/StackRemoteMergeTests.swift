@@ -160,6 +160,75 @@ import DataStack
         #expect(listed.first == newID)
         #expect(listed == fresh)
     }
+
+    /// Holds the main queue (where the stack merges) until `body` returns.
+    private func whileMainQueueIsBlocked(_ body: () async throws -> Void) async rethrows {
+        let blocked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.main.async {
+            blocked.signal()
+            release.wait()
+        }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { blocked.wait(); continuation.resume() }
+        }
+        defer { release.signal() }
+        try await body()
+    }
+
+    private func saveTicker(_ stack: StackManager, _ symbol: String) async throws {
+        let importer = stack.importerContext()
+        try await importer.perform {
+            Ticker(context: importer).symbol = symbol
+            try importer.save()
+        }
+    }
+
+    @Test func historyPurgedBeforeTheStackReadItRefreshesEverythingAndSaysSo() async throws {
+        let (a, b, _) = try await makeStacks()
+        let recorderA = MergeRecorder(a)
+        let ids = try await importTickers(b, count: 3)
+        _ = await remoteMerges(recorderA, count: 1)
+        let main = a.mainContext
+        let inA = ids.map { a.mainCoordinator.managedObjectID(forURIRepresentation: $0.uriRepresentation())! }
+        let holder = ObjectHolder()
+        try await main.perform { holder.objects = try inA.map { try main.existingObject(with: $0) } }
+        try await whileMainQueueIsBlocked {
+            for symbol in ["X", "Y", "Z"] { try await saveTicker(b, symbol) }
+            let last = try #require(try b.writerCoordinator.currentPersistentHistoryToken())
+            #expect(try b.writerCoordinator.deleteHistory(.deleteHistory(before: last)) == 3)
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !recorderA.all.contains(where: { $0.source == .expiredHistory }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let reset = try #require(recorderA.all.first { $0.source == .expiredHistory })
+        #expect(reset.refreshedObjectIDs == Set(inA))
+        #expect(a.lastMergedHistoryToken == (try b.writerCoordinator.currentPersistentHistoryToken()))
+        withExtendedLifetime(holder) {}
+    }
+
+    @Test func purgeKeepsWhatTheMainContextHasNotMerged() async throws {
+        let (a, b, _) = try await makeStacks()
+        let recorderA = MergeRecorder(a)
+        try await saveTicker(b, "OLD")
+        _ = await remoteMerges(recorderA, count: 1)
+        try await whileMainQueueIsBlocked {
+            try await saveTicker(b, "NEW")
+            // The OLD transaction was merged: it goes. NEW was not: it stays, though older than the retention.
+            #expect(try a.purgeHistory(olderThan: .zero) == 1)
+        }
+        let merges = await remoteMerges(recorderA, count: 2)
+        #expect(merges.count == 2)
+        #expect(!recorderA.all.contains { $0.source == .expiredHistory })
+        #expect(try a.purgeHistory(olderThan: .zero) == 1)   // NEW is merged now: it goes too
+        let remaining = try a.mainCoordinator.fetchHistory(.fetchHistory(after: nil as PersistentHistoryToken?))
+        #expect(remaining.isEmpty)
+        // The bookmark still reads on: nothing it needs was deleted.
+        try await saveTicker(b, "LATER")
+        #expect(await remoteMerges(recorderA, count: 3).count == 3)
+        #expect(!recorderA.all.contains { $0.source == .expiredHistory })
+    }
 }
 
 // @unchecked Sendable: the controller is only used on the main context's queue.
