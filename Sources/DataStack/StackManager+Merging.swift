@@ -17,14 +17,18 @@ extension StackManager {
                 }
             } else if coordinator === setup.writerCoordinator {
                 // Posted on the importer's queue; the merge runs on the main queue.
-                setup.mainContext.perform { self.merge(save, into: setup) }
+                setup.mainContext.perform { self.merge(save, from: .importer, into: setup) }
             }
         }
         state.withLock { $0.observers.append(token) }
+        if setup.followsPersistentHistory { installHistoryObserver(for: setup) }
     }
 
-    /// Merges one writer save into the main context and tells tracked children and listeners.
-    private func merge(_ save: ContextDidSave, into setup: Setup) {
+    /// Merges one save — of an importer, or of another writer's history
+    /// transaction — into the main context and tells tracked children and
+    /// listeners. The one merge rule of the stack: registered objects are
+    /// refreshed, registered deleted objects removed, inserts reported by ID.
+    func merge(_ save: ContextDidSave, from source: StackDidMerge.Source, into setup: Setup) {
         let (merges, children) = state.withLock { state in
             (state.mergesIncomingSavedObjects, state.trackedChildren.compactMap(\.context))
         }
@@ -42,7 +46,7 @@ extension StackManager {
         } else {
             setup.mainCoordinator.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
         }
-        let payload = StackDidMerge(save: save, merged: merges, refreshedObjectIDs: refreshed,
+        let payload = StackDidMerge(source: source, save: save, merged: merges, refreshedObjectIDs: refreshed,
                                     removedObjectIDs: removed, duration: clock.now - start)
         NotificationCenter.default.post(name: Self.didMergeNotification, object: self, userInfo: [StackDidMerge.key: payload])
     }

@@ -34,11 +34,13 @@ extension StackManager {
                 }
             }
         }
-        try setup.writerCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: setup.options)
+        try setup.writerCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL,
+                                                       options: Self.writerOptions(setup.options, storeType: setup.storeType))
         if setup.mainCoordinator !== setup.writerCoordinator {
             var options = setup.options
             options.seedDatabaseURL = nil
             try setup.mainCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: options)
         }
+        try resetHistoryBookmark(for: setup)   // the new store has a new UUID and no history
     }
 }

@@ -38,7 +38,9 @@ extension StackManager {
             storeOptions.seedDatabaseURL = seedDatabaseURL ?? options.seedDatabaseURL
             storeOptions.migrationProgress = reportingMigrationProgress(to: options.migrationProgress)
             let setup = try await Self.onSetupQueue { [self, storeOptions] in
-                try makeSetup(model: model, storeURL: storeURL, storeType: storeType, options: storeOptions)
+                let setup = try makeSetup(model: model, storeURL: storeURL, storeType: storeType, options: storeOptions)
+                try resetHistoryBookmark(for: setup)
+                return setup
             }
             state.withLock { state in
                 setup.mainContext.isReadOnly = state.isMainContextReadOnly
@@ -112,11 +114,20 @@ extension StackManager {
         }
     }
 
+    /// The writer coordinator's options: the stack's, without remote-change
+    /// notifications when a main coordinator of its own watches the file.
+    static func writerOptions(_ options: StoreOptions, storeType: StoreType) -> StoreOptions {
+        var options = options
+        if storeType == .sqlite { options.remoteChangeNotifications = false }
+        return options
+    }
+
     func makeSetup(model: ManagedObjectModel, storeURL: URL?, storeType: StoreType, options: StoreOptions) throws -> Setup {
         let url: URL? = storeType == .inMemory ? nil : (storeURL ?? Self.defaultStoreURL)
         let writer = PersistentStoreCoordinator(managedObjectModel: model)
-        // The writer opens first: it creates, seeds or migrates the file.
-        try writer.addPersistentStore(type: storeType, at: url, options: options)
+        // The writer opens first: it creates, seeds or migrates the file. Only
+        // the main coordinator watches for remote changes: they are merged there.
+        try writer.addPersistentStore(type: storeType, at: url, options: Self.writerOptions(options, storeType: storeType))
         var main = writer
         if storeType == .sqlite {
             // The second coordinator opens the file the first one created, seeded or migrated.
@@ -129,7 +140,9 @@ extension StackManager {
         let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: main)
         context.name = "main"
         context.mergePolicy = .mergeByPropertyStoreTrump
+        let author = Self.makeTransactionAuthor()
+        context.transactionAuthor = author
         return Setup(model: model, storeURL: url, storeType: storeType, options: options,
-                     mainCoordinator: main, writerCoordinator: writer, mainContext: context)
+                     mainCoordinator: main, writerCoordinator: writer, mainContext: context, transactionAuthor: author)
     }
 }

@@ -61,6 +61,9 @@ public final class StackManager: Sendable {
         var observers: [any NSObjectProtocol] = []
         var trackedChildren: [WeakContext] = []
         var progressSubscribers = ProgressSubscribers()
+        /// The token of the last history transaction the main context merged
+        /// (or skipped as its own), while the stack follows persistent history.
+        var lastMergedHistoryToken: PersistentHistoryToken?
     }
 
     /// What `setup` made.
@@ -72,6 +75,12 @@ public final class StackManager: Sendable {
         let mainCoordinator: PersistentStoreCoordinator
         let writerCoordinator: PersistentStoreCoordinator
         let mainContext: ManagedObjectContext
+        /// The ``ManagedObjectContext/transactionAuthor`` of every context of this stack that saves to the store.
+        let transactionAuthor: String
+        /// Whether the main context merges other writers' history transactions.
+        var followsPersistentHistory: Bool {
+            storeType == .sqlite && options.persistentHistoryTracking && options.remoteChangeNotifications
+        }
     }
 
     /// Creates a stack; call one of the `setup` methods before using it.
@@ -142,6 +151,7 @@ public final class StackManager: Sendable {
     public func importerContext() -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writerCoordinator)
         context.name = "importer"
+        context.transactionAuthor = current.transactionAuthor
         context.mergePolicy = .mergeByPropertyObjectTrump
         return context
     }

@@ -67,6 +67,12 @@ public final class PersistentStoreCoordinator: Sendable {
             try destroyPersistentStore(at: url, type: type)
             store = try Self.open(type, configuration)
         }
+        do {
+            try startRemoteChangeNotifications(of: store, options: options)
+        } catch {
+            store.willRemove()
+            throw error
+        }
         let identity = StoreIdentity.named(store.identifier)
         stores.withLock { $0.append((store, identity)) }
         return store

@@ -100,6 +100,15 @@ public struct StoreOptions: Sendable {
     /// readers could not see; delete its history first to stop tracking.
     /// The default is false.
     public var persistentHistoryTracking = false
+    /// Notice commits made to the store's file by any other connection — another
+    /// process, or another coordinator of this one — and post
+    /// ``PersistentStoreCoordinator/storeRemoteChangeNotification`` for each
+    /// (Core Data: `NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
+    /// SQLite stores only; other stores ignore it. With
+    /// ``persistentHistoryTracking`` the notification carries the history
+    /// token to fetch up to. The default is false. See ``SQLiteChangeWatcher``
+    /// for how commits are noticed and what it costs.
+    public var remoteChangeNotifications = false
 
     public init() {}
 

@@ -29,6 +29,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     /// The connection for fetches and faults, so they never wait for a save.
     let reader = ConnectionLock()
     let state = Mutex(State())
+    /// The watcher that posts remote-change notifications, while one runs (SQLiteStore+RemoteChanges.swift).
+    let changeWatcher = Mutex<SQLiteChangeWatcher?>(nil)
 
     struct State: @unchecked Sendable {
         // @unchecked Sendable: StoreMetadata values are Sendable; the struct is only touched under `state`.
@@ -159,11 +161,12 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     }
 
     public func willRemove() {
+        stopObservingRemoteChanges()
         writer.set(nil)
         reader.set(nil)
     }
 
-    private func open(readOnly: Bool, defersSettings: Bool = false) throws -> Connection {
+    func open(readOnly: Bool, defersSettings: Bool = false) throws -> Connection {
         var options = Connection.Configuration()
         options.isReadOnly = readOnly
         options.createsIfMissing = !readOnly

@@ -1,0 +1,138 @@
+import Foundation
+
+// MARK: - Following the store's persistent history
+
+extension StackManager {
+    /// Whether the main context merges what other writers save to the store:
+    /// other processes, and other stacks or coordinators of this process on the
+    /// same file. True when the stack's SQLite store was opened with both
+    /// ``ObjectGraph/StoreOptions/persistentHistoryTracking`` and
+    /// ``ObjectGraph/StoreOptions/remoteChangeNotifications``; there is no
+    /// separate switch, because neither option does anything useful for the
+    /// stack without the other.
+    ///
+    /// ```swift
+    /// var options = StoreOptions.stackDefaults
+    /// options.persistentHistoryTracking = true
+    /// options.remoteChangeNotifications = true
+    /// try await stack.setup(model: model, storeURL: sharedURL, options: options)
+    /// ```
+    ///
+    /// On each remote-change notification the stack, on the main queue, reads
+    /// the history after ``lastMergedHistoryToken``, skips its own transactions
+    /// (by ``transactionAuthor``: its importer saves were merged in-process
+    /// already) and merges each other transaction exactly as it merges an
+    /// importer save — registered objects refreshed, registered deleted
+    /// objects removed, inserts reported by ID — then posts
+    /// ``didMergeNotification`` with ``StackDidMerge/Source/otherProcess(author:processID:)``.
+    /// When that history was deleted meanwhile, the main context refreshes all
+    /// its objects and the payload says ``StackDidMerge/Source/expiredHistory``.
+    /// A history read that fails (the file busy for longer than the busy mode
+    /// waits) keeps the bookmark, and the next notification tries again.
+    public var followsPersistentHistory: Bool { state.withLock { $0.setup?.followsPersistentHistory ?? false } }
+
+    /// The ``ObjectGraph/ManagedObjectContext/transactionAuthor`` of the main
+    /// context and of importer contexts: `DataStack/<process name>/<pid>/<8 hex digits>`,
+    /// unique to each setup of each stack, so that the history tells this
+    /// stack's saves from those of other processes and of other stacks in this one.
+    public var transactionAuthor: String? { state.withLock { $0.setup?.transactionAuthor } }
+
+    /// The token of the last history transaction the main context has merged
+    /// (or skipped as the stack's own); nil unless ``followsPersistentHistory``.
+    public var lastMergedHistoryToken: PersistentHistoryToken? { state.withLock { $0.lastMergedHistoryToken } }
+
+    /// Deletes the store's history transactions written more than `retention`
+    /// ago, and never one the main context has not merged yet; returns how many
+    /// were deleted. Other processes that follow the store and fall behind
+    /// further than that find their history gone and refresh everything.
+    ///
+    /// - Throws: ``StackError/Code/notSetUp`` before setup, or the store's
+    ///   ``ObjectGraph/PersistentStoreError`` (``ObjectGraph/PersistentStoreError/Code/historyNotTracked``
+    ///   for a store without history).
+    @discardableResult
+    public func purgeHistory(olderThan retention: Duration) throws -> Int {
+        guard let setup = state.withLock({ $0.setup }) else {
+            throw StackError(.notSetUp, "purgeHistory(olderThan:) needs a stack that was set up")
+        }
+        let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
+        let cutoff = Date(timeIntervalSinceNow: -seconds)
+        if setup.followsPersistentHistory, let bookmark = lastMergedHistoryToken {
+            var next = PersistentHistoryRequest.fetchHistory(after: bookmark)
+            next.fetchLimit = 1
+            next.includesChanges = false
+            if let unmerged = try setup.writerCoordinator.fetchHistory(next).first, unmerged.timestamp < cutoff {
+                // Not merged yet, although older than the retention: keep it and what follows.
+                return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: unmerged.token))
+            }
+        }
+        return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: cutoff))
+    }
+
+    static func makeTransactionAuthor() -> String {
+        let process = ProcessInfo.processInfo
+        let suffix = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(8).lowercased()
+        return "DataStack/\(process.processName)/\(process.processIdentifier)/\(suffix)"
+    }
+
+    /// Sets the bookmark to the store's last transaction: history written
+    /// before the main context registered anything holds nothing to merge.
+    func resetHistoryBookmark(for setup: Setup) throws {
+        let token = setup.followsPersistentHistory ? try setup.mainCoordinator.currentPersistentHistoryToken() : nil
+        state.withLock { $0.lastMergedHistoryToken = token }
+    }
+
+    /// Merges other writers' transactions when the main coordinator's store reports a commit.
+    func installHistoryObserver(for setup: Setup) {
+        let token = NotificationCenter.default.addObserver(
+            forName: PersistentStoreCoordinator.storeRemoteChangeNotification, object: setup.mainCoordinator, queue: nil
+        ) { [weak self] notification in
+            // A notification without a payload is not the store's; nothing to merge.
+            guard let self, let change = try? StoreRemoteChange(notification) else { return }
+            setup.mainContext.perform { self.mergeHistory(upTo: change.historyToken, into: setup) }
+        }
+        state.withLock { $0.observers.append(token) }
+    }
+
+    /// Reads the history after the bookmark and merges other writers' transactions, oldest first.
+    private func mergeHistory(upTo target: PersistentHistoryToken?, into setup: Setup) {
+        let bookmark = state.withLock { $0.lastMergedHistoryToken }
+        if let target, let bookmark, target <= bookmark { return }   // merged by an earlier notification
+        var request = PersistentHistoryRequest.fetchHistory(after: bookmark)
+        request.filter = .not(.author(setup.transactionAuthor))
+        let transactions: [PersistentHistoryTransaction]
+        do {
+            transactions = try setup.mainCoordinator.fetchHistory(request)
+        } catch let error as PersistentStoreError where error.code == .historyExpired || error.code == .historyTokenMismatch {
+            mergeExpiredHistory(into: setup)
+            return
+        } catch {
+            return   // kept bookmark: the next notification reads the same history again
+        }
+        for transaction in transactions {
+            let save = transaction.contextDidSave()
+            if setup.writerCoordinator !== setup.mainCoordinator {
+                // The writer coordinator's cached rows of these objects are stale too.
+                setup.writerCoordinator.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
+            }
+            merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
+        }
+        let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
+        state.withLock { $0.lastMergedHistoryToken = newest }
+    }
+
+    /// The history after the bookmark is gone (purged, or the store was replaced):
+    /// refresh everything the main context shows and start again from the store's last transaction.
+    private func mergeExpiredHistory(into setup: Setup) {
+        setup.writerCoordinator.rowCache.removeAll()
+        setup.mainCoordinator.rowCache.removeAll()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let registered = Set(setup.mainContext.registeredObjects.map(\.objectID))
+        setup.mainContext.refreshAllObjects()
+        // Unreadable now: the bookmark stays nil and the next notification reads all remaining history.
+        try? resetHistoryBookmark(for: setup)
+        let payload = StackDidMerge(source: .expiredHistory, save: ContextDidSave(), merged: true, refreshedObjectIDs: registered,
+                                    removedObjectIDs: [], duration: clock.now - start)
+        NotificationCenter.default.post(name: Self.didMergeNotification, object: self, userInfo: [StackDidMerge.key: payload])
+    }
+}

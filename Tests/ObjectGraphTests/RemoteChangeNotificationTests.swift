@@ -1,0 +1,149 @@
+import Foundation
+@testable import ObjectGraph
+import Synchronization
+import Testing
+
+/// `StoreOptions.remoteChangeNotifications`: a store notices commits made on
+/// its file by other connections and posts `storeRemoteChangeNotification`.
+@Suite struct RemoteChangeNotificationTests {
+    static func options(tracking: Bool = true) -> StoreOptions {
+        var options = StoreOptions()
+        options.persistentHistoryTracking = tracking
+        options.remoteChangeNotifications = true
+        return options
+    }
+
+    static func open(_ url: URL, options: StoreOptions = options()) throws -> PersistentStoreCoordinator {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+        return coordinator
+    }
+
+    /// Collects the remote-change notifications one coordinator posts.
+    // @unchecked Sendable: `token` is set once in init and only read in deinit.
+    final class Recorder: @unchecked Sendable {
+        let changes = Mutex<[StoreRemoteChange]>([])
+        private var token: (any NSObjectProtocol)?
+
+        init(_ coordinator: PersistentStoreCoordinator) {
+            token = NotificationCenter.default.addObserver(
+                forName: PersistentStoreCoordinator.storeRemoteChangeNotification, object: coordinator, queue: nil
+            ) { [weak self] notification in
+                // A notification without the payload fails the payload check below (count stays 0).
+                if let change = try? StoreRemoteChange(notification) { self?.changes.withLock { $0.append(change) } }
+            }
+        }
+
+        var count: Int { changes.withLock { $0.count } }
+        var last: StoreRemoteChange? { changes.withLock { $0.last } }
+
+        /// Waits up to `limit` for `condition`; returns how long it took, or nil.
+        /// 10 s, not 2: with the whole suite running on two cores the watcher's
+        /// queue waits for a dispatch thread (alone, a notification comes in ~10 ms).
+        func wait(upTo limit: Duration = .seconds(10), until condition: (Recorder) -> Bool) async throws -> Duration? {
+            let clock = ContinuousClock()
+            let start = clock.now
+            while clock.now - start < limit {
+                if condition(self) { return clock.now - start }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            return nil
+        }
+
+        deinit { if let token { NotificationCenter.default.removeObserver(token) } }
+    }
+
+    static func insertCompany(_ coordinator: PersistentStoreCoordinator, symbol: String) throws {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            Company(context: context).symbol = symbol
+            try context.save()
+        }
+    }
+
+    @Test func aSaveThroughOneCoordinatorMakesTheOtherPostWithItsToken() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Remote.sqlite")
+        let writer = try Self.open(url)
+        let watcher = try Self.open(url)
+        let recorder = Recorder(watcher)
+        try Self.insertCompany(writer, symbol: "ACME")
+        let expected = try #require(try writer.currentPersistentHistoryToken())
+        let latency = try await recorder.wait { $0.last?.historyToken == expected }
+        #expect(latency != nil, "no remote-change notification within 10 s")
+        let change = try #require(recorder.last)
+        #expect(change.storeIdentifier == watcher.persistentStores[0].identifier)
+        #expect(change.storeURL?.standardizedFileURL.path == url.standardizedFileURL.path)
+        #expect(expected.transactionNumber == 1)
+    }
+
+    @Test func aStoreWithoutHistoryPostsWithoutAToken() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Remote.sqlite")
+        let writer = try Self.open(url, options: Self.options(tracking: false))
+        let watcher = try Self.open(url, options: Self.options(tracking: false))
+        let recorder = Recorder(watcher)
+        try Self.insertCompany(writer, symbol: "ACME")
+        #expect(try await recorder.wait { $0.count > 0 } != nil)
+        #expect(recorder.last?.historyToken == nil)
+    }
+
+    @Test func anIdleStorePostsNothing() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Remote.sqlite")
+        let writer = try Self.open(url)
+        let watcher = try Self.open(url)
+        let recorder = Recorder(watcher)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(recorder.count == 0)
+        // Reads by the other coordinator are not commits either.
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writer)
+        _ = try context.performAndWait { try context.count(for: FetchRequest<Company>(entityName: "Company")) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(recorder.count == 0)
+    }
+
+    @Test func aRemovedStoreStopsWatchingAndPostsNoMore() async throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Remote.sqlite")
+        let writer = try Self.open(url)
+        let watcher = try Self.open(url)
+        let recorder = Recorder(watcher)
+        let store = try #require(watcher.persistentStores.first as? SQLiteStore)
+        try Self.insertCompany(writer, symbol: "ACME")
+        #expect(try await recorder.wait { $0.count > 0 } != nil)
+        try watcher.remove(store)
+        #expect(store.changeWatcher.withLock { $0 } == nil)
+        let before = recorder.count
+        try Self.insertCompany(writer, symbol: "BETA")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(recorder.count == before)
+    }
+
+    @Test func withoutTheOptionNothingIsWatched() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = try Self.open(directory.file("Quiet.sqlite"), options: PersistentHistoryTests.tracking())
+        let store = try #require(coordinator.persistentStores.first as? SQLiteStore)
+        #expect(store.changeWatcher.withLock { $0 } == nil)
+    }
+
+    /// CPU used by the process while a store watches an idle file for 5 s,
+    /// measured with `getrusage`. Run alone: `DATASTACK_MEASURE=1 swift test --filter idleWatchingCost`.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["DATASTACK_MEASURE"] != nil))
+    func idleWatchingCost() async throws {
+        let directory = TemporaryDirectory()
+        let watcher = try Self.open(directory.file("Idle.sqlite"), options: ProcessInfo.processInfo.environment["DATASTACK_BASELINE"] != nil ? PersistentHistoryTests.tracking() : Self.options())
+        func cpuSeconds() -> Double {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+        }
+        let start = cpuSeconds()
+        try await Task.sleep(for: .seconds(5))
+        let used = cpuSeconds() - start
+        print("idle remote-change watching: \(String(format: "%.1f", used * 1000)) ms CPU in 5 s (\(String(format: "%.2f", used / 5 * 100)) % of one core)")
+        #expect(used < 0.5)
+        withExtendedLifetime(watcher) {}
+    }
+}
