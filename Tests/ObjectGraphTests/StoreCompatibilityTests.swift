@@ -46,14 +46,7 @@ import Testing
 
     /// The store still opens with its own model and holds what was saved.
     private func expectIntact(_ url: URL) throws {
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
-        try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        try context.performAndWait {
-            let companies = try context.fetch(FetchRequest<Company>())
-            #expect(companies.map(\.symbol) == ["SAVED"])
-            #expect(companies.first?.employees == 42)
-        }
+        try expectStoreIntact(at: url) { company in #expect(company.employees == 42) }
     }
 
     // MARK: - Column types

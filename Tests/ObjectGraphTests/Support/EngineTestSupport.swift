@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import Testing
 
 // Models and helpers for the engine-core suites (Model, Object, Context, Fetch,
 // Coordinator, Store). The Company/StockUpdate model lives in TestModel.swift.
@@ -179,3 +180,17 @@ extension TestStack {
 
 /// Store types for tests whose behaviour must not depend on the store.
 let allStoreTypes: [StoreType] = [.sqlite, .inMemory]
+
+/// Opens the store at `url` with the test model and checks it still holds
+/// the one company `SAVED` it was made with; `check` looks closer at it.
+func expectStoreIntact(at url: URL, sourceLocation: SourceLocation = #_sourceLocation,
+                       _ check: (Company) -> Void = { _ in }) throws {
+    let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
+    try coordinator.addPersistentStore(type: .sqlite, at: url)
+    let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+    try context.performAndWait {
+        let companies = try context.fetch(FetchRequest<Company>())
+        #expect(companies.map(\.symbol) == ["SAVED"], sourceLocation: sourceLocation)
+        if let company = companies.first { check(company) }
+    }
+}
