@@ -195,25 +195,27 @@ extension ManagedObjectContext {
     /// Loads the objects a child's save changes, before any of them changes:
     /// a read that fails then stops the push with the parent as it was.
     private func loadObjects(absorbing request: SaveChangesRequest) throws {
-        func resolved(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
         for node in request.insertedObjects {
-            try registry[resolved(node.objectID)]?.loadValues()
+            try registry[resolvedID(node.objectID)]?.loadValues()
         }
         for node in request.updatedObjects + request.deletedObjects {
-            try object(with: resolved(node.objectID)).loadValues()
+            try object(with: resolvedID(node.objectID)).loadValues()
         }
     }
+
+    /// The ID a child's ID stands for here: the permanent one this context's
+    /// save gave it, if the child still knows it by its temporary one.
+    private func resolvedID(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
 
     /// Applies a child's save: inserts, updates and deletes become this context's pending changes.
     ///
     /// Reads nothing from the store: ``loadObjects(absorbing:)`` loaded what it changes.
     func absorb(_ request: SaveChangesRequest) {
-        func resolved(_ id: ObjectID) -> ObjectID { permanentIDsByTemporaryID[id] ?? id }
         func remapped(_ values: ContiguousArray<PropertyValue>) -> ContiguousArray<PropertyValue> {
             permanentIDsByTemporaryID.isEmpty ? values : ContiguousArray(values.map { $0.remappingIDs(permanentIDsByTemporaryID) })
         }
         for node in request.insertedObjects {
-            let id = resolved(node.objectID)
+            let id = resolvedID(node.objectID)
             if let existing = registry[id] {
                 existing.fireFault()
                 existing.slots = keepingLoadedToManys(of: existing, under: remapped(node.values))
@@ -231,13 +233,13 @@ extension ManagedObjectContext {
             pendingChanges.inserted.insert(id)
         }
         for node in request.updatedObjects {
-            let object = self.object(with: resolved(node.objectID))
+            let object = self.object(with: resolvedID(node.objectID))
             object.fireFault()
             object.slots = keepingLoadedToManys(of: object, under: remapped(node.values))
             objectDidChange(object)
         }
         for node in request.deletedObjects {
-            let object = self.object(with: resolved(node.objectID))
+            let object = self.object(with: resolvedID(node.objectID))
             object.fireFault()
             markDeleted(object)
         }

@@ -174,7 +174,7 @@ extension ManagedObject: ManagedPropertyValue {
 extension Set: ManagedPropertyValue where Element: ManagedObject {
     public static func read(from object: ManagedObject, at index: Int) -> Set<Element> {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
-        return Set(object.relatedObjectsForDisplay(at: index, for: relationship).compactMap { $0 as? Element })
+        return Set(object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element })
     }
 
     public static func write(_ value: Set<Element>, to object: ManagedObject, at index: Int) {
@@ -186,7 +186,7 @@ extension Set: ManagedPropertyValue where Element: ManagedObject {
 extension Array: ManagedPropertyValue where Element: ManagedObject {
     public static func read(from object: ManagedObject, at index: Int) -> [Element] {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
-        return object.relatedObjectsForDisplay(at: index, for: relationship).compactMap { $0 as? Element }
+        return object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element }
     }
 
     public static func write(_ value: [Element], to object: ManagedObject, at index: Int) {

@@ -158,13 +158,11 @@ extension ManagedObject {
             throw wrongType()
         }
         if relationship.isToMany && value == nil { throw wrongType() }
+        // The context first: an object of another context may have its entity
+        // from another copy of the model, which would read as "takes objects of
+        // entity Company, not an object of entity Company".
+        try checkSameContext(objects, for: relationship)
         for object in objects {
-            // The context first: an object of another context may have its
-            // entity from another copy of the model, which would read as
-            // "takes objects of entity Company, not an object of entity Company".
-            if object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
-                throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
-            }
             if let destination = relationship.destinationEntity, !object.entity.isKind(of: destination) {
                 throw ObjectGraphError.wrongValueType(key: relationship.name, entity: entity.name,
                                                       expected: "objects of entity \(destination.name)",

@@ -14,7 +14,7 @@ extension ManagedObject {
     /// ``relatedObjects(_:for:)`` for the typed accessors, which cannot throw:
     /// a to-many that cannot be read reads as empty for this access only. It
     /// stays unloaded, and the context has recorded and posted the failure.
-    package func relatedObjectsForDisplay(at index: Int, for relationship: RelationshipDescription) -> [ManagedObject] {
+    package func relatedObjectsForTypedAccess(at index: Int, for relationship: RelationshipDescription) -> [ManagedObject] {
         do {
             return try relatedObjects(slotValue(at: index), for: relationship)
         } catch {
@@ -76,9 +76,7 @@ extension ManagedObject {
     /// read fails, it throws ``FaultFulfillmentError`` with nothing changed.
     /// Objects of another context throw ``ObjectGraphError/differentContexts(key:entity:)``.
     package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
-        for object in objects where object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
-            throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
-        }
+        try checkSameContext(objects, for: relationship)
         let old = try relatedIDs(relationship)
         let new = objects.map(\.objectID)
         let oldSet = Set(old)
@@ -100,6 +98,14 @@ extension ManagedObject {
         }
         for object in objects where !oldSet.contains(object.objectID) {
             try object.addInverse(inverse, pointingAt: self)
+        }
+    }
+
+    /// Throws ``ObjectGraphError/differentContexts(key:entity:)`` unless every
+    /// object lives in this object's context.
+    package func checkSameContext(_ objects: [ManagedObject], for relationship: RelationshipDescription) throws {
+        for object in objects where object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {
+            throw ObjectGraphError.differentContexts(key: relationship.name, entity: entity.name)
         }
     }
 
