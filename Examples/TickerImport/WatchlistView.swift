@@ -47,6 +47,8 @@ final class WatchlistView: @unchecked Sendable {
     /// Why the last refresh could not read the watchlist; nil after a clean read.
     private var readError: String?
     private var movers: TopMoversPanel?
+    /// The top movers' rows, read like the watchlist's (kept on a failed read).
+    private var moverRows: [Row] = []
     private var storePath = ""
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
@@ -67,7 +69,8 @@ final class WatchlistView: @unchecked Sendable {
         var request = FetchRequest<Company>()
         request.predicate = try FetchPredicate(format: "SELF IN %@", argumentArray: [ids])
         request.returnsObjectsAsFaults = false
-        let order = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
+        // A symbol given twice (`--watch A,A`) is shown once, where it first stands.
+        let order = Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         companies = try context.fetch(request).sorted { order[$0.objectID, default: 0] < order[$1.objectID, default: 0] }
         rows = companies.map(Row.init)
         if !json { print("\u{1B}[?25l\u{1B}[2J", terminator: "") }
@@ -93,11 +96,14 @@ final class WatchlistView: @unchecked Sendable {
         movers = panel
     }
 
-    /// Reads the watched companies again: new rows on success; on failure the
-    /// last rows stay and `readError` says why, until a read succeeds.
+    /// Reads the watched companies and the top movers again: new rows on
+    /// success; on failure the last rows stay and `readError` says why, until
+    /// a read succeeds.
     private func refresh() {
         do {
-            rows = try readRows()
+            let watched = try readRows(of: companies)
+            moverRows = try readRows(of: movers?.companies ?? [])
+            rows = watched
             rowsReadAt = Date()
             readError = nil
         } catch {
@@ -105,8 +111,8 @@ final class WatchlistView: @unchecked Sendable {
         }
     }
 
-    /// The watched companies as the store has them now.
-    private func readRows() throws -> [Row] {
+    /// Rows of these companies as the store has them now.
+    private func readRows(of companies: [Company]) throws -> [Row] {
         var fresh: [Row] = []
         fresh.reserveCapacity(companies.count)
         for company in companies {
@@ -165,7 +171,7 @@ final class WatchlistView: @unchecked Sendable {
         var panel: [String] = []
         if let movers {
             panel = ["TOP MOVERS  last change " + movers.lastChange, pad("SYMBOL", 7) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9)]
-            for row in movers.companies.map(Row.init) {
+            for row in moverRows {
                 panel.append(pad(row.symbol, 7) + lpad(String(format: "%.2f", row.price), 10)
                              + lpad(String(format: "%+.2f%%", row.change), 9) + lpad(String(row.updates), 9))
             }
@@ -213,7 +219,7 @@ final class WatchlistView: @unchecked Sendable {
         let line = Line(imported: counters.importedObjects, stockUpdates: counters.stockUpdates, saved: counters.saves, mergeMillis: counters.lastMergeMillis,
                         registeredInMain: registeredInMain,
                         watchlist: rows.map { .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates) },
-                        topMovers: (movers?.companies ?? []).map(Row.init).map {
+                        topMovers: moverRows.map {
                             .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
                         },
                         final: final, error: failure, readError: readError)

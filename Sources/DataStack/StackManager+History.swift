@@ -41,6 +41,12 @@ extension StackManager {
     /// (or skipped as the stack's own); nil unless ``followsPersistentHistory``.
     public var lastMergedHistoryToken: PersistentHistoryToken? { state.withLock { $0.lastMergedHistoryToken } }
 
+    /// Why the last attempt to read other writers' history failed (the
+    /// store's error); nil once a read succeeds. The bookmark stays where it
+    /// was, so the next remote-change notification reads the same history
+    /// again: nothing is skipped, but nothing is merged until then.
+    public var historyMergeError: (any Error)? { state.withLock { $0.historyMergeError } }
+
     /// Deletes the store's history transactions written more than `retention`
     /// ago, and never one the main context has not merged yet; returns how many
     /// were deleted. Other processes that follow the store and fall behind
@@ -56,8 +62,9 @@ extension StackManager {
         }
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let cutoff = Date(timeIntervalSinceNow: -seconds)
-        if setup.followsPersistentHistory, let bookmark = lastMergedHistoryToken {
-            var next = PersistentHistoryRequest.fetchHistory(after: bookmark)
+        if setup.followsPersistentHistory {
+            // Without a bookmark nothing was merged yet: every transaction is unmerged.
+            var next = PersistentHistoryRequest.fetchHistory(after: lastMergedHistoryToken)
             next.fetchLimit = 1
             next.includesChanges = false
             if let unmerged = try setup.writerCoordinator.fetchHistory(next).first, unmerged.timestamp < cutoff {
@@ -106,8 +113,11 @@ extension StackManager {
             mergeExpiredHistory(into: setup)
             return
         } catch {
-            return   // kept bookmark: the next notification reads the same history again
+            // Kept bookmark: the next notification reads the same history again.
+            state.withLock { $0.historyMergeError = error }
+            return
         }
+        state.withLock { $0.historyMergeError = nil }
         for transaction in transactions {
             let save = transaction.contextDidSave()
             if setup.writerCoordinator !== setup.mainCoordinator {

@@ -37,9 +37,7 @@ extension StackManager {
         try setup.writerCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL,
                                                        options: Self.writerOptions(setup.options, storeType: setup.storeType))
         if setup.mainCoordinator !== setup.writerCoordinator {
-            var options = setup.options
-            options.seedDatabaseURL = nil
-            try setup.mainCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: options)
+            try setup.mainCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL, options: Self.mainOptions(setup.options))
         }
         try resetHistoryBookmark(for: setup)   // the new store has a new UUID and no history
     }

@@ -9,7 +9,8 @@ extension StackManager {
     ///   - model: the model; it is frozen by the coordinators.
     ///   - storeURL: the SQLite file; nil for ``defaultStoreURL``.
     ///   - seedDatabaseURL: a store copied to `storeURL` (with its `-wal` and
-    ///     `-shm` files) when no store exists there yet, as RestKit does.
+    ///     `-shm` files) when no store exists there yet, as RestKit does. It
+    ///     wins over `options.seedDatabaseURL` when both are given.
     ///   - storeType: `.sqlite` (the default) for the two-coordinator stack;
     ///     `.inMemory` (or any other type) uses one coordinator for everything.
     ///   - options: how the store is opened; the default,
@@ -116,6 +117,15 @@ extension StackManager {
 
     /// The writer coordinator's options: the stack's, without remote-change
     /// notifications when a main coordinator of its own watches the file.
+    /// The main coordinator opens the file the writer created, seeded or
+    /// migrated: it never seeds or recreates it.
+    static func mainOptions(_ options: StoreOptions) -> StoreOptions {
+        var options = options
+        options.seedDatabaseURL = nil
+        options.recreatesStoreWhenMigrationFails = false
+        return options
+    }
+
     static func writerOptions(_ options: StoreOptions, storeType: StoreType) -> StoreOptions {
         var options = options
         if storeType == .sqlite { options.remoteChangeNotifications = false }
@@ -132,10 +142,7 @@ extension StackManager {
         if storeType == .sqlite {
             // The second coordinator opens the file the first one created, seeded or migrated.
             main = PersistentStoreCoordinator(managedObjectModel: model)
-            var mainOptions = options
-            mainOptions.seedDatabaseURL = nil
-            mainOptions.recreatesStoreWhenMigrationFails = false
-            try main.addPersistentStore(type: .sqlite, at: url, options: mainOptions)
+            try main.addPersistentStore(type: .sqlite, at: url, options: Self.mainOptions(options))
         }
         let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: main)
         context.name = "main"

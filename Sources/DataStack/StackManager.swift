@@ -64,6 +64,7 @@ public final class StackManager: Sendable {
         /// The token of the last history transaction the main context merged
         /// (or skipped as its own), while the stack follows persistent history.
         var lastMergedHistoryToken: PersistentHistoryToken?
+        var historyMergeError: (any Error)?
     }
 
     /// What `setup` made.

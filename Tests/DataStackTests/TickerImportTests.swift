@@ -165,4 +165,15 @@ import DataStack
         _ = try index.step()
         #expect(index.int64(at: 0) == 1, "the new index exists")
     }
+
+    @Test func aSymbolWatchedTwiceIsShownOnce() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let first = try run(["--json", "--duration", "0.5", "--tickers", "20", "--store", directory.storeURL.path])
+        let symbol = try #require(first.lines.last?.watchlist.first?.symbol)
+        let result = try run(["--json", "--duration", "0.5", "--tickers", "20", "--store", directory.storeURL.path,
+                              "--watch", "\(symbol),\(symbol)"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.lines.last?.watchlist.map(\.symbol) == [symbol])
+    }
 }

@@ -36,13 +36,6 @@ enum MigrationBenchmark {
         return ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: properties)])
     }
 
-    static var migrating: StoreOptions {
-        var options = StoreOptions()
-        options.migratesAutomatically = true
-        options.infersMappingModel = true
-        return options
-    }
-
     /// Best of `repetitions` for each contender, on copies of one store of `rows` rows.
     static func run(rows: Int, repetitions: Int) throws -> Result {
         let directory = ScratchDirectory("migration")
@@ -112,7 +105,7 @@ enum MigrationBenchmark {
     /// DataStack: open the store with version 2 and the migration options.
     static func migrateWithDataStack(_ url: URL) throws {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model(version: 2))
-        try coordinator.remove(try coordinator.addPersistentStore(type: .sqlite, at: url, options: migrating))
+        try coordinator.remove(try coordinator.addPersistentStore(type: .sqlite, at: url, options: .stackDefaults))
     }
 
     /// Both files hold every row, with the new column.

@@ -58,7 +58,9 @@ public final class PersistentStoreCoordinator: Sendable {
         let store: any PersistentStore
         do {
             store = try Self.open(type, configuration)
-        } catch var error as PersistentStoreError where error.code == .incompatibleModel || error.code == .migrationFailed {
+        } catch var error as PersistentStoreError where error.isModelMismatch {
+            // Only a model that does not fit: a full disk, a busy file or a
+            // failed copy must never cost a cache its rows.
             guard let url, !options.isReadOnly else { throw error }
             guard options.recreatesStoreWhenMigrationFails else {
                 error.message += " (a store that is only a cache can be destroyed and created anew instead: StoreOptions.recreatesStoreWhenMigrationFails)"

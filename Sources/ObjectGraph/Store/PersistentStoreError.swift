@@ -49,6 +49,9 @@ public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Eq
         /// missed changes it can no longer read, and must refetch what it shows
         /// and start again from ``PersistentStoreCoordinator/currentPersistentHistoryToken(fromStores:)``.
         case historyExpired
+        /// A history request of one kind was given to the other call: a fetch
+        /// request to `deleteHistory`, or a delete request to `fetchHistory`.
+        case invalidHistoryRequest
     }
 
     public var code: Code
@@ -58,8 +61,14 @@ public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Eq
     public var message: String
     /// The SQLite error underneath, if any, as text (result code and message).
     public var underlyingDescription: String?
+    /// Whether the store is refused, or cannot be migrated, because of the
+    /// model — its tables do not match, or its change cannot be mapped — as
+    /// opposed to the disk, the file or another process holding it. Only
+    /// such a store is recreated by ``StoreOptions/recreatesStoreWhenMigrationFails``.
+    public var isModelMismatch: Bool
 
-    public init(_ code: Code, url: URL?, message: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, url: URL?, message: String, underlying: (any Error)? = nil, isModelMismatch: Bool? = nil) {
+        self.isModelMismatch = isModelMismatch ?? (code == .incompatibleModel)
         self.code = code
         self.url = url
         self.message = message

@@ -86,8 +86,10 @@ public struct StoreOptions: Sendable {
     public var seedDatabaseURL: URL?
     /// Destroy the store and create an empty one in its place when it was
     /// written with another model and cannot be migrated (RestKit's way with a
-    /// store that is only a cache of a server's data). The default is false:
-    /// the store is left as it was and adding it throws, saying so.
+    /// store that is only a cache of a server's data): only when the model is
+    /// what does not fit (``PersistentStoreError/isModelMismatch``), never for
+    /// a full disk, a busy file or a failed copy. The default is false: the
+    /// store is left as it was and adding it throws, saying so.
     public var recreatesStoreWhenMigrationFails = false
     /// Record persistent history: every save writes, in its own transaction,
     /// one transaction and one change per object into Core Data's history
@@ -102,8 +104,9 @@ public struct StoreOptions: Sendable {
     public var persistentHistoryTracking = false
     /// Notice commits made to the store's file by any other connection — another
     /// process, or another coordinator of this one — and post
-    /// ``PersistentStoreCoordinator/storeRemoteChangeNotification`` for each
-    /// (Core Data: `NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
+    /// ``PersistentStoreCoordinator/storeRemoteChangeNotification`` after them
+    /// (several commits between two checks make one notification; Core Data:
+    /// `NSPersistentStoreRemoteChangeNotificationPostOptionKey`).
     /// SQLite stores only; other stores ignore it. With
     /// ``persistentHistoryTracking`` the notification carries the history
     /// token to fetch up to. The default is false. See ``SQLiteChangeWatcher``

@@ -21,13 +21,26 @@ extension PersistentStoreCoordinator {
     ///   it never wrote, ``PersistentStoreError/Code/historyExpired`` when the
     ///   history after the token was deleted.
     public func fetchHistory(_ request: PersistentHistoryRequest, from store: (any PersistentStore)? = nil) throws -> [PersistentHistoryTransaction] {
-        try historyStore(for: request, store).fetchHistory(request)
+        try check(request, is: .fetch, store)
+        return try historyStore(for: request, store).fetchHistory(request)
     }
 
     /// Deletes the transactions (with their changes) before a request's bound;
     /// returns how many transactions were deleted. Transactions from the bound on stay.
+    ///
+    /// - Throws: as ``fetchHistory(_:from:)``; ``PersistentStoreError/Code/invalidHistoryRequest``
+    ///   for a fetch request, which must never delete anything.
     public func deleteHistory(_ request: PersistentHistoryRequest, from store: (any PersistentStore)? = nil) throws -> Int {
-        try historyStore(for: request, store).deleteHistory(request)
+        try check(request, is: .delete, store)
+        return try historyStore(for: request, store).deleteHistory(request)
+    }
+
+    /// A fetch request given to `deleteHistory` (or the other way round) is refused, not run as the other kind.
+    private func check(_ request: PersistentHistoryRequest, is kind: PersistentHistoryRequest.Kind, _ store: (any PersistentStore)?) throws {
+        guard request.kind == kind else {
+            throw PersistentStoreError(.invalidHistoryRequest, url: store?.url, message:
+                "a \(request.kind) history request was given to \(kind == .fetch ? "fetchHistory" : "deleteHistory"); make it with .\(kind == .fetch ? "fetchHistory(after:)" : "deleteHistory(before:)")")
+        }
     }
 
     private func historyStore(for request: PersistentHistoryRequest, _ given: (any PersistentStore)?) throws -> any PersistentHistoryStore {

@@ -174,20 +174,24 @@ extension ManagedObjectModel {
         return problems
     }
 
-    /// The type an attribute had in the model recorded in a store written
-    /// here, read back from its summary; nil when the store does not record it.
+    /// A property's summary in the model recorded in a store written here.
+    private static func recordedSummary(of property: String, entity: String, in metadata: StoreMetadata) -> String? {
+        guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable] else { return nil }
+        return (recorded[entity] as? [String: any Sendable])?[property] as? String
+    }
+
     /// Whether a store written here recorded the property as required: every
     /// row then has a value (saves validate it), and a migration need not count
     /// NULLs to find out.
     static func wasRecordedRequired(_ property: String, entity: String, in metadata: StoreMetadata) -> Bool {
-        guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
-              let summary = (recorded[entity] as? [String: any Sendable])?[property] as? String else { return false }
+        guard let summary = recordedSummary(of: property, entity: entity, in: metadata) else { return false }
         return summary.hasPrefix("required ") && !summary.hasPrefix("required transient")
     }
 
+    /// The type an attribute had in the model recorded in a store written
+    /// here, read back from its summary; nil when the store does not record it.
     static func recordedType(of attribute: String, entity: String, in metadata: StoreMetadata) -> AttributeType? {
-        guard let recorded = metadata[StoreMetadataKey.modelProperties] as? [String: any Sendable],
-              let summary = (recorded[entity] as? [String: any Sendable])?[attribute] as? String else { return nil }
+        guard let summary = recordedSummary(of: attribute, entity: entity, in: metadata) else { return nil }
         // "optional Integer 16", "required transient String, version hash modifier …"
         var words = summary.split(separator: ",", maxSplits: 1).first.map(String.init) ?? summary
         for prefix in ["optional ", "required ", "transient "] where words.hasPrefix(prefix) { words.removeFirst(prefix.count) }

@@ -270,7 +270,7 @@ struct MappingModel {
         if !problems.isEmpty {
             throw PersistentStoreError(.migrationFailed, url: url,
                                        message: "lightweight migration cannot infer a mapping from the store to the model, and the store was not changed: "
-                                           + problems.joined(separator: "; "))
+                                           + problems.joined(separator: "; "), isModelMismatch: true)
         }
     }
 

@@ -160,7 +160,7 @@ final class StoreRowCounter {
     }
 
     private func scan(_ table: String, _ entityNumbers: [Int64]) throws -> (rows: Int, nulls: [String: Int]) {
-        let columns = (snapshot.columns[table.uppercased()] ?? [:]).values.map(\.name).sorted()
+        let columns = (snapshot.columns[table] ?? [:]).values.map(\.name).sorted()
         let sums = columns.map { ", sum(\(Connection.quotedIdentifier($0)) IS NULL)" }.joined()
         let numbers = entityNumbers.map(String.init).joined(separator: ",")
         let statement = try connection.prepare(

@@ -21,7 +21,7 @@ extension SQLiteMigration {
     /// The in-place plan of `table`, or nil when its rows must be copied into a new table.
     static func inPlacePlan(for table: MappingModel.TableMapping, snapshot: StoreSchemaSnapshot) -> InPlaceTable? {
         guard let source = table.sourceTable, source.uppercased() == table.table.name.uppercased(),
-              let stored = snapshot.columns[source.uppercased()],
+              let stored = snapshot.columns[source],
               table.entityNumbers.allSatisfy({ $0.source == $0.destination }) else { return nil }
         // Every entity stored in the table keeps its rows: none is removed or renumbered.
         let storedEntities = Set(snapshot.entities.values.filter { $0.table?.uppercased() == source.uppercased() }.map(\.number))
@@ -78,14 +78,10 @@ extension SQLiteMigration {
             }
             left.append(statement)
         }
-        for (name, sql) in existing where !wanted.contains(name) || !statementsContain(statements, sql) {
+        for (name, sql) in existing where !wanted.contains(name) || !statements.contains(sql) {
             try connection.execute("DROP INDEX \(Connection.quotedIdentifier(name))")
         }
         return left
-    }
-
-    private static func statementsContain(_ statements: [String], _ sql: String) -> Bool {
-        statements.contains(sql)
     }
 
     static func dropTriggers(of table: String, _ connection: Connection) throws {

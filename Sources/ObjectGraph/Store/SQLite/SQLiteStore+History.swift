@@ -127,13 +127,16 @@ extension SQLiteStore: PersistentHistoryStore {
             VALUES (?, ?, ?, ?, ?, ?, ?\(String(repeating: ", ?", count: tombstones)))
             """)
         func insert(_ id: ObjectID, _ type: PersistentHistoryChange.ChangeType, columns: [UInt8]?, tombstone: [PropertyValue]) throws {
-            guard let entity = layout.entities[ObjectIdentifier(id.entity)] else { return }
+            // A save's history must be whole: a change it cannot record stops the save.
+            guard let entity = layout.entities[ObjectIdentifier(id.entity)], let primaryKey = id.primaryKey else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(id): no history layout for entity \(id.entity.name), or no permanent ID")
+            }
             insertChange.reset()
             try insertChange.bind(next, at: 1)
             try insertChange.bind(SQLiteHistoryLayout.changeEntity, at: 2)
             try insertChange.bind(type.rawValue, at: 3)
             try insertChange.bind(entity.number, at: 4)
-            try insertChange.bind(id.primaryKey ?? 0, at: 5)
+            try insertChange.bind(primaryKey, at: 5)
             try insertChange.bind(transaction, at: 6)
             if let columns { try insertChange.bind(columns, at: 7) } else { try insertChange.bindNull(at: 7) }
             for index in 0..<tombstones {
@@ -146,7 +149,9 @@ extension SQLiteStore: PersistentHistoryStore {
             try insert(result.permanentIDs[node.objectID] ?? node.objectID, .insert, columns: nil, tombstone: [])
         }
         for node in request.updatedObjects {
-            guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else { continue }
+            guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
+                throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
+            }
             let old = before[node.objectID]
             let changed = try node.values.indices.filter { slot in
                 guard !entity.bitsOfSlot[slot].isEmpty else { return false }
@@ -308,8 +313,11 @@ extension SQLiteStore: PersistentHistoryStore {
         let identity = identity
         var changes: [Int64: [PersistentHistoryChange]] = [:]
         while try select.step() {
-            guard let entity = layout.entitiesByNumber[select.int64(at: 2)],
-                  let type = PersistentHistoryChange.ChangeType(rawValue: select.int64(at: 1)) else { continue }
+            // A change of an entity the model lacks is left out, as documented above.
+            guard let entity = layout.entitiesByNumber[select.int64(at: 2)] else { continue }
+            guard let type = PersistentHistoryChange.ChangeType(rawValue: select.int64(at: 1)) else {
+                throw PersistentStoreError(.notAStore, url: url, message: "ACHANGE row \(select.int64(at: 0)) has the unknown change type \(select.int64(at: 1))")
+            }
             var change = PersistentHistoryChange(
                 changeID: select.int64(at: 0),
                 changedObjectID: ObjectID(entity: entity.entity, store: identity, primaryKey: select.int64(at: 3)),

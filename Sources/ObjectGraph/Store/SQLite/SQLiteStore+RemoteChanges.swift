@@ -17,8 +17,11 @@ extension SQLiteStore: RemoteChangeObservingStore {
                 throw Self.storeError(error, url: url, doing: "starting to watch for remote changes")
             }
         }()
-        changeWatcher.withLock { $0 }?.stop()
-        changeWatcher.withLock { $0 = watcher }
+        let previous = changeWatcher.withLock { current in
+            defer { current = watcher }
+            return current
+        }
+        previous?.stop()
     }
 
     public func stopObservingRemoteChanges() {

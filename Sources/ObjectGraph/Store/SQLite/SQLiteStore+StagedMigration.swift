@@ -102,6 +102,9 @@ struct StagedSQLiteMigration {
         var options = StoreOptions()
         options.journalMode = .delete
         options.busyMode = configuration.options.busyMode
+        // A store with history refuses saves opened without tracking: the
+        // handlers' saves must be recorded as the store's other saves are.
+        options.persistentHistoryTracking = configuration.options.persistentHistoryTracking
         return options
     }
 

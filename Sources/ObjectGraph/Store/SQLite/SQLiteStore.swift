@@ -79,9 +79,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             var merged = metadata
             merged[StoreMetadataKey.storeType] = "SQLite"
             merged[StoreMetadataKey.storeUUID] = state.identifier
-            for key in StoreMetadataKey.modelRecord where merged[key] == nil {
-                merged[key] = state.metadata[key]
-            }
+            // Only a migration changes the model record: a caller's copy, stale or not, never replaces it.
+            for key in StoreMetadataKey.modelRecord { merged[key] = state.metadata[key] }
             state.metadata = merged
             state.metadataNeedsWrite = true
         }
