@@ -140,4 +140,24 @@ import DataStack
         #expect(error.code == .incompatibleModel, "\(error)")
         #expect(Self.files(at: directory.storeURL) == before)
     }
+
+    @Test func aCacheStoreIsNotRecreatedWhenMigratingFailsForAnotherReason() throws {
+        let directory = StackDirectory()
+        try Self.makeVersion1Store(at: directory.storeURL, count: 10)
+        // Another connection holds the file: the migration cannot fold its log.
+        let holder = PersistentStoreCoordinator(managedObjectModel: Self.version1())
+        try holder.addPersistentStore(type: .sqlite, at: directory.storeURL)
+        let holding = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: holder)
+        _ = try holding.performAndWait { try holding.count(for: FetchRequest<ManagedObject>(entityName: "Ticker")) }
+        var options = StoreOptions.stackDefaults
+        options.recreatesStoreWhenMigrationFails = true
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: StackTestModel.make())
+        let error = try #require(throws: PersistentStoreError.self) {
+            try coordinator.addPersistentStore(type: .sqlite, at: directory.storeURL, options: options)
+        }
+        #expect(error.code == .migrationFailed && !error.isModelMismatch, "\(error)")
+        let rows = try Connection(path: directory.storeURL.path).prepare("SELECT count(*) FROM ZTICKER")
+        _ = try rows.step()
+        #expect(rows.int64(at: 0) == 10, "the store on disk was not destroyed")
+    }
 }

@@ -246,6 +246,13 @@ import Testing
         #expect(code { _ = try untracked.deleteHistory(.deleteHistory(before: Date())) } == .historyNotTracked)
         let memory = try TestStack(type: .inMemory)
         #expect(code { _ = try memory.coordinator.fetchHistory(.fetchHistory(after: nil)) } == .historyNotTracked)
+
+        // A request of one kind given to the other call is refused, and deletes nothing.
+        _ = try Self.threeSaves(Self.context(coordinator))
+        let latest = try #require(try coordinator.currentPersistentHistoryToken())
+        #expect(code { _ = try coordinator.deleteHistory(.fetchHistory(after: latest)) } == .invalidHistoryRequest)
+        #expect(code { _ = try coordinator.fetchHistory(.deleteHistory(before: latest)) } == .invalidHistoryRequest)
+        #expect(try coordinator.fetchHistory(.fetchHistory(after: nil)).count == 3)
     }
 
     @Test func tokensSurviveCodingAndOrderByTransaction() throws {

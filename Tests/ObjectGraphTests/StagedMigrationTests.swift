@@ -180,6 +180,38 @@ import ObjectGraph
             """) == [["30"]])
     }
 
+    /// A store that records persistent history: the custom stage's saves go
+    /// into the copy (recorded like any save) instead of being refused.
+    @Test func aCustomStageSavesIntoAStoreWithHistory() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Posts.sqlite")
+        let hexByPost = Shared<[String: String]>([:])
+        let (manager, v) = try Self.wiboscoStages(hexByPost: hexByPost)
+        var tracking = StoreOptions()
+        tracking.persistentHistoryTracking = true
+        do {
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: v[1])
+            let store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: tracking)
+            let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+            try context.performAndWait {
+                let post = try #require(v[1].entitiesByName["Post"])
+                for index in 0..<5 {
+                    let object = ManagedObject(entity: post, insertInto: context)
+                    try object.setValue("post \(index)", forKey: "postID")
+                    try object.setValue("00000\(index)", forKey: "hexColor")
+                }
+                try context.save()
+            }
+            try coordinator.remove(store)
+        }
+        var options = Self.options(manager)
+        options.persistentHistoryTracking = true
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: v[3])
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
+        #expect(try SQLiteReference(url).rows("SELECT count(*) FROM ZCOLOR") == [["5"]])
+        #expect(try SQLiteReference(url).rows("SELECT count(*) FROM ATRANSACTION") == [["2"]], "the stage's save is in the history")
+    }
+
     // MARK: - wibosco revised: a custom stage keeps a dropped attribute as a section
 
     /// The revised chain: v2 → v3 drops `Post.content` and adds Section; a

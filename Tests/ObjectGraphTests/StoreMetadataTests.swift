@@ -96,6 +96,25 @@ import ObjectGraph
         #expect(store.metadata["AppSchema"] as? String == "3")
     }
 
+    @Test func aCallersMetadataNeverReplacesTheModelRecord() throws {
+        let stack = try TestStack()
+        let store = try #require(stack.coordinator.persistentStores.first)
+        let recorded = store.metadata[StoreMetadataKey.modelVersionHashes] as? [String: Data]
+        var metadata = store.metadata
+        metadata[StoreMetadataKey.modelVersionHashes] = ["Company": Data(count: 32), "StockUpdate": Data(count: 32)]
+        metadata["AppSchema"] = "2"
+        try stack.coordinator.setMetadata(metadata, for: store)
+        let context = stack.newContext()
+        try context.performAndWait {
+            Company(context: context).symbol = "ACME"
+            try context.save()
+        }
+        try stack.coordinator.remove(store)
+        let reopened = try PersistentStoreCoordinator(managedObjectModel: TestModel.make()).addPersistentStore(type: .sqlite, at: stack.storeURL)
+        #expect(reopened.metadata[StoreMetadataKey.modelVersionHashes] as? [String: Data] == recorded)
+        #expect(reopened.metadata["AppSchema"] as? String == "2")
+    }
+
     /// `setMetadata(_:for:)` is kept in memory and written with the next save
     /// that reaches the store. A context save with no changes does not reach the
     /// store (as in Core Data); an empty save request sent to the store writes it.
