@@ -3,22 +3,6 @@ import Testing
 import DataStack
 
 @Suite struct StackManagerMergeTests {
-    /// Inserts `count` tickers through an importer and returns their IDs.
-    private func importTickers(_ stack: StackManager, count: Int, prefix: String = "T") async throws -> [ObjectID] {
-        let importer = stack.importerContext()
-        return try await importer.perform {
-            var tickers: [Ticker] = []
-            for index in 0..<count {
-                let ticker = Ticker(context: importer)
-                ticker.symbol = "\(prefix)\(index)"
-                ticker.price = Double(index)
-                tickers.append(ticker)
-            }
-            try importer.save()
-            return tickers.map(\.objectID)
-        }
-    }
-
     @Test func importOfTenThousandTouchesOnlyTheTenObjectsMainShows() async throws {
         let (stack, _) = try await makeStack()
         let recorder = MergeRecorder(stack)

@@ -35,20 +35,6 @@ import DataStack
         return recorder.all.filter { if case .otherProcess = $0.source { true } else { false } }
     }
 
-    private func importTickers(_ stack: StackManager, count: Int) async throws -> [ObjectID] {
-        let importer = stack.importerContext()
-        return try await importer.perform {
-            let tickers = (0..<count).map { index in
-                let ticker = Ticker(context: importer)
-                ticker.symbol = "T\(index)"
-                ticker.price = Double(index)
-                return ticker
-            }
-            try importer.save()
-            return tickers.map(\.objectID)
-        }
-    }
-
     @Test func eachStackWritesWithItsOwnAuthorAndFollowsHistory() async throws {
         let (a, b, _) = try await makeStacks()
         #expect(a.followsPersistentHistory && b.followsPersistentHistory)

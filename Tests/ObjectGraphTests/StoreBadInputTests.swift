@@ -122,41 +122,20 @@ import Testing
 
     // MARK: - Models that do not match
 
-    /// A store with one company and one update in it, closed again.
-    private func existingStore(in directory: TemporaryDirectory) throws -> URL {
-        let url = directory.file("Existing.sqlite")
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        try context.performAndWait {
-            let company = Company(context: context)
-            company.symbol = "SAVED"
-            StockUpdate(context: context).company = company
-            try context.save()
-        }
-        try coordinator.remove(store)
-        return url
-    }
-
-    /// The store still opens with its own model and holds what was saved.
-    private func expectIntact(_ url: URL) throws {
-        try expectStoreIntact(at: url) { company in #expect(company.updates.count == 1) }
-    }
-
     @Test func aModelWithAnExtraEntityIsIncompatible() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = TestModel.make()
         model.entities.append(EntityDescription(name: "Sector", properties: [AttributeDescription(name: "title", type: .string)]))
         let error = addError(at: url, model: model)
         expect(error, .incompatibleModel, at: url)
         #expect(error?.message.contains("Sector") == true)
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     @Test func aModelWithARequiredAttributeTheStoreLacksIsIncompatible() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = TestModel.make()
         try #require(model.entitiesByName["Company"]).properties.append(
             AttributeDescription(name: "ticker", type: .string, isOptional: false, defaultValue: .string("")))
@@ -164,26 +143,26 @@ import Testing
         expect(error, .incompatibleModel, at: url)
         #expect(error?.message.contains("Company.ticker") == true)
         #expect(error?.message.contains("ZTICKER") == true)
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     @Test func aModelWithARenamedEntityIsIncompatible() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = TestModel.make()
         try #require(model.entitiesByName["StockUpdate"]).name = "Quote"
         try #require(model.entitiesByName["Company"]).relationshipsByName["updates"]?.destinationEntityName = "Quote"
         let error = addError(at: url, model: model)
         expect(error, .incompatibleModel, at: url)
         #expect(error?.message.contains("Quote") == true)
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     // MARK: - Read-only stores
 
     @Test func aReadOnlyStoreReadsButRefusesToSaveAndLeavesTheFileAlone() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let before = try Data(contentsOf: url)
 
         var options = StoreOptions()

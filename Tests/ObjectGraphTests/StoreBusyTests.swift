@@ -27,14 +27,7 @@ import Testing
         /// Saves, returning the error and how long the save took.
         func save() -> (error: (any Error)?, seconds: Double) {
             let start = ContinuousClock.now
-            let error = context.performAndWait { () -> (any Error)? in
-                do {
-                    try context.save()
-                    return nil
-                } catch {
-                    return error
-                }
-            }
+            let error = context.saveReturningError()
             let elapsed = ContinuousClock.now - start
             return (error, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
         }

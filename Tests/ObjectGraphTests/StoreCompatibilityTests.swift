@@ -6,22 +6,6 @@ import Testing
 /// attributes differ in optionality, is refused with an error that names the
 /// entity, the property and how they differ, instead of reading wrong values.
 @Suite struct StoreCompatibilityTests {
-    /// A store written with the test model, holding one saved company.
-    private func existingStore(in directory: TemporaryDirectory) throws -> URL {
-        let url = directory.file("Existing.sqlite")
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
-        let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        try context.performAndWait {
-            let company = Company(context: context)
-            company.symbol = "SAVED"
-            company.employees = 42
-            try context.save()
-        }
-        try coordinator.remove(store)
-        return url
-    }
-
     /// The test model with one of Company's attributes replaced.
     private func model(replacing name: String, with attribute: AttributeDescription?) throws -> ManagedObjectModel {
         let model = TestModel.make()
@@ -44,16 +28,11 @@ import Testing
         return error
     }
 
-    /// The store still opens with its own model and holds what was saved.
-    private func expectIntact(_ url: URL) throws {
-        try expectStoreIntact(at: url) { company in #expect(company.employees == 42) }
-    }
-
     // MARK: - Column types
 
     @Test func anIntegerColumnDeclaredAsADateIsRefused() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = try model(replacing: "employees", with: AttributeDescription(name: "employees", type: .date, isOptional: false,
                                                                                 defaultValue: .date(Date(timeIntervalSinceReferenceDate: 0))))
         let error = openError(url, model: model)
@@ -61,7 +40,7 @@ import Testing
         #expect(error?.url?.path == url.path)
         #expect(error?.message.contains("entity Company, attribute employees: the store has INTEGER, the model says Date") == true,
                 "\(error.map { "\($0)" } ?? "")")
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     @Test(arguments: [
@@ -74,7 +53,7 @@ import Testing
     func everyMismatchOfDeclaredTypeIsRefused(type: AttributeType, storeType: String, modelName: String) throws {
         // `name` is a VARCHAR column; a String attribute matches it and opens.
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = try model(replacing: "name", with: AttributeDescription(name: "name", type: type))
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         if type == .string {
@@ -90,42 +69,42 @@ import Testing
 
     @Test func aModelMissingAColumnTheStoreHasIsRefused() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let error = openError(url, model: try model(replacing: "name", with: nil))
         #expect(error?.code == .incompatibleModel)
         #expect(error?.message.contains("entity Company: the store has a column ZNAME that the model has no property for") == true,
                 "\(error.map { "\($0)" } ?? "")")
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     @Test func aModelWithAnAttributeTheStoreLacksIsRefused() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = TestModel.make()
         try #require(model.entitiesByName["Company"]).properties.append(AttributeDescription(name: "sector", type: .string))
         let error = openError(url, model: model)
         #expect(error?.code == .incompatibleModel)
         #expect(error?.message.contains("Company.sector has no column ZSECTOR in ZCOMPANY") == true)
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     // MARK: - Optionality (stores written here carry comparable version hashes)
 
     @Test func anOptionalAttributeMadeRequiredIsRefused() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = try model(replacing: "name", with: AttributeDescription(name: "name", type: .string, isOptional: false,
                                                                            defaultValue: .string("")))
         let error = openError(url, model: model)
         #expect(error?.code == .incompatibleModel)
         #expect(error?.message.contains("entity Company, attribute name: the store was written with optional String, the model says required String") == true,
                 "\(error.map { "\($0)" } ?? "")")
-        try expectIntact(url)
+        try expectStoreIntact(at: url)
     }
 
     @Test func aRequiredAttributeMadeOptionalIsRefused() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = try model(replacing: "symbol", with: AttributeDescription(name: "symbol", type: .string))
         let error = openError(url, model: model)
         #expect(error?.message.contains("entity Company, attribute symbol: the store was written with required String, the model says optional String") == true,
@@ -134,7 +113,7 @@ import Testing
 
     @Test func anOptionalityChangeMigratesWithLightweightMigration() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
         let model = try model(replacing: "name", with: AttributeDescription(name: "name", type: .string, isOptional: false,
                                                                            defaultValue: .string("unnamed")))
         var options = StoreOptions()
@@ -151,8 +130,8 @@ import Testing
 
     @Test func theSameModelBuiltAgainOpensTheStore() throws {
         let directory = TemporaryDirectory()
-        let url = try existingStore(in: directory)
-        try expectIntact(url)
-        try expectIntact(url)
+        let url = try makeStoreWithOneSavedCompany(in: directory)
+        try expectStoreIntact(at: url)
+        try expectStoreIntact(at: url)
     }
 }

@@ -16,14 +16,7 @@ import Testing
         let outcome = SharedValue<(any Error)?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            let error = context.performAndWait { () -> (any Error)? in
-                do {
-                    try context.save()
-                    return nil
-                } catch {
-                    return error
-                }
-            }
+            let error = context.saveReturningError()
             outcome.update { $0 = error }
             finished.signal()
         }

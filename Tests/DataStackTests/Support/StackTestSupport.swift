@@ -115,3 +115,19 @@ extension StackDirectory {
 final class ObjectHolder: @unchecked Sendable {
     var objects: [ManagedObject] = []
 }
+
+/// Inserts `count` tickers (`<prefix>0`, `<prefix>1`, …, priced by their
+/// number) through an importer of `stack`, and returns their IDs.
+func importTickers(_ stack: StackManager, count: Int, prefix: String = "T") async throws -> [ObjectID] {
+    let importer = stack.importerContext()
+    return try await importer.perform {
+        let tickers = (0..<count).map { index in
+            let ticker = Ticker(context: importer)
+            ticker.symbol = "\(prefix)\(index)"
+            ticker.price = Double(index)
+            return ticker
+        }
+        try importer.save()
+        return tickers.map(\.objectID)
+    }
+}

@@ -181,16 +181,49 @@ extension TestStack {
 /// Store types for tests whose behaviour must not depend on the store.
 let allStoreTypes: [StoreType] = [.sqlite, .inMemory]
 
-/// Opens the store at `url` with the test model and checks it still holds
-/// the one company `SAVED` it was made with; `check` looks closer at it.
-func expectStoreIntact(at url: URL, sourceLocation: SourceLocation = #_sourceLocation,
-                       _ check: (Company) -> Void = { _ in }) throws {
+/// A store written with the test model holding one company, `SAVED`, with 42
+/// employees and one price update; closed again.
+func makeStoreWithOneSavedCompany(in directory: TemporaryDirectory) throws -> URL {
+    let url = directory.file("Existing.sqlite")
+    let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
+    let store = try coordinator.addPersistentStore(type: .sqlite, at: url)
+    let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+    try context.performAndWait {
+        let company = Company(context: context)
+        company.symbol = "SAVED"
+        company.employees = 42
+        StockUpdate(context: context).company = company
+        try context.save()
+    }
+    try coordinator.remove(store)
+    return url
+}
+
+/// Opens a store made by ``makeStoreWithOneSavedCompany(in:)`` with the test
+/// model and checks it still holds what was saved.
+func expectStoreIntact(at url: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
     try coordinator.addPersistentStore(type: .sqlite, at: url)
     let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
     try context.performAndWait {
         let companies = try context.fetch(FetchRequest<Company>())
         #expect(companies.map(\.symbol) == ["SAVED"], sourceLocation: sourceLocation)
-        if let company = companies.first { check(company) }
+        #expect(companies.first?.employees == 42, sourceLocation: sourceLocation)
+        #expect(companies.first?.updates.count == 1, sourceLocation: sourceLocation)
+    }
+}
+
+extension ManagedObjectContext {
+    /// Saves on the context's queue and returns the error instead of throwing
+    /// it, for tests that save on one thread while another holds a lock.
+    func saveReturningError() -> (any Error)? {
+        performAndWait {
+            do {
+                try save()
+                return nil
+            } catch {
+                return error
+            }
+        }
     }
 }
