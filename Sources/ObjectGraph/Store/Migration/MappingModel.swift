@@ -372,10 +372,8 @@ struct MappingModel {
                           connection: Connection) throws -> Int {
         guard !entityNumbers.isEmpty else { return 0 }
         let name = Connection.quotedIdentifier(column)
-        let statement = try connection.prepare("""
-            SELECT count(*) FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ","))) \
-            AND \(name) IS NOT NULL AND (\(name) < ?1 OR \(name) > ?2)
-            """)
+        let statement = try connection.prepare("SELECT count(*) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers)
+                                               + " AND \(name) IS NOT NULL AND (\(name) < ?1 OR \(name) > ?2)")
         try statement.bind(range.lowerBound, at: 1)
         try statement.bind(range.upperBound, at: 2)
         return try statement.step() ? Int(statement.int64(at: 0)) : 0

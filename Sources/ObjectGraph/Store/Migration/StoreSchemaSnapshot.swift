@@ -121,11 +121,17 @@ struct StoreSchemaSnapshot {
         entities.values.filter { $0.number == $0.rootNumber && $0.table != nil }.sorted { $0.number < $1.number }
     }
 
+    /// `FROM <table> WHERE Z_ENT IN (<numbers>)`: the rows of some entities,
+    /// the clause every count of a migration reads.
+    static func rows(of table: String, entityNumbers: [Int64]) -> String {
+        "FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ",")))"
+    }
+
     /// Counts the rows of some entities in a table, optionally only those where a column is NULL.
     static func countRows(in table: String, entityNumbers: [Int64], whereNull column: String?,
                           connection: Connection) throws -> Int {
         guard !entityNumbers.isEmpty else { return 0 }
-        var sql = "SELECT count(*) FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ",")))"
+        var sql = "SELECT count(*) " + rows(of: table, entityNumbers: entityNumbers)
         if let column { sql += " AND \(Connection.quotedIdentifier(column)) IS NULL" }
         let statement = try connection.prepare(sql)
         return try statement.step() ? Int(statement.int64(at: 0)) : 0
@@ -162,9 +168,7 @@ final class StoreRowCounter {
     private func scan(_ table: String, _ entityNumbers: [Int64]) throws -> (rows: Int, nulls: [String: Int]) {
         let columns = (snapshot.columns[table] ?? [:]).values.map(\.name).sorted()
         let sums = columns.map { ", sum(\(Connection.quotedIdentifier($0)) IS NULL)" }.joined()
-        let numbers = entityNumbers.map(String.init).joined(separator: ",")
-        let statement = try connection.prepare(
-            "SELECT count(*)\(sums) FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(numbers))")
+        let statement = try connection.prepare("SELECT count(*)\(sums) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers))
         guard try statement.step() else { return (0, [:]) }
         var nulls: [String: Int] = [:]
         for (offset, column) in columns.enumerated() { nulls[column.uppercased()] = Int(statement.int64(at: Int32(offset + 1))) }

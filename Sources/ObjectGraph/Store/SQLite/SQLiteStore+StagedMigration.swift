@@ -218,13 +218,14 @@ struct StagedSQLiteMigration {
         defer { store.willRemove() }
         let schema = try store.schema
         let problems = try store.read { connection in
+            // One scan per table counts every column's NULLs.
+            let counter = StoreRowCounter(connection: connection, snapshot: try StoreSchemaSnapshot(connection: connection, url: copyURL))
             var problems: [String] = []
             for entity in model.entities(forConfigurationName: configuration.configurationName) {
                 let mapping = try schema.mapping(for: entity)
                 for property in entity.properties where !property.isOptional && !property.isTransient && property.index >= 0 {
                     guard let column = mapping.columns[property.index] else { continue }   // to-many: no column
-                    let empty = try StoreSchemaSnapshot.countRows(in: mapping.table, entityNumbers: mapping.numbersWithDescendants,
-                                                                  whereNull: column.name, connection: connection)
+                    let empty = try counter.count(in: mapping.table, entityNumbers: mapping.numbersWithDescendants, whereNull: column.name)
                     if empty > 0 {
                         problems.append("""
                             \(entity.name).\(property.name) is a required \(property.kindName), \
