@@ -211,7 +211,13 @@ extension SQLiteStore: PersistentHistoryStore {
         try bump.bind(count, at: 1)
         try bump.bind(entity, at: 2)
         try bump.execute()
-        return try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", entity)
+        return try Self.lastKey(of: entity, connection)
+    }
+
+    /// `Z_MAX` of a history entity: the last key handed out (for
+    /// `ATRANSACTION`, the number of the store's last transaction).
+    private static func lastKey(of entity: Int64, _ connection: Connection) throws -> Int64 {
+        try scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", entity)
     }
 
     // MARK: Reading and deleting
@@ -219,7 +225,7 @@ extension SQLiteStore: PersistentHistoryStore {
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
         _ = try historyLayout()
         let number = try read { connection in
-            try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+            try Self.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
         }
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
     }
@@ -274,8 +280,7 @@ extension SQLiteStore: PersistentHistoryStore {
     /// A token must name this store and a transaction it wrote, and the
     /// transactions after it must still be there.
     private func checkFetch(after token: PersistentHistoryToken, connection: Connection) throws {
-        try checkOwnership(of: token, connection: connection)
-        let last = try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+        let last = try checkOwnership(of: token, connection: connection)
         let first = try Self.scalar(connection, "SELECT coalesce(min(Z_PK), ?) FROM ATRANSACTION", last + 1)
         if token.transactionNumber + 1 < first {
             throw PersistentStoreError(.historyExpired, url: url, message: """
@@ -285,16 +290,19 @@ extension SQLiteStore: PersistentHistoryStore {
         }
     }
 
-    private func checkOwnership(of token: PersistentHistoryToken, connection: Connection) throws {
+    /// Returns the number of the store's last transaction.
+    @discardableResult
+    private func checkOwnership(of token: PersistentHistoryToken, connection: Connection) throws -> Int64 {
         guard token.storeIdentifier == identifier else {
             throw PersistentStoreError(.historyTokenMismatch, url: url, message:
                 "the history token belongs to the store \(token.storeIdentifier), not to this store (\(identifier))")
         }
-        let last = try Self.scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", SQLiteHistoryLayout.transactionEntity)
+        let last = try Self.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
         guard token.transactionNumber >= 0, token.transactionNumber <= last else {
             throw PersistentStoreError(.historyTokenMismatch, url: url, message:
                 "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")
         }
+        return last
     }
 
     /// The changes of the transactions in a range, by transaction number, in
