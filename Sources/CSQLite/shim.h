@@ -5,3 +5,8 @@
 static inline sqlite3_destructor_type csqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
+
+// sqlite3_db_config is variadic, which Swift cannot call: one wrapper per option used.
+static inline int csqlite_set_no_checkpoint_on_close(sqlite3 *db, int on) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
+}

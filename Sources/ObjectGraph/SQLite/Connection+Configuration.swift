@@ -52,7 +52,8 @@ extension Connection {
         /// Whether ``Connection/init(path:configuration:)`` leaves the pragmas,
         /// journal mode and synchronous level for a later
         /// ``Connection/applySettings(beforeJournalMode:)``, so that the caller can
-        /// look at a file before anything writes to it. The default is `false`.
+        /// look at a file before anything writes to it — closing it before then
+        /// does not checkpoint the log either. The default is `false`.
         package var defersSettings = false
 
         /// Creates the default configuration.

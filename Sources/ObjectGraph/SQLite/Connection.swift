@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// One open SQLite database connection, with its statement cache and transactions.
 ///
@@ -103,11 +104,24 @@ package final class Connection {
             handle.setBusyMode(configuration.busyMode)
             // Reads the header: fails with SQLITE_NOTADB for a file that is not a database.
             _ = try Self.pragma(handle, "PRAGMA schema_version")
-            if !configuration.defersSettings { try applySettings() }
+            if !configuration.defersSettings {
+                try applySettings()
+            } else if Self.hasFramesInLog(path) {
+                // Closing the last connection would checkpoint the log into the main
+                // file: a write, so it waits until the caller has looked. (With an
+                // empty log the close only removes the -wal and -shm it created.)
+                csqlite_set_no_checkpoint_on_close(handle.db, 1)
+            }
         } catch var error as SQLiteError {
             error.message += " at \(path)"
             throw error
         }
+    }
+
+    /// Whether the database at `path` has a non-empty write-ahead log beside it.
+    private static func hasFramesInLog(_ path: String) -> Bool {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int
+        return (size ?? 0) > 0
     }
 
     /// Applies the configuration's pragmas, journal mode and synchronous level,
@@ -138,6 +152,7 @@ package final class Connection {
             }
         }
         _ = try Self.pragma(handle, "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
+        csqlite_set_no_checkpoint_on_close(handle.db, 0)
         settingsApplied = true
     }
 

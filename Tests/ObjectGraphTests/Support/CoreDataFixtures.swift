@@ -88,6 +88,30 @@ final class FixtureWorkspace {
         return target
     }
 
+    /// Copies a store as a process that stopped before a checkpoint leaves it:
+    /// its rows in a non-empty `-wal` beside a main file that lacks them.
+    ///
+    /// The corpus may ship a store's log or may have folded it into the main
+    /// file; either way the copy has one. The log is made by vacuuming a staging
+    /// copy in WAL mode with checkpoints off, which writes every page to the log,
+    /// and copying both files while that connection is still open.
+    func copyStoreWithItsRowsInTheLog(_ relativePath: String) throws -> URL {
+        let target = url.appendingPathComponent(CoreDataFixtures.url(relativePath).lastPathComponent)
+        let staging = try FixtureWorkspace()
+        let source = try staging.copyStore(relativePath)
+        let log = URL(fileURLWithPath: source.path + "-wal")
+        if let size = try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int, size > 0 {
+            return try copyStore(relativePath)
+        }
+        let connection = try RawStore.open(source)
+        try connection.execute("PRAGMA wal_autocheckpoint = 0; VACUUM")
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: source.path + suffix), to: URL(fileURLWithPath: target.path + suffix))
+        }
+        withExtendedLifetime(connection) {}
+        return target
+    }
+
     /// Writes a file into the workspace (creating folders) and returns its URL.
     @discardableResult
     func write(_ text: String, to relativePath: String) throws -> URL {
