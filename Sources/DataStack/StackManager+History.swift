@@ -11,11 +11,10 @@ extension StackManager {
     /// separate switch, because neither option does anything useful for the
     /// stack without the other.
     ///
+    /// ``StoreOptions/stackDefaults`` turns both on:
+    ///
     /// ```swift
-    /// var options = StoreOptions.stackDefaults
-    /// options.persistentHistoryTracking = true
-    /// options.remoteChangeNotifications = true
-    /// try await stack.setup(model: model, storeURL: sharedURL, options: options)
+    /// try await stack.setup(model: model, storeURL: sharedURL)   // follows other processes' saves
     /// ```
     ///
     /// On each remote-change notification the stack, on the main queue, reads

@@ -114,7 +114,7 @@ import DataStack
             }
             merges += 1
             await recorder.wait(for: merges)
-            let lists = sql.selects.filter { $0.contains("ORDER BY") }
+            let lists = sql.selects.filter { $0.contains("FROM ZTICKER") && $0.contains("ORDER BY") }
             #expect(lists.count == 1, "one re-check per merge: \(lists)")
             #expect(lists.allSatisfy { $0.contains("t0.Z_PK IN (") && $0.contains("LIMIT 10") })
             expectAgreement(try await read(panel, stack, request), listSize: 10)
@@ -138,7 +138,7 @@ import DataStack
             }
             merges += 1
             await recorder.wait(for: merges)
-            let lists = sql.selects.filter { $0.contains("ORDER BY") }
+            let lists = sql.selects.filter { $0.contains("FROM ZTICKER") && $0.contains("ORDER BY") }
             #expect(lists.count <= 2, "a re-check and at most one refill per merge: \(lists)")
             #expect(lists.first?.contains("t0.Z_PK IN (") == true)
             let reading = try await read(panel, stack, request)

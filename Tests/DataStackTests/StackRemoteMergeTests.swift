@@ -44,9 +44,18 @@ import DataStack
         #expect(a.importerContext().transactionAuthor == authorA)
         #expect(await a.mainContext.perform { a.mainContext.transactionAuthor } == authorA)
 
+        // The defaults follow history; a store without tracking does not.
+        let byDefault = StackManager()
+        let defaultDirectory = StackDirectory()
+        try await byDefault.setup(model: StackTestModel.make(), storeURL: defaultDirectory.storeURL)
+        #expect(byDefault.followsPersistentHistory)
+        #expect(byDefault.lastMergedHistoryToken != nil)
+
         let plain = StackManager()
         let plainDirectory = StackDirectory()
-        try await plain.setup(model: StackTestModel.make(), storeURL: plainDirectory.storeURL)
+        var untracked = StoreOptions.stackDefaults
+        untracked.persistentHistoryTracking = false
+        try await plain.setup(model: StackTestModel.make(), storeURL: plainDirectory.storeURL, options: untracked)
         #expect(!plain.followsPersistentHistory)
         #expect(plain.lastMergedHistoryToken == nil)
     }
