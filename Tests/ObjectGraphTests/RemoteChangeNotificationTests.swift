@@ -130,24 +130,4 @@ import Testing
         let store = try #require(coordinator.persistentStores.first as? SQLiteStore)
         #expect(store.changeWatcher.withLock { $0 } == nil)
     }
-
-    /// CPU used by the process while a store watches an idle file for 5 s,
-    /// measured with `getrusage`. Run alone: `DATASTACK_MEASURE=1 swift test --filter idleWatchingCost`.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["DATASTACK_MEASURE"] != nil))
-    func idleWatchingCost() async throws {
-        let directory = TemporaryDirectory()
-        let watcher = try Self.open(directory.file("Idle.sqlite"), options: ProcessInfo.processInfo.environment["DATASTACK_BASELINE"] != nil ? PersistentHistoryTests.tracking() : Self.options())
-        func cpuSeconds() -> Double {
-            var usage = rusage()
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
-        }
-        let start = cpuSeconds()
-        try await Task.sleep(for: .seconds(5))
-        let used = cpuSeconds() - start
-        print("idle remote-change watching: \(String(format: "%.1f", used * 1000)) ms CPU in 5 s (\(String(format: "%.2f", used / 5 * 100)) % of one core)")
-        #expect(used < 0.5)
-        withExtendedLifetime(watcher) {}
-    }
 }

@@ -4,12 +4,12 @@ import Foundation
 
 extension SQLiteStore: RemoteChangeObservingStore {
     /// Opens a read-only connection of its own and checks it for commits by
-    /// other connections every 10 ms (see ``SQLiteChangeWatcher``).
+    /// other connections when the store's files change (see ``SQLiteChangeWatcher``).
     public func startObservingRemoteChanges(_ onChange: @escaping @Sendable (StoreRemoteChange) -> Void) throws {
         let connection = try open(readOnly: true)
         let watcher = try {
             do {
-                return try SQLiteChangeWatcher(connection: connection, label: "DataStack.SQLiteStore.remoteChanges") { [weak self] in
+                return try SQLiteChangeWatcher(connection: connection, storeURL: fileURL, label: "DataStack.SQLiteStore.remoteChanges") { [weak self] in
                     guard let self else { return }
                     onChange(self.remoteChange())
                 }
