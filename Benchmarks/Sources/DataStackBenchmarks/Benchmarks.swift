@@ -13,6 +13,10 @@ struct Benchmarks {
                 try await MemoryBenchmark.child(Array(arguments.dropFirst()))
                 return
             }
+            if arguments.first == HistoryBenchmark.childFlag {
+                try await HistoryBenchmark.child(Array(arguments.dropFirst()))
+                return
+            }
             if arguments.first == MigrationBenchmark.childFlag {
                 try MigrationBenchmark.child(Array(arguments.dropFirst()))
                 return
@@ -74,6 +78,30 @@ struct Benchmarks {
         if options.runs("merge") { try await runMerge(options) }
         if options.runs("memory") { try runMemory(options) }
         if options.runs("migration") { try runMigration(options) }
+        if options.runs("history") { try await runHistory(options) }
+    }
+
+    // MARK: - History
+
+    static func runHistory(_ options: Options) async throws {
+        let cost = try await HistoryBenchmark.importCost(rows: options.n, chunkSize: options.chunkSize, repetitions: options.repetitions)
+        func extra(_ time: Duration) -> String {
+            String(format: "%+.1f %%", (time.seconds / max(cost.untracked.seconds, 1e-9) - 1) * 100)
+        }
+        print(Report.table(["history: N imported", "neither", "history tracked", "cost", "tracked + watched (stackDefaults)", "cost"],
+                           [[String(cost.rows), Report.milliseconds(cost.untracked), Report.milliseconds(cost.trackedOnly),
+                             extra(cost.trackedOnly), Report.milliseconds(cost.tracked), extra(cost.tracked)]]))
+        let latency = try await HistoryBenchmark.latency(saves: options.historySaves, interval: .milliseconds(20))
+        print(Report.table(["cross-process: saves (10 updated + 1 inserted, 20 ms apart)", "median", "p99", "max"],
+                           [[String(latency.saves), Report.milliseconds(latency.percentile(0.5)),
+                             Report.milliseconds(latency.percentile(0.99)), Report.milliseconds(latency.samples.last ?? .zero)]]))
+        let idle = try await HistoryBenchmark.idleCost(seconds: options.idleSeconds)
+        func share(_ cpu: Duration) -> String {
+            String(format: "%.1f ms (%.3f %% of a core)", cpu.seconds * 1000, cpu.seconds / idle.seconds * 100)
+        }
+        print(Report.table(["idle: seconds", "CPU, defaults (history + watching)", "CPU, neither"],
+                           [[String(format: "%.0f", idle.seconds), share(idle.watching), share(idle.notWatching)]]))
+        print("")
     }
 
     // MARK: - Migration

@@ -6,11 +6,11 @@ import Synchronization
 /// through `performImport` (importer contexts, a save and reset per chunk),
 /// reads through the main context.
 enum DataStackBench {
-    /// A stack on `url`, with a watcher of its merges.
-    static func open(_ url: URL) async throws -> (StackManager, MergeWatcher) {
+    /// A stack on `url` (with the stack's default options unless given others), with a watcher of its merges.
+    static func open(_ url: URL, options: StoreOptions = .stackDefaults) async throws -> (StackManager, MergeWatcher) {
         let stack = StackManager()
         let watcher = MergeWatcher(stack)
-        try await stack.setup(model: BenchModel.make(), storeURL: url)
+        try await stack.setup(model: BenchModel.make(), storeURL: url, options: options)
         return (stack, watcher)
     }
 

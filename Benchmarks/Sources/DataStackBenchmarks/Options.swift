@@ -14,6 +14,10 @@ struct Options: Sendable {
     var chunkSize = 10_000
     /// Rows of the store the migration task migrates (its memory check also runs a tenth of it).
     var migrationRows = 1_000_000
+    /// Saves the other process makes in the history task's latency measurement.
+    var historySaves = 200
+    /// Seconds the history task watches an idle store.
+    var idleSeconds = 5.0
     /// Run only these tasks (all when empty).
     var tasks: Set<String> = []
     /// Run only these contenders in the import, fetch and fault tasks (all when empty);
@@ -22,17 +26,19 @@ struct Options: Sendable {
 
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
-                               memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000, tasks: [], contenders: [])
+                               memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
+                               historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
-          --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 1 repetition (for CI)
+          --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
           --tasks LIST     run only the named tasks
           --contenders LIST  only raw, grdb-codable, grdb-hand-written and/or datastack (for profiling)
           --merge-k LIST     save sizes of the merge task (default 10,1000,100000)
           --migration-rows N rows of the store the migration task migrates (default 1000000)
+          --history-saves N  saves by the other process in the history task (default 200)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -53,7 +59,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -66,6 +72,7 @@ struct Options: Sendable {
                 guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw UsageError(message: "--merge-k needs positive whole numbers") }
                 options.mergeSizes = sizes
             case "--migration-rows": options.migrationRows = try number(after: argument)
+            case "--history-saves": options.historySaves = try number(after: argument)
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }

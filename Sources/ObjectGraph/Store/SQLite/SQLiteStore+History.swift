@@ -100,8 +100,9 @@ extension SQLiteStore: PersistentHistoryStore {
 
     /// Writes one `ATRANSACTION` row and one `ACHANGE` row per saved object,
     /// inside the save's transaction, after its rows are written.
-    func recordHistory(of request: SaveChangesRequest, result: SaveResult, before: [ObjectID: IncrementalStoreNode],
-                       author: String?, contextName: String?, layout: SQLiteHistoryLayout, connection: Connection) throws {
+    func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
+                       author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
+                       connection: Connection) throws {
         let process = ProcessInfo.processInfo.processName
         let bundle = Bundle.main.bundleIdentifier ?? process
         let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection) } }
@@ -145,9 +146,8 @@ extension SQLiteStore: PersistentHistoryStore {
             try insertChange.execute()
             next += 1
         }
-        for node in request.insertedObjects {
-            try insert(result.permanentIDs[node.objectID] ?? node.objectID, .insert, columns: nil, tombstone: [])
-        }
+        next = try recordInsertions(of: request.insertedObjects, keys: insertedKeys, firstKey: next, transaction: transaction,
+                                    schema: schema, connection: connection)
         for node in request.updatedObjects {
             guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
                 throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
@@ -172,6 +172,68 @@ extension SQLiteStore: PersistentHistoryStore {
             let old = before[node.objectID]
             try insert(node.objectID, .delete, columns: nil, tombstone: slots.map { old?.values[$0] ?? .null })
         }
+    }
+
+    /// Writes the `ACHANGE` rows of inserted objects, one statement per run of
+    /// consecutive primary keys of an entity (a save allocates each entity's
+    /// keys in one block, so an import of one entity is one statement) that
+    /// copies the keys from the rows the save just wrote; returns the next
+    /// free `ACHANGE` key.
+    ///
+    /// A statement per change costs SQLite a fresh seek in `ACHANGE` and its
+    /// `ZTRANSACTIONID` index each time, as much as writing the object's own
+    /// row; one statement keeps its cursors at the end of both and appends.
+    private func recordInsertions(of nodes: [IncrementalStoreNode], keys: [Int64], firstKey: Int64, transaction: Int64,
+                                  schema: SQLiteSchema, connection: Connection) throws -> Int64 {
+        var keysByEntity: [ObjectIdentifier: (mapping: SQLiteSchema.EntityMapping, keys: [Int64])] = [:]
+        var current: (entity: ObjectIdentifier, mapping: SQLiteSchema.EntityMapping, keys: [Int64])?
+        for (node, key) in zip(nodes, keys) {
+            let entity = ObjectIdentifier(node.objectID.entity)
+            if current?.entity != entity {
+                if let current { keysByEntity[current.entity, default: (current.mapping, [])].keys += current.keys }
+                current = (entity, try keysByEntity[entity]?.mapping ?? schema.mapping(for: node.objectID.entity), [])
+            }
+            current?.keys.append(key)
+        }
+        if let current { keysByEntity[current.entity, default: (current.mapping, [])].keys += current.keys }
+        var next = firstKey
+        for (mapping, keys) in keysByEntity.values.sorted(by: { $0.mapping.number < $1.mapping.number }) {
+            let insertRun = try connection.cachedStatement("""
+                INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) \
+                SELECT ?3 + Z_PK - ?1, ?4, ?5, Z_ENT, Z_PK, ?6 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
+                """)
+            for run in Self.runs(of: keys.sorted()) {
+                insertRun.reset()
+                try insertRun.bind(run.lowerBound, at: 1)
+                try insertRun.bind(run.upperBound, at: 2)
+                try insertRun.bind(next, at: 3)
+                try insertRun.bind(SQLiteHistoryLayout.changeEntity, at: 4)
+                try insertRun.bind(PersistentHistoryChange.ChangeType.insert.rawValue, at: 5)
+                try insertRun.bind(transaction, at: 6)
+                try insertRun.bind(mapping.number, at: 7)
+                try insertRun.execute()
+                let count = run.upperBound - run.lowerBound + 1
+                // A save's history must be whole: every key of the run is a row this save wrote.
+                guard connection.changes == count else {
+                    throw PersistentStoreError(.ioFailure, url: url, message: "the history of inserted \(mapping.entity.name) objects \(run) found \(connection.changes) of their \(count) rows")
+                }
+                next += count
+            }
+        }
+        return next
+    }
+
+    /// Sorted keys as ranges of consecutive keys.
+    private static func runs(of sorted: [Int64]) -> [ClosedRange<Int64>] {
+        var runs: [ClosedRange<Int64>] = []
+        for key in sorted {
+            if let last = runs.last, key == last.upperBound + 1 {
+                runs[runs.count - 1] = last.lowerBound...key
+            } else if runs.last?.contains(key) != true {
+                runs.append(key...key)
+            }
+        }
+        return runs
     }
 
     /// Whether a saved to-many's members differ from those before the save

@@ -42,11 +42,12 @@ extension SQLiteStore {
                     let result: SaveResult
                     if let history {
                         let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
-                        result = try write(request, schema: schema, connection: connection)
-                        try recordHistory(of: request, result: result, before: before, author: author,
-                                          contextName: contextName, layout: history, connection: connection)
+                        let insertedKeys: [Int64]
+                        (result, insertedKeys) = try write(request, schema: schema, connection: connection)
+                        try recordHistory(of: request, result: result, insertedKeys: insertedKeys, before: before, author: author,
+                                          contextName: contextName, layout: history, schema: schema, connection: connection)
                     } else {
-                        result = try write(request, schema: schema, connection: connection)
+                        result = try write(request, schema: schema, connection: connection).result
                     }
                     try connection.execute("RELEASE datastack_save")
                     // Once, after the attempt that stands: a rolled-back attempt must not consume it.
@@ -94,8 +95,10 @@ extension SQLiteStore {
         return rows
     }
 
-    /// One attempt at writing a save, inside the caller's transaction.
-    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, connection: Connection) throws -> SaveResult {
+    /// One attempt at writing a save, inside the caller's transaction; with
+    /// the primary key of each inserted object, in the request's order.
+    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema,
+                       connection: Connection) throws -> (result: SaveResult, insertedKeys: [Int64]) {
         let identity = identity
         do {
             let (permanentIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
@@ -147,7 +150,7 @@ extension SQLiteStore {
                 try Self.executeCheckingUniqueness(statement, node: node)
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
-            return SaveResult(permanentIDs: permanentIDs)
+            return (SaveResult(permanentIDs: permanentIDs), insertedKeys)
         }
     }
 
