@@ -290,6 +290,21 @@ import Testing
         }
     }
 
+    /// History tables in neither of Core Data's layouts (the older one is
+    /// ACHANGE and ATRANSACTION alone) cannot be read whole: opened with
+    /// tracking, the store is refused, saying what is missing, rather than read
+    /// in part or added to.
+    @Test func historyTablesInNeitherLayoutAreRefusedSayingWhatIsMissing() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("History.sqlite")
+        _ = try Self.open(url)
+        try RawStore.execute(url, "DROP TABLE ATRANSACTION")
+        let error = #expect(throws: PersistentStoreError.self) { try Self.open(url) }
+        #expect(error?.code == .notAStore)
+        #expect(error?.message.contains("has ACHANGE, ATRANSACTIONSTRING but not ATRANSACTION") == true)
+        #expect(try SQLiteReference(url).rows("SELECT count(*) FROM sqlite_master WHERE name = 'ATRANSACTION'") == [["0"]])
+    }
+
     @Test func trackingTurnedOnForAnExistingStoreAddsTheTables() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("History.sqlite")
