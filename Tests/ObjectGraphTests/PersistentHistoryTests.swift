@@ -48,12 +48,25 @@ import Testing
         }
     }
 
-    @Test func aNewStoreHasApplesHistoryTablesAndIndexes() throws {
+    /// The history tables and indexes of a new store are, statement for
+    /// statement, those of stores Apple's Core Data wrote: the CoreDataPlus
+    /// test store (framework 1344), the macOS 26 Notes store (1513), and, with
+    /// four tombstone columns, the Screen Time store (a model with four
+    /// preserved attributes).
+    @Test(arguments: [("coredataplus-samplemodel2-programmatic/stores/SampleModel2_V1.sqlite", 0),
+                      ("apple-notes-notestore/stores/NoteStore-macOS-26-Tahoe.sqlite", 0),
+                      ("plaso-apple-stores/stores/ios-RMAdminStore-Local.sqlite", 4)])
+    func aNewStoreHasApplesHistoryTablesAndIndexes(_ fixture: String, tombstones: Int) throws {
         let directory = TemporaryDirectory()
         let url = directory.file("History.sqlite")
-        _ = try Self.open(url)
+        let model = TestModel.make()
+        let company = try #require(model.entitiesByName["Company"])
+        for attribute in company.properties.compactMap({ $0 as? AttributeDescription }).prefix(tombstones) {
+            attribute.preservesValueInHistoryOnDeletion = true
+        }
+        _ = try Self.open(url, model: model)
         let workspace = try FixtureWorkspace()
-        let apple = try SQLiteReference(try workspace.copyStore("coredataplus-samplemodel2-programmatic/stores/SampleModel2_V1.sqlite"))
+        let apple = try SQLiteReference(try workspace.copyStore(fixture))
         let ours = try SQLiteReference(url)
         let ddl = "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE tbl_name IN ('ACHANGE', 'ATRANSACTION', 'ATRANSACTIONSTRING') ORDER BY name"
         #expect(try ours.rows(ddl) == apple.rows(ddl))
@@ -288,6 +301,21 @@ import Testing
             Company(context: writer).symbol = "OK"
             try writer.save()
         }
+    }
+
+    /// History tables in neither of Core Data's layouts (the older one is
+    /// ACHANGE and ATRANSACTION alone) cannot be read whole: opened with
+    /// tracking, the store is refused, saying what is missing, rather than read
+    /// in part or added to.
+    @Test func historyTablesInNeitherLayoutAreRefusedSayingWhatIsMissing() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("History.sqlite")
+        _ = try Self.open(url)
+        try RawStore.execute(url, "DROP TABLE ATRANSACTION")
+        let error = #expect(throws: PersistentStoreError.self) { try Self.open(url) }
+        #expect(error?.code == .notAStore)
+        #expect(error?.message.contains("has ACHANGE, ATRANSACTIONSTRING but not ATRANSACTION") == true)
+        #expect(try SQLiteReference(url).rows("SELECT count(*) FROM sqlite_master WHERE name = 'ATRANSACTION'") == [["0"]])
     }
 
     @Test func trackingTurnedOnForAnExistingStoreAddsTheTables() throws {

@@ -95,10 +95,49 @@ struct SQLiteHistoryLayout: Sendable {
         }
     }
 
+    /// Where a file's history keeps the author, bundle, context and process
+    /// names of its transactions.
+    enum TransactionStrings: Sendable, Equatable {
+        /// Once each, in `ATRANSACTIONSTRING`, which the `ATRANSACTION.*TS`
+        /// columns point into: Core Data's layout since about framework 1145,
+        /// and the one written here.
+        case interned
+        /// In `ATRANSACTION`'s own `ZAUTHOR`, `ZBUNDLEID`, `ZCONTEXTNAME` and
+        /// `ZPROCESSID`, with no `ATRANSACTIONSTRING` table and no `*TS`
+        /// columns: Core Data's older layout (macOS 10.13's knowledgeC,
+        /// framework 851). It is read, never written here.
+        case inline
+
+        /// The `ATRANSACTION` columns a file of this layout must have for its transactions to be read.
+        var transactionColumns: [String] {
+            let names = ["ZTIMESTAMP", "ZAUTHOR", "ZBUNDLEID", "ZCONTEXTNAME", "ZPROCESSID"]
+            return self == .interned ? names + ["ZAUTHORTS", "ZBUNDLEIDTS", "ZCONTEXTNAMETS", "ZPROCESSIDTS"] : names
+        }
+
+        /// The start of a select of each transaction's number, timestamp,
+        /// author, bundle, context and process names, from `ATRANSACTION t`.
+        /// The interned layout still falls back on the inline columns, which
+        /// Core Data leaves NULL there.
+        var transactionSelect: String {
+            switch self {
+            case .interned: """
+                SELECT t.Z_PK, t.ZTIMESTAMP, coalesce(a.ZNAME, t.ZAUTHOR), coalesce(b.ZNAME, t.ZBUNDLEID), \
+                coalesce(c.ZNAME, t.ZCONTEXTNAME), coalesce(p.ZNAME, t.ZPROCESSID) FROM ATRANSACTION t \
+                LEFT JOIN ATRANSACTIONSTRING a ON a.Z_PK = t.ZAUTHORTS LEFT JOIN ATRANSACTIONSTRING b ON b.Z_PK = t.ZBUNDLEIDTS \
+                LEFT JOIN ATRANSACTIONSTRING c ON c.Z_PK = t.ZCONTEXTNAMETS LEFT JOIN ATRANSACTIONSTRING p ON p.Z_PK = t.ZPROCESSIDTS
+                """
+            case .inline:
+                "SELECT t.Z_PK, t.ZTIMESTAMP, t.ZAUTHOR, t.ZBUNDLEID, t.ZCONTEXTNAME, t.ZPROCESSID FROM ATRANSACTION t"
+            }
+        }
+    }
+
     let entities: [ObjectIdentifier: EntityLayout]
     let entitiesByNumber: [Int64: EntityLayout]
     /// How many `ZTOMBSTONE<n>` columns the model needs: the most preserved attributes of any entity.
     let tombstoneColumnCount: Int
+    /// Where the file keeps its transactions' names.
+    var transactionStrings = TransactionStrings.interned
 
     init(schema: SQLiteSchema) {
         var entities: [ObjectIdentifier: EntityLayout] = [:]

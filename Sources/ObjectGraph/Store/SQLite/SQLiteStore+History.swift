@@ -10,11 +10,16 @@ extension SQLiteStore: PersistentHistoryStore {
     /// in one write transaction that checks again under the lock, as the store's
     /// own creation does; without tracking, a store whose history holds
     /// transactions refuses saves, as Core Data's is forced read-only.
+    ///
+    /// A file with Core Data's older history layout (strings inline, see
+    /// ``SQLiteHistoryLayout/TransactionStrings/inline``) opens with tracking
+    /// so that its history can be read, but refuses saves: they would have to
+    /// record transactions in a layout written nowhere here, and a save without
+    /// its transaction would leave a gap in the history.
     func prepareHistory(_ connection: Connection) throws {
         let tracking = configuration.options.persistentHistoryTracking
-        let exists = try Self.historyTablesExist(connection)
         guard tracking else {
-            if exists, try Self.scalar(connection, "SELECT EXISTS (SELECT 1 FROM ATRANSACTION)") != 0 {
+            if try connection.tableExists("ATRANSACTION"), try Self.scalar(connection, "SELECT EXISTS (SELECT 1 FROM ATRANSACTION)") != 0 {
                 state.withLock {
                     $0.readOnlyReason = """
                         the store records persistent history but was opened without persistentHistoryTracking: \
@@ -25,15 +30,28 @@ extension SQLiteStore: PersistentHistoryStore {
             }
             return
         }
-        let layout = SQLiteHistoryLayout(schema: try schema)
+        let strings = try historyTables(connection)
+        var layout = SQLiteHistoryLayout(schema: try schema)
+        if strings == .inline {
+            layout.transactionStrings = .inline
+            state.withLock {
+                $0.history = layout
+                $0.readOnlyReason = isReadOnly ? nil : """
+                    the store's persistent history has Core Data's older layout (no ATRANSACTIONSTRING table: each \
+                    transaction's names inline, as macOS 10.13 wrote them), which is read here but not written: \
+                    saves would go unrecorded in its history, so it is read-only
+                    """
+            }
+            return
+        }
         let needed = layout.tombstoneColumnCount
-        let present = exists ? try Self.tombstoneColumns(connection) : 0
+        let present = strings != nil ? try Self.tombstoneColumns(connection) : 0
         if isReadOnly {
-            guard exists else { return }
-        } else if !exists || present < needed {
+            guard strings != nil else { return }
+        } else if strings == nil || present < needed {
             do {
                 try connection.inWriteTransaction {
-                    if try !Self.historyTablesExist(connection) {
+                    if try historyTables(connection) == nil {
                         for sql in SQLiteHistoryLayout.creationStatements(tombstones: needed) { try connection.execute(sql) }
                     }
                     let columns = try Self.tombstoneColumns(connection)
@@ -48,8 +66,29 @@ extension SQLiteStore: PersistentHistoryStore {
         state.withLock { $0.history = layout }
     }
 
-    private static func historyTablesExist(_ connection: Connection) throws -> Bool {
-        try scalar(connection, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('ACHANGE', 'ATRANSACTION', 'ATRANSACTIONSTRING')") == 3
+    /// Which layout the file's history tables have, nil when it has none.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/notAStore`` for tables that are
+    ///   neither layout (some missing, or `ATRANSACTION` without the columns
+    ///   its names are read from): their history could be read only in part.
+    private func historyTables(_ connection: Connection) throws -> SQLiteHistoryLayout.TransactionStrings? {
+        let all = ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
+        let present = try all.filter { try connection.tableExists($0) }
+        if present.isEmpty { return nil }
+        let strings: SQLiteHistoryLayout.TransactionStrings = present.contains("ATRANSACTIONSTRING") ? .interned : .inline
+        let tables = strings == .interned ? all : ["ACHANGE", "ATRANSACTION"]
+        var missing = tables.filter { !present.contains($0) }
+        if present.contains("ATRANSACTION") {
+            let columns = Set(try connection.columns(in: "ATRANSACTION").map(\.name))
+            missing += strings.transactionColumns.filter { !columns.contains($0) }.map { "ATRANSACTION.\($0)" }
+        }
+        guard missing.isEmpty else {
+            throw PersistentStoreError(.notAStore, url: url, message: """
+                the store's persistent history tables are incomplete: it has \(present.joined(separator: ", ")) but not \
+                \(missing.joined(separator: ", ")), so its history cannot be read as Core Data wrote it
+                """)
+        }
+        return strings
     }
 
     private static func tombstoneColumns(_ connection: Connection) throws -> Int {
@@ -308,13 +347,7 @@ extension SQLiteStore: PersistentHistoryStore {
                     condition = "t.ZTIMESTAMP > ?"
                     bound = .double(date.timeIntervalSinceReferenceDate)
                 }
-                let select = try connection.prepare("""
-                    SELECT t.Z_PK, t.ZTIMESTAMP, coalesce(a.ZNAME, t.ZAUTHOR), coalesce(b.ZNAME, t.ZBUNDLEID), \
-                    coalesce(c.ZNAME, t.ZCONTEXTNAME), coalesce(p.ZNAME, t.ZPROCESSID) FROM ATRANSACTION t \
-                    LEFT JOIN ATRANSACTIONSTRING a ON a.Z_PK = t.ZAUTHORTS LEFT JOIN ATRANSACTIONSTRING b ON b.Z_PK = t.ZBUNDLEIDTS \
-                    LEFT JOIN ATRANSACTIONSTRING c ON c.Z_PK = t.ZCONTEXTNAMETS LEFT JOIN ATRANSACTIONSTRING p ON p.Z_PK = t.ZPROCESSIDTS \
-                    WHERE \(condition) ORDER BY t.Z_PK
-                    """)
+                let select = try connection.prepare("\(layout.transactionStrings.transactionSelect) WHERE \(condition) ORDER BY t.Z_PK")
                 try select.bind(bound, at: 1)
                 var transactions: [PersistentHistoryTransaction] = []
                 while try select.step() {
