@@ -99,6 +99,22 @@ extension StackManager {
         state.withLock { $0.observers.append(token) }
     }
 
+    /// Moves the bookmark past an importer's save merged in-process, when its
+    /// transaction is the next one after the bookmark: the remote-change
+    /// notification that the same commit raises then needs no history read.
+    /// A transaction of another writer in between keeps the bookmark where it
+    /// is, and the next history read merges that one and skips this.
+    func moveHistoryBookmark(pastMerged save: ContextDidSave, of setup: Setup) {
+        guard setup.followsPersistentHistory, !save.historyTokens.isEmpty else { return }
+        state.withLock { state in
+            guard let bookmark = state.lastMergedHistoryToken else { return }
+            for token in save.historyTokens where token.storeIdentifier == bookmark.storeIdentifier
+                && token.transactionNumber == bookmark.transactionNumber + 1 {
+                state.lastMergedHistoryToken = token
+            }
+        }
+    }
+
     /// Reads the history after the bookmark and merges other writers' transactions, oldest first.
     private func mergeHistory(upTo target: PersistentHistoryToken?, into setup: Setup) {
         let bookmark = state.withLock { $0.lastMergedHistoryToken }

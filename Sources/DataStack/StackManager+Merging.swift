@@ -17,7 +17,10 @@ extension StackManager {
                 }
             } else if coordinator === setup.writerCoordinator {
                 // Posted on the importer's queue; the merge runs on the main queue.
-                setup.mainContext.perform { self.merge(save, from: .importer, into: setup) }
+                setup.mainContext.perform {
+                    self.merge(save, from: .importer, into: setup)
+                    self.moveHistoryBookmark(pastMerged: save, of: setup)
+                }
             }
         }
         state.withLock { $0.observers.append(token) }

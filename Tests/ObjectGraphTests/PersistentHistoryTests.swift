@@ -1,5 +1,6 @@
 import Foundation
 @testable import ObjectGraph
+import Synchronization
 import Testing
 
 /// Persistent history in Core Data's tables: what a save records, how it reads
@@ -334,5 +335,54 @@ import Testing
         #expect(try coordinator.fetchHistory(.fetchHistory(after: nil)).isEmpty)
         _ = try Self.threeSaves(Self.context(coordinator))
         #expect(try coordinator.fetchHistory(.fetchHistory(after: nil)).count == 3)
+    }
+}
+
+/// What a save tells about its history transaction, and a filtered fetch
+/// reading the changes of the transactions it keeps and no others.
+@Suite struct SaveHistoryTokenTests {
+    /// Saves `count` new companies and returns the did-save payload.
+    static func save(_ count: Int, in context: ManagedObjectContext) throws -> ContextDidSave {
+        let saves = Mutex<[ContextDidSave]>([])
+        let observer = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context,
+                                                              queue: nil) { note in
+            if let save = try? ContextDidSave(note) { saves.withLock { $0.append(save) } }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try context.performAndWait {
+            for index in 0..<count { Company(context: context).symbol = "C\(index)" }
+            try context.save()
+        }
+        return try #require(saves.withLock { $0.first })
+    }
+
+    @Test func eachSaveTellsItsTransactionAndAFilteredFetchReadsOnlyItsChanges() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = try PersistentHistoryTests.open(directory.file("Tokens.sqlite"))
+        let a = PersistentHistoryTests.context(coordinator, author: "a")
+        let b = PersistentHistoryTests.context(coordinator, author: "b")
+        let saves = [try Self.save(2, in: a), try Self.save(300, in: b), try Self.save(1, in: a)]
+        #expect(saves.map { $0.historyTokens.map(\.transactionNumber) } == [[1], [2], [3]])
+        #expect(saves.last?.historyTokens.first == (try coordinator.currentPersistentHistoryToken()))
+
+        var request = PersistentHistoryRequest.fetchHistory(after: nil)
+        request.filter = .author("a")
+        let kept = try coordinator.fetchHistory(request)
+        #expect(kept.map(\.transactionNumber) == [1, 3])
+        #expect(kept.map { Set(($0.changes ?? []).map(\.changedObjectID)) } == [saves[0].insertedObjectIDs, saves[2].insertedObjectIDs])
+        request.filter = .author("b")
+        #expect(try coordinator.fetchHistory(request).first?.changes?.count == 300)
+    }
+
+    @Test func savesWithoutATrackedStoreTellNoTransaction() throws {
+        let directory = TemporaryDirectory()
+        let untracked = try PersistentHistoryTests.open(directory.file("Untracked.sqlite"), options: StoreOptions())
+        #expect(try Self.save(1, in: PersistentHistoryTests.context(untracked)).historyTokens.isEmpty)
+
+        let tracked = try PersistentHistoryTests.open(directory.file("Tracked.sqlite"))
+        let parent = PersistentHistoryTests.context(tracked)
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        #expect(try Self.save(1, in: child).historyTokens.isEmpty)
+        #expect(try Self.save(0, in: parent).historyTokens.map(\.transactionNumber) == [1])
     }
 }

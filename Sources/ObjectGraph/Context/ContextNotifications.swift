@@ -74,11 +74,19 @@ public struct ContextDidSave: Sendable, Equatable {
     public var insertedObjectIDs: Set<ObjectID>
     public var updatedObjectIDs: Set<ObjectID>
     public var deletedObjectIDs: Set<ObjectID>
+    /// The persistent-history transaction each store that tracks history
+    /// recorded this save as (empty for a child's save into its parent, and
+    /// for stores without ``StoreOptions/persistentHistoryTracking``). A
+    /// reader of the history that has merged this save in-process can move
+    /// its bookmark past it rather than read it back.
+    public var historyTokens: [PersistentHistoryToken]
 
-    public init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = []) {
+    public init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
+                historyTokens: [PersistentHistoryToken] = []) {
         self.insertedObjectIDs = insertedObjectIDs
         self.updatedObjectIDs = updatedObjectIDs
         self.deletedObjectIDs = deletedObjectIDs
+        self.historyTokens = historyTokens
     }
 
     /// Reads the payload of a `didSaveNotification`.

@@ -44,16 +44,16 @@ extension ManagedObjectContext {
         var saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
                                  updated: Array(updatedObjectsByID.values),
                                  deleted: Array(deletedObjectsByID.values))
-        var permanentIDs: [ObjectID: ObjectID] = [:]
+        var stored = SaveResult(permanentIDs: [:])
         if let parent {
             try push(saved, into: parent)
         } else {
             guard let coordinator = persistentStoreCoordinator else {
                 throw ObjectGraphError.noStore(entity: saved.inserted.first?.entity.name ?? "?")
             }
-            permanentIDs = try saveResolvingConflicts(&saved, to: coordinator)
+            stored = try saveResolvingConflicts(&saved, to: coordinator)
         }
-        let didSave = finishSave(saved, permanentIDs: permanentIDs)
+        let didSave = finishSave(saved, stored: stored)
         for (duplicate, survivor) in merged.merging(saved.collapsed, uniquingKeysWith: { $1 }) {
             // Children that know a collapsed duplicate by its ID find the survivor.
             permanentIDsByTemporaryID[duplicate] = survivor.objectID
@@ -151,7 +151,7 @@ extension ManagedObjectContext {
     }
 
     /// Saves to the coordinator, resolving version conflicts with the merge policy and retrying.
-    private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> [ObjectID: ObjectID] {
+    private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> SaveResult {
         // Resolution happens outside the write transaction, so another writer can
         // move a row again before the retry; contended rows get a few more tries,
         // spaced out (never on the main queue, which must not sleep), before the
@@ -161,7 +161,7 @@ extension ManagedObjectContext {
         for attempt in 1...attempts {
             do {
                 let request = saveRequest(for: saved)
-                if request.isEmpty { return [:] }
+                if request.isEmpty { return SaveResult(permanentIDs: [:]) }
                 // A store may resolve conflicts inside its transaction through
                 // `resolveConflictsDuringSave`, which works on `savingObjects`.
                 savingObjects = saved
@@ -169,7 +169,7 @@ extension ManagedObjectContext {
                     if let resolved = savingObjects { saved = resolved }
                     savingObjects = nil
                 }
-                return try coordinator.save(request, in: self).permanentIDs
+                return try coordinator.save(request, in: self)
             } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < attempts {
                 lastConflicts = conflicts
                 if attempt > 2 && concurrencyType != .mainQueue {
@@ -263,8 +263,10 @@ extension ManagedObjectContext {
 
     /// Brings the saved objects up to date: permanent IDs, new snapshots and
     /// versions, deleted objects unregistered; calls `didSave()`.
-    private func finishSave(_ saved: SavedObjects, permanentIDs: [ObjectID: ObjectID]) -> ContextDidSave {
+    private func finishSave(_ saved: SavedObjects, stored: SaveResult) -> ContextDidSave {
+        let permanentIDs = stored.permanentIDs
         var result = ContextDidSave()
+        result.historyTokens = stored.historyTokens
         let isRoot = parent == nil
         result.insertedObjectIDs.reserveCapacity(saved.inserted.count)
         result.updatedObjectIDs.reserveCapacity(saved.updated.count)

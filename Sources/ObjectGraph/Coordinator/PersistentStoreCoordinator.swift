@@ -203,12 +203,13 @@ public final class PersistentStoreCoordinator: Sendable {
         for (_, entry) in byStore where entry.store.isReadOnly {
             throw PersistentStoreError(.readOnly, url: entry.store.url, message: "the store is read-only")
         }
-        var permanentIDs: [ObjectID: ObjectID] = [:]
+        var combined = SaveResult(permanentIDs: [:])
         for (_, entry) in byStore {
             guard case .saved(let result) = try entry.store.execute(.save(entry.request), in: context) else { continue }
-            permanentIDs.merge(result.permanentIDs) { $1 }
+            combined.permanentIDs.merge(result.permanentIDs) { $1 }
+            combined.historyTokens += result.historyTokens
         }
-        return SaveResult(permanentIDs: permanentIDs)
+        return combined
     }
 
     /// One row, from the row cache if fresh enough, else from its store.

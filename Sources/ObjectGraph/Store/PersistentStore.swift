@@ -185,8 +185,12 @@ public struct SaveChangesRequest: Sendable {
 public struct SaveResult: Sendable {
     /// The permanent ID of each inserted object, by its temporary ID.
     public var permanentIDs: [ObjectID: ObjectID]
+    /// The persistent-history transaction each store recorded the save as;
+    /// empty when no store tracks history.
+    public var historyTokens: [PersistentHistoryToken]
 
-    public init(permanentIDs: [ObjectID: ObjectID]) {
+    public init(permanentIDs: [ObjectID: ObjectID], historyTokens: [PersistentHistoryToken] = []) {
         self.permanentIDs = permanentIDs
+        self.historyTokens = historyTokens
     }
 }

@@ -138,10 +138,11 @@ extension SQLiteStore: PersistentHistoryStore {
     }
 
     /// Writes one `ATRANSACTION` row and one `ACHANGE` row per saved object,
-    /// inside the save's transaction, after its rows are written.
+    /// inside the save's transaction, after its rows are written; returns the
+    /// transaction's token.
     func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
                        author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
-                       connection: Connection) throws {
+                       connection: Connection) throws -> PersistentHistoryToken {
         let process = ProcessInfo.processInfo.processName
         let bundle = Bundle.main.bundleIdentifier ?? process
         let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection) } }
@@ -211,6 +212,7 @@ extension SQLiteStore: PersistentHistoryStore {
             let old = before[node.objectID]
             try insert(node.objectID, .delete, columns: nil, tombstone: slots.map { old?.values[$0] ?? .null })
         }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: transaction)
     }
 
     /// Writes the `ACHANGE` rows of inserted objects, one statement per run of
@@ -360,9 +362,14 @@ extension SQLiteStore: PersistentHistoryStore {
                     transactions.append(transaction)
                     if request.fetchLimit > 0 && transactions.count == request.fetchLimit { break }
                 }
-                if request.includesChanges, let first = transactions.first, let last = transactions.last {
-                    let changes = try readChanges(from: first.transactionNumber, through: last.transactionNumber,
-                                                  layout: layout, connection: connection)
+                if request.includesChanges {
+                    // Only the changes of the transactions the filter kept: a run of
+                    // another author's transactions in between is not read.
+                    var changes: [Int64: [PersistentHistoryChange]] = [:]
+                    for run in Self.runs(of: transactions.map(\.transactionNumber)) {
+                        changes.merge(try readChanges(from: run.lowerBound, through: run.upperBound, layout: layout,
+                                                      connection: connection)) { $1 }
+                    }
                     for index in transactions.indices {
                         transactions[index].changes = changes[transactions[index].transactionNumber] ?? []
                     }

@@ -39,13 +39,13 @@ extension SQLiteStore {
                 round += 1
                 try connection.execute("SAVEPOINT datastack_save")
                 do {
-                    let result: SaveResult
+                    var result: SaveResult
                     if let history {
                         let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
                         let insertedKeys: [Int64]
                         (result, insertedKeys) = try write(request, schema: schema, connection: connection)
-                        try recordHistory(of: request, result: result, insertedKeys: insertedKeys, before: before, author: author,
-                                          contextName: contextName, layout: history, schema: schema, connection: connection)
+                        result.historyTokens = [try recordHistory(of: request, result: result, insertedKeys: insertedKeys, before: before, author: author,
+                                          contextName: contextName, layout: history, schema: schema, connection: connection)]
                     } else {
                         result = try write(request, schema: schema, connection: connection).result
                     }
