@@ -181,7 +181,8 @@ import ObjectGraph
     }
 
     /// A store that records persistent history: the custom stage's saves go
-    /// into the copy (recorded like any save) instead of being refused.
+    /// into the copy (recorded like any save) instead of being refused, and
+    /// each stage's schema change restarts the history.
     @Test func aCustomStageSavesIntoAStoreWithHistory() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("Posts.sqlite")
@@ -209,7 +210,11 @@ import ObjectGraph
         let coordinator = PersistentStoreCoordinator(managedObjectModel: v[3])
         try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
         #expect(try SQLiteReference(url).rows("SELECT count(*) FROM ZCOLOR") == [["5"]])
-        #expect(try SQLiteReference(url).rows("SELECT count(*) FROM ATRANSACTION") == [["2"]], "the stage's save is in the history")
+        // The store is at model 2: transaction 2 is the custom stage's schema change,
+        // 3 its save, 4 the last stage's schema change; each schema change restarts
+        // the history (HistoryMigrationTests), so only the last is left.
+        #expect(try SQLiteReference(url).rows("SELECT Z_PK, ZAUTHOR IS NULL FROM ATRANSACTION") == [["4", "1"]])
+        #expect(try coordinator.fetchHistory(.fetchHistory(after: nil)).first?.author?.hasPrefix("com.apple.coredata.schemamigrator: ") == true)
     }
 
     // MARK: - wibosco revised: a custom stage keeps a dropped attribute as a section

@@ -140,4 +140,27 @@ extension SQLiteMigration {
             try connection.execute("DELETE FROM Z_MODELCACHE")
         }
     }
+
+    /// Step 8: the history written before the migration is deleted, and with
+    /// tracking the migration records a transaction of its own, as Core Data's
+    /// schema migrator does (author `com.apple.coredata.schemamigrator:
+    /// lightweight migration from model with digest { … }`, no changes).
+    ///
+    /// Old `ACHANGE` rows name entities by their old `Z_ENT` numbers and
+    /// properties by their old `ZCOLUMNS` bits, which the new model numbers
+    /// differently: read with it, they would name the wrong entities and
+    /// properties. Deleted, a reader holding a token from before the migration
+    /// is told its history is gone (``PersistentStoreError/Code/historyExpired``)
+    /// and refetches, as it must after a schema change anyway; the transaction
+    /// numbers continue from where they were.
+    static func restartHistory(_ connection: Connection, snapshot: StoreSchemaSnapshot, recordsMigration: Bool) throws {
+        guard try connection.tableExists("ATRANSACTION") else { return }
+        try connection.execute("DELETE FROM ACHANGE; DELETE FROM ATRANSACTION")
+        guard try connection.tableExists("ATRANSACTIONSTRING") else { return }
+        try connection.execute("DELETE FROM ATRANSACTIONSTRING")
+        guard recordsMigration else { return }
+        let digest = (snapshot.metadata[StoreMetadataKey.modelVersionHashesDigest] as? String).map { " from model with digest { \($0) }" }
+        _ = try SQLiteHistoryLayout.insertTransaction(
+            author: "com.apple.coredata.schemamigrator: lightweight migration" + (digest ?? ""), contextName: nil, connection: connection)
+    }
 }

@@ -143,24 +143,10 @@ extension SQLiteStore: PersistentHistoryStore {
     func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
                        author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
                        connection: Connection) throws -> PersistentHistoryToken {
-        let process = ProcessInfo.processInfo.processName
-        let bundle = Bundle.main.bundleIdentifier ?? process
-        let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection) } }
-        let transaction = try allocateHistoryKeys(1, entity: SQLiteHistoryLayout.transactionEntity, connection: connection)
-        let insertTransaction = try connection.cachedStatement("""
-            INSERT INTO ATRANSACTION (Z_PK, Z_ENT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
-        insertTransaction.reset()
-        try insertTransaction.bind(transaction, at: 1)
-        try insertTransaction.bind(SQLiteHistoryLayout.transactionEntity, at: 2)
-        for (offset, key) in strings.enumerated() {
-            if let key { try insertTransaction.bind(key, at: Int32(offset + 3)) } else { try insertTransaction.bindNull(at: Int32(offset + 3)) }
-        }
-        try insertTransaction.bind(Date().timeIntervalSinceReferenceDate, at: 7)
-        try insertTransaction.execute()
+        let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection)
 
         let count = request.insertedObjects.count + request.updatedObjects.count + request.deletedObjects.count
-        var next = try allocateHistoryKeys(Int64(count), entity: SQLiteHistoryLayout.changeEntity, connection: connection) - Int64(count) + 1
+        var next = try SQLiteHistoryLayout.allocateKeys(Int64(count), entity: SQLiteHistoryLayout.changeEntity, connection: connection) - Int64(count) + 1
         let tombstones = layout.tombstoneColumnCount
         let tombstoneColumns = (0..<tombstones).map { ", ZTOMBSTONE\($0)" }.joined()
         let insertChange = try connection.cachedStatement("""
@@ -286,49 +272,12 @@ extension SQLiteStore: PersistentHistoryStore {
         return relationship.isOrdered ? old != members : Set(old) != Set(members)
     }
 
-    /// The `ATRANSACTIONSTRING` key of a string, added when it is new: every
-    /// author, context, process and bundle name is stored once.
-    private func internedString(_ string: String, connection: Connection) throws -> Int64 {
-        let find = try connection.cachedStatement("SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?")
-        find.reset()
-        try find.bind(string, at: 1)
-        if try find.step() {
-            defer { find.reset() }
-            return find.int64(at: 0)
-        }
-        find.reset()
-        let key = try allocateHistoryKeys(1, entity: SQLiteHistoryLayout.stringEntity, connection: connection)
-        let insert = try connection.cachedStatement("INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, ZNAME) VALUES (?, ?, ?)")
-        insert.reset()
-        try insert.bind(key, at: 1)
-        try insert.bind(SQLiteHistoryLayout.stringEntity, at: 2)
-        try insert.bind(string, at: 3)
-        try insert.execute()
-        return key
-    }
-
-    /// Adds `count` to a history entity's `Z_MAX` and returns the new maximum.
-    private func allocateHistoryKeys(_ count: Int64, entity: Int64, connection: Connection) throws -> Int64 {
-        let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
-        bump.reset()
-        try bump.bind(count, at: 1)
-        try bump.bind(entity, at: 2)
-        try bump.execute()
-        return try Self.lastKey(of: entity, connection)
-    }
-
-    /// `Z_MAX` of a history entity: the last key handed out (for
-    /// `ATRANSACTION`, the number of the store's last transaction).
-    private static func lastKey(of entity: Int64, _ connection: Connection) throws -> Int64 {
-        try scalar(connection, "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", entity)
-    }
-
     // MARK: Reading and deleting
 
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
         _ = try historyLayout()
         let number = try read { connection in
-            try Self.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
+            try SQLiteHistoryLayout.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
         }
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
     }
@@ -399,7 +348,7 @@ extension SQLiteStore: PersistentHistoryStore {
             throw PersistentStoreError(.historyTokenMismatch, url: url, message:
                 "the history token belongs to the store \(token.storeIdentifier), not to this store (\(identifier))")
         }
-        let last = try Self.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
+        let last = try SQLiteHistoryLayout.lastKey(of: SQLiteHistoryLayout.transactionEntity, connection)
         guard token.transactionNumber >= 0, token.transactionNumber <= last else {
             throw PersistentStoreError(.historyTokenMismatch, url: url, message:
                 "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")

@@ -93,7 +93,8 @@ struct SQLiteMigration {
         do {
             let copy = try Self.openCopy(copyURL, busyMode: configuration.options.busyMode)
             try copy.inWriteTransaction {
-                try Self.migrate(copy, snapshot: snapshot, mapping: mapping, to: configuration.model) { fraction in
+                try Self.migrate(copy, snapshot: snapshot, mapping: mapping, to: configuration.model,
+                                 recordsHistory: configuration.options.persistentHistoryTracking) { fraction in
                     progress?(0.05 + 0.85 * fraction)
                 }
             }
@@ -162,7 +163,7 @@ struct SQLiteMigration {
     /// transaction) from `snapshot` to `model`, reporting the fraction done (0…1).
     /// The steps are in SQLiteMigration+Steps.swift.
     static func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel,
-                        to model: ManagedObjectModel, progress: (Double) -> Void) throws {
+                        to model: ManagedObjectModel, recordsHistory: Bool, progress: (Double) -> Void) throws {
         let renamed = try prepareTables(connection, snapshot: snapshot, mapping: mapping)
         try copyRows(connection, mapping: mapping, from: renamed) { progress(0.9 * $0) }
         try copyJoins(connection, mapping: mapping, from: renamed)
@@ -173,6 +174,7 @@ struct SQLiteMigration {
             try connection.execute("DROP TABLE \(quoted(aside))")
         }
         try rewritePrimaryKeys(connection, mapping: mapping)
+        try restartHistory(connection, snapshot: snapshot, recordsMigration: recordsHistory)
         try writeMetadata(connection, snapshot: snapshot, model: model)
         progress(1)
     }

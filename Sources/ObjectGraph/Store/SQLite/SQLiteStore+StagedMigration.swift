@@ -182,7 +182,8 @@ struct StagedSQLiteMigration {
         try connection.inWriteTransaction {
             let entities = model.entities(forConfigurationName: configuration.configurationName)
             let (snapshot, mapping) = try SQLiteMigration.inferMapping(on: connection, to: entities, url: url, requiresValues: requiresValues)
-            try SQLiteMigration.migrate(connection, snapshot: snapshot, mapping: mapping, to: model, progress: progress)
+            try SQLiteMigration.migrate(connection, snapshot: snapshot, mapping: mapping, to: model,
+                                        recordsHistory: configuration.options.persistentHistoryTracking, progress: progress)
         }
     }
 
