@@ -54,15 +54,19 @@ import Testing
         let error = try #require(throws: PersistentStoreError.self) { _ = try coordinator.fetchHistory(.fetchHistory(after: old)) }
         #expect(error.code == .historyExpired, "\(error)")
 
-        // Saves go on recording after the migration's transaction.
+        // Saves go on recording after the migration's transaction, their change
+        // keys continuing from Z_MAX although the rows before them are gone.
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         try context.performAndWait {
             let book = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Book")).first)
             try book.setValue("Tome III", forKey: "heading")
+            _ = ManagedObject(entity: try #require(coordinator.managedObjectModel.entitiesByName["Writer"]), insertInto: context)
             try context.save()
         }
         let changes = try coordinator.fetchHistory(.fetchHistory(after: history.first?.token)).first?.changes ?? []
-        #expect(changes.map { "\($0.changedObjectID.entity.name) \($0.updatedProperties?.sorted() ?? [])" } == ["Book [\"heading\"]"])
+        #expect(changes.map { "\($0.changedObjectID.entity.name) \($0.changeType) \($0.updatedProperties?.sorted() ?? [])" }.sorted()
+                == ["Book update [\"heading\"]", "Writer insert []"])
+        #expect(try SQLiteReference(url).rows("SELECT Z_PK FROM ACHANGE ORDER BY Z_PK") == [["4"], ["5"]])
     }
 
     /// Migrated without tracking, the old history still goes (it cannot be

@@ -223,17 +223,24 @@ extension SQLiteStore: PersistentHistoryStore {
             current?.keys.append(key)
         }
         if let current { keysByEntity[current.entity, default: (current.mapping, [])].keys += current.keys }
+        guard !keysByEntity.isEmpty else { return firstKey }
+        // When the table's last key is the one before the block allocated for
+        // this save (as it is unless history was deleted from its end), SQLite
+        // picks the same keys itself and appends without a uniqueness seek per row.
+        let appends = try Self.scalar(connection, "SELECT coalesce(max(Z_PK), 0) FROM ACHANGE") == firstKey - 1
+        let key = appends ? "" : "Z_PK, "
+        let keyValue = appends ? "" : "?3 + Z_PK - ?1, "
         var next = firstKey
         for (mapping, keys) in keysByEntity.values.sorted(by: { $0.mapping.number < $1.mapping.number }) {
             let insertRun = try connection.cachedStatement("""
-                INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) \
-                SELECT ?3 + Z_PK - ?1, ?4, ?5, Z_ENT, Z_PK, ?6 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
+                INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) \
+                SELECT \(keyValue)?4, ?5, Z_ENT, Z_PK, ?6 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
                 """)
             for run in Self.runs(of: keys.sorted()) {
                 insertRun.reset()
                 try insertRun.bind(run.lowerBound, at: 1)
                 try insertRun.bind(run.upperBound, at: 2)
-                try insertRun.bind(next, at: 3)
+                if !appends { try insertRun.bind(next, at: 3) }
                 try insertRun.bind(SQLiteHistoryLayout.changeEntity, at: 4)
                 try insertRun.bind(PersistentHistoryChange.ChangeType.insert.rawValue, at: 5)
                 try insertRun.bind(transaction, at: 6)
@@ -241,8 +248,11 @@ extension SQLiteStore: PersistentHistoryStore {
                 try insertRun.execute()
                 let count = run.upperBound - run.lowerBound + 1
                 // A save's history must be whole: every key of the run is a row this save wrote.
-                guard connection.changes == count else {
-                    throw PersistentStoreError(.ioFailure, url: url, message: "the history of inserted \(mapping.entity.name) objects \(run) found \(connection.changes) of their \(count) rows")
+                guard connection.changes == count, !appends || connection.lastInsertedRowID == next + count - 1 else {
+                    throw PersistentStoreError(.ioFailure, url: url, message: """
+                        the history of inserted \(mapping.entity.name) objects \(run) was not written whole: \(connection.changes) of \
+                        \(count) changes, the last with key \(connection.lastInsertedRowID) instead of \(next + count - 1)
+                        """)
                 }
                 next += count
             }
