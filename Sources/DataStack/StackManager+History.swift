@@ -17,11 +17,11 @@ extension StackManager {
     /// try await stack.setup(model: model, storeURL: sharedURL)   // follows other processes' saves
     /// ```
     ///
-    /// On each remote-change notification the stack, on the main queue, reads
-    /// the history after ``lastMergedHistoryToken``, skips its own transactions
-    /// (by ``transactionAuthor``: its importer saves were merged in-process
-    /// already) and merges each other transaction exactly as it merges an
-    /// importer save — registered objects refreshed, registered deleted
+    /// On each remote-change notification the stack reads the history after
+    /// the last transaction it read, on a queue of its own, skipping its own
+    /// transactions (by ``transactionAuthor``: its importer saves were merged
+    /// in-process already), and on the main queue merges each other
+    /// transaction exactly as it merges an importer save — registered objects refreshed, registered deleted
     /// objects removed, inserts reported by ID — then posts
     /// ``didMergeNotification`` with ``StackDidMerge/Source/otherProcess(author:processID:)``.
     /// When that history was deleted meanwhile, the main context refreshes all
@@ -80,59 +80,81 @@ extension StackManager {
         return "DataStack/\(process.processName)/\(process.processIdentifier)/\(suffix)"
     }
 
-    /// Sets the bookmark to the store's last transaction: history written
+    /// Sets the bookmarks to the store's last transaction: history written
     /// before the main context registered anything holds nothing to merge.
     func resetHistoryBookmark(for setup: Setup) throws {
         let token = setup.followsPersistentHistory ? try setup.mainCoordinator.currentPersistentHistoryToken() : nil
-        state.withLock { $0.lastMergedHistoryToken = token }
+        state.withLock { state in
+            state.lastReadHistoryToken = token
+            state.lastMergedHistoryToken = token
+        }
     }
 
-    /// Merges other writers' transactions when the main coordinator's store reports a commit.
+    /// Reads other writers' transactions when the main coordinator's store
+    /// reports a commit, on the stack's history queue, and merges them on the
+    /// main queue: a large transaction of another process is read (its rows
+    /// decoded into object IDs) without holding up the main queue.
     func installHistoryObserver(for setup: Setup) {
         let token = NotificationCenter.default.addObserver(
             forName: PersistentStoreCoordinator.storeRemoteChangeNotification, object: setup.mainCoordinator, queue: nil
         ) { [weak self] notification in
             // A notification without a payload is not the store's; nothing to merge.
             guard let self, let change = try? StoreRemoteChange(notification) else { return }
-            setup.mainContext.perform { self.mergeHistory(upTo: change.historyToken, into: setup) }
+            self.historyQueue.async { self.readHistory(upTo: change.historyToken, of: setup) }
         }
         state.withLock { $0.observers.append(token) }
     }
 
-    /// Moves the bookmark past an importer's save merged in-process, when its
-    /// transaction is the next one after the bookmark: the remote-change
-    /// notification that the same commit raises then needs no history read.
-    /// A transaction of another writer in between keeps the bookmark where it
-    /// is, and the next history read merges that one and skips this.
+    /// Moves the bookmarks past an importer's save merged in-process, when its
+    /// transaction is the next one after them: the remote-change notification
+    /// that the same commit raises then needs no history read. A transaction
+    /// of another writer in between keeps a bookmark where it is, and the next
+    /// history read merges that one and skips this.
     func moveHistoryBookmark(pastMerged save: ContextDidSave, of setup: Setup) {
         guard setup.followsPersistentHistory, !save.historyTokens.isEmpty else { return }
-        state.withLock { state in
-            guard let bookmark = state.lastMergedHistoryToken else { return }
-            for token in save.historyTokens where token.storeIdentifier == bookmark.storeIdentifier
-                && token.transactionNumber == bookmark.transactionNumber + 1 {
-                state.lastMergedHistoryToken = token
+        func next(after bookmark: PersistentHistoryToken?) -> PersistentHistoryToken? {
+            guard let bookmark else { return nil }
+            return save.historyTokens.first {
+                $0.storeIdentifier == bookmark.storeIdentifier && $0.transactionNumber == bookmark.transactionNumber + 1
             }
+        }
+        state.withLock { state in
+            if let token = next(after: state.lastReadHistoryToken) { state.lastReadHistoryToken = token }
+            if let token = next(after: state.lastMergedHistoryToken) { state.lastMergedHistoryToken = token }
         }
     }
 
-    /// Reads the history after the bookmark and merges other writers' transactions, oldest first.
-    private func mergeHistory(upTo target: PersistentHistoryToken?, into setup: Setup) {
-        let bookmark = state.withLock { $0.lastMergedHistoryToken }
-        if let target, let bookmark, target <= bookmark { return }   // merged by an earlier notification
+    /// On the history queue: reads the history after the read bookmark and
+    /// hands other writers' transactions, oldest first, to the main queue.
+    private func readHistory(upTo target: PersistentHistoryToken?, of setup: Setup) {
+        let bookmark = state.withLock { $0.lastReadHistoryToken }
+        if let target, let bookmark, target <= bookmark { return }   // read after an earlier notification
         var request = PersistentHistoryRequest.fetchHistory(after: bookmark)
         request.filter = .not(.author(setup.transactionAuthor))
         let transactions: [PersistentHistoryTransaction]
         do {
             transactions = try setup.mainCoordinator.fetchHistory(request)
         } catch let error as PersistentStoreError where error.code == .historyExpired || error.code == .historyTokenMismatch {
-            mergeExpiredHistory(into: setup)
+            // Unreadable now: the bookmark becomes nil and the next notification reads all remaining history.
+            let current = try? setup.mainCoordinator.currentPersistentHistoryToken()
+            state.withLock { $0.lastReadHistoryToken = current }
+            setup.mainContext.perform { self.mergeExpiredHistory(into: setup, resumingAfter: current) }
             return
         } catch {
             // Kept bookmark: the next notification reads the same history again.
             state.withLock { $0.historyMergeError = error }
             return
         }
-        state.withLock { $0.historyMergeError = nil }
+        let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
+        state.withLock { state in
+            state.historyMergeError = nil
+            state.lastReadHistoryToken = newest
+        }
+        setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
+    }
+
+    /// On the main queue: merges transactions read by ``readHistory(upTo:of:)``.
+    private func merge(_ transactions: [PersistentHistoryTransaction], upTo newest: PersistentHistoryToken?, into setup: Setup) {
         for transaction in transactions {
             let save = transaction.contextDidSave()
             if setup.writerCoordinator !== setup.mainCoordinator {
@@ -141,21 +163,21 @@ extension StackManager {
             }
             merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
         }
-        let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
-        state.withLock { $0.lastMergedHistoryToken = newest }
+        state.withLock { state in
+            state.lastMergedHistoryToken = [state.lastMergedHistoryToken, newest].compactMap { $0 }.max()
+        }
     }
 
     /// The history after the bookmark is gone (purged, or the store was replaced):
-    /// refresh everything the main context shows and start again from the store's last transaction.
-    private func mergeExpiredHistory(into setup: Setup) {
+    /// refresh everything the main context shows and go on after the store's last transaction.
+    private func mergeExpiredHistory(into setup: Setup, resumingAfter current: PersistentHistoryToken?) {
         setup.writerCoordinator.rowCache.removeAll()
         setup.mainCoordinator.rowCache.removeAll()
         let clock = ContinuousClock()
         let start = clock.now
         let registered = Set(setup.mainContext.registeredObjects.map(\.objectID))
         setup.mainContext.refreshAllObjects()
-        // Unreadable now: the bookmark stays nil and the next notification reads all remaining history.
-        try? resetHistoryBookmark(for: setup)
+        state.withLock { $0.lastMergedHistoryToken = current }
         let payload = StackDidMerge(source: .expiredHistory, save: ContextDidSave(), merged: true, refreshedObjectIDs: registered,
                                     removedObjectIDs: [], duration: clock.now - start)
         NotificationCenter.default.post(name: Self.didMergeNotification, object: self, userInfo: [StackDidMerge.key: payload])

@@ -51,6 +51,8 @@ public final class StackManager: Sendable {
     public static let didMergeNotification = Notification.Name("DataStack.StackManager.didMerge")
 
     let state = Mutex(State())
+    /// Where other writers' history is read (StackManager+History.swift), one read at a time.
+    let historyQueue = DispatchQueue(label: "DataStack.StackManager.history", qos: .userInitiated)
 
     struct State: @unchecked Sendable {
         // @unchecked Sendable: observer tokens are opaque handles; everything is touched under `state`.
@@ -64,6 +66,10 @@ public final class StackManager: Sendable {
         /// The token of the last history transaction the main context merged
         /// (or skipped as its own), while the stack follows persistent history.
         var lastMergedHistoryToken: PersistentHistoryToken?
+        /// The token of the last history transaction read on ``historyQueue``
+        /// and handed to the main queue; ahead of `lastMergedHistoryToken`
+        /// while those merges wait their turn.
+        var lastReadHistoryToken: PersistentHistoryToken?
         var historyMergeError: (any Error)?
     }
 

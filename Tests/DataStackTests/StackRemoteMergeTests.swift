@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import DataStack
+@testable import DataStack
 
 /// Two stacks on one file, as two processes would be: each merges what the
 /// other saves, through the store's persistent history, with the rule it uses
@@ -156,18 +156,24 @@ import DataStack
         #expect(listed == fresh)
     }
 
-    /// Holds the main queue (where the stack merges) until `body` returns.
-    private func whileMainQueueIsBlocked(_ body: () async throws -> Void) async rethrows {
-        let blocked = DispatchSemaphore(value: 0)
+    /// Holds `queues` — the main queue, where the stack merges, and perhaps its
+    /// history queue, where it reads other writers' history — until `body`
+    /// returns, or 10 s at most: other tests' tasks may block the few
+    /// cooperative threads waiting for the main queue, and then `body` cannot
+    /// run until the main queue is let go (the test fails rather than hangs).
+    private func withQueuesHeld(_ queues: [DispatchQueue], _ body: () async throws -> Void) async rethrows {
         let release = DispatchSemaphore(value: 0)
-        DispatchQueue.main.async {
-            blocked.signal()
-            release.wait()
+        for queue in queues {
+            let blocked = DispatchSemaphore(value: 0)
+            queue.async {
+                blocked.signal()
+                _ = release.wait(timeout: .now() + .seconds(10))
+            }
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { blocked.wait(); continuation.resume() }
+            }
         }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { blocked.wait(); continuation.resume() }
-        }
-        defer { release.signal() }
+        defer { for _ in queues { release.signal() } }
         try await body()
     }
 
@@ -188,7 +194,7 @@ import DataStack
         let inA = ids.map { a.mainCoordinator.managedObjectID(forURIRepresentation: $0.uriRepresentation())! }
         let holder = ObjectHolder()
         try await main.perform { holder.objects = try inA.map { try main.existingObject(with: $0) } }
-        try await whileMainQueueIsBlocked {
+        try await withQueuesHeld([.main, a.historyQueue]) {
             for symbol in ["X", "Y", "Z"] { try await saveTicker(b, symbol) }
             let last = try #require(try b.writerCoordinator.currentPersistentHistoryToken())
             #expect(try b.writerCoordinator.deleteHistory(.deleteHistory(before: last)) == 3)
@@ -203,12 +209,43 @@ import DataStack
         withExtendedLifetime(holder) {}
     }
 
+    /// Another writer's transaction is read on the stack's history queue while
+    /// the main queue is busy, and merged once it is free.
+    @Test func historyIsReadOffTheMainQueue() async throws {
+        let (a, b, _) = try await makeStacks()
+        let recorderA = MergeRecorder(a)
+        // All on the main queue, so that nothing waits for a cooperative thread
+        // (other tests may hold them) while the main queue is held.
+        let (written, read, merged) = try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.main.async {
+                continuation.resume(with: Result {
+                    let importer = b.importerContext()
+                    try importer.performAndWait {
+                        for index in 0..<1_000 { Ticker(context: importer).symbol = "M\(index)" }
+                        try importer.save()
+                    }
+                    let written = try b.writerCoordinator.currentPersistentHistoryToken()
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while a.state.withLock({ $0.lastReadHistoryToken }) != written && ContinuousClock.now < deadline {
+                        Thread.sleep(forTimeInterval: 0.002)
+                    }
+                    return (written, a.state.withLock { $0.lastReadHistoryToken }, a.lastMergedHistoryToken)
+                })
+            }
+        }
+        #expect(read == written, "read while the main queue was busy")
+        #expect(merged != written, "merged only on the main queue")
+        let merges = await remoteMerges(recorderA, count: 1)
+        #expect(merges.first?.save.insertedObjectIDs.count == 1_000)
+        #expect(a.lastMergedHistoryToken == written)
+    }
+
     @Test func purgeKeepsWhatTheMainContextHasNotMerged() async throws {
         let (a, b, _) = try await makeStacks()
         let recorderA = MergeRecorder(a)
         try await saveTicker(b, "OLD")
         _ = await remoteMerges(recorderA, count: 1)
-        try await whileMainQueueIsBlocked {
+        try await withQueuesHeld([.main, a.historyQueue]) {
             try await saveTicker(b, "NEW")
             // The OLD transaction was merged: it goes. NEW was not: it stays, though older than the retention.
             #expect(try a.purgeHistory(olderThan: .zero) == 1)
