@@ -66,14 +66,14 @@ enum TickerImportProcess {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         errorsRead.wait()
-        return Result(status: process.terminationStatus, lines: lines(in: data), stdout: String(decoding: data, as: UTF8.self),
+        return Result(status: process.terminationStatus, lines: lines(in: data, as: Line.self), stdout: String(decoding: data, as: UTF8.self),
                       stderr: errorText.withLock { $0 })
     }
 
-    /// The complete lines of `data` that are JSON lines.
-    static func lines(in data: Data) -> [Line] {
+    /// The complete lines of `data` that decode as `type`.
+    static func lines<Line: Decodable>(in data: Data, as type: Line.Type) -> [Line] {
         String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
-            try? JSONDecoder().decode(Line.self, from: Data($0.utf8))
+            try? JSONDecoder().decode(type, from: Data($0.utf8))
         }
     }
 }
