@@ -3,10 +3,24 @@ import Foundation
 
 /// The command line of ticker-import.
 struct Options: Sendable {
+    /// Which halves of the example run in this process.
+    enum Mode: Sendable {
+        /// The importer and the live screen, in one process.
+        case importAndView
+        /// `--import-only`: the importer, printing one line per save.
+        case importOnly
+        /// `--view-only`: the live screen of what other processes import.
+        case viewOnly
+    }
+
+    var mode = Mode.importAndView
     var duration: Double?
     var tickers = 300
     var batch = 500
+    /// Whether `--batch` was given: refused with `--view-only`, which imports nothing.
+    private var batchGiven = false
     var watch: [String] = []
+    /// How many companies the watchlist shows without `--watch`: the first of the market.
     var watchCount = 10
     var store: URL?
     var seed: UInt64 = 1
@@ -20,14 +34,24 @@ struct Options: Sendable {
         Imports a simulated stock feed through background importer contexts while
         the main context shows a live watchlist that refreshes after every merge.
 
+        Two processes can share one store: run --import-only in one terminal and
+        --view-only in another, on the same --store.
+
+          --import-only        import without a screen, printing one line per save once
+                               it is on disk
+          --view-only          import nothing: show what other processes import into the
+                               store, merged from its history; a store that does not exist
+                               yet is created empty, and the screen waits for their saves
           --duration SECONDS   stop after this long (default: run until Ctrl-C)
           --tickers N          companies in the simulated market (default 300)
           --batch N            price updates per importer save (default 500)
-          --watch SYM,SYM,...  tickers to show (default: the first 10)
+          --watch SYM,SYM,...  tickers to show (default: the first 10 of the market;
+                               with --view-only, shown once another process creates them)
           --store PATH         the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
                                then ticker-import/ticker-import.sqlite)
           --seed N             seed of the simulated market (default 1)
           --json               print one JSON object per merge instead of the live screen
+                               (per save with --import-only)
           --model-file         load the model from TickerModel.xcdatamodeld instead of code
           --run-loop           service the main queue with RunLoop.main instead of dispatchMain()
           --help               show this help
@@ -65,7 +89,9 @@ struct Options: Sendable {
                 }
                 options.duration = seconds
             case "--tickers": options.tickers = try positive(flag)
-            case "--batch": options.batch = try positive(flag)
+            case "--batch":
+                options.batch = try positive(flag)
+                options.batchGiven = true
             case "--watch":
                 options.watch = try value(for: flag).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }.filter { !$0.isEmpty }
                 if options.watch.isEmpty { throw UsageError(description: "--watch needs at least one symbol") }
@@ -74,6 +100,8 @@ struct Options: Sendable {
                 let text = try value(for: flag)
                 guard let seed = UInt64(text) else { throw UsageError(description: "--seed takes a whole number, not '\(text)'") }
                 options.seed = seed
+            case "--import-only": try options.choose(.importOnly)
+            case "--view-only": try options.choose(.viewOnly)
             case "--json": options.json = true
             case "--model-file": options.modelFile = true
             case "--run-loop": options.runLoop = true
@@ -82,7 +110,22 @@ struct Options: Sendable {
             }
         }
         if options.tickers > 20_000 { throw UsageError(description: "--tickers is at most 20000") }
+        // An option for the half that does not run would be silently ignored: say so instead.
+        if options.mode == .importOnly && !options.watch.isEmpty {
+            throw UsageError(description: "--watch shows tickers, and --import-only shows none")
+        }
+        if options.mode == .viewOnly && options.batchGiven {
+            throw UsageError(description: "--batch sizes the import's saves, and --view-only imports nothing")
+        }
         return options
+    }
+
+    /// Sets the mode of `--import-only` or `--view-only`; the two exclude each other.
+    private mutating func choose(_ mode: Mode) throws {
+        if self.mode != .importAndView && self.mode != mode {
+            throw UsageError(description: "--import-only and --view-only exclude each other: run one of each, in two processes")
+        }
+        self.mode = mode
     }
 }
 

@@ -7,6 +7,10 @@ import Glibc
 /// The watchlist on screen: the main context's companies, drawn after every merge,
 /// with the top movers panel beside it.
 ///
+/// It watches symbols, not objects: with `--view-only` another process may
+/// create the companies after the screen starts, and a watched symbol shows
+/// up with the first merge that brings its company.
+///
 /// It holds the watched companies strongly, so they stay registered in the
 /// main context — those, and the movers on the panel, are the only objects a
 /// merge refreshes.
@@ -41,6 +45,13 @@ final class WatchlistView: @unchecked Sendable {
     }
 
     private let json: Bool
+    /// Whether the saves shown are other processes' (`--view-only`).
+    private let viewOnly: Bool
+    /// The watched symbols, in order, each once.
+    private var symbols: [String] = []
+    /// The main context, where the watched companies are fetched.
+    private var context: ManagedObjectContext?
+    /// The watched companies the store has, in the order of `symbols`.
     private var companies: [Company] = []
     private var rows: [Row] = []
     private var rowsReadAt = Date()
@@ -54,42 +65,45 @@ final class WatchlistView: @unchecked Sendable {
     private let encoder = JSONEncoder()
     private let timeFormatter = DateFormatter()
 
-    init(json: Bool) {
+    init(json: Bool, viewOnly: Bool) {
         self.json = json
+        self.viewOnly = viewOnly
         encoder.outputFormatting = [.sortedKeys]
         timeFormatter.dateFormat = "HH:mm:ss.SSS"
     }
 
-    /// Starts showing the companies with these IDs, in this order.
+    /// Starts showing the companies with these symbols, in this order, as
+    /// far as the store has them.
     ///
     /// - Throws: the store's error when the first read fails: there is no
     ///   earlier watchlist to fall back on.
-    func show(_ ids: [ObjectID], in context: ManagedObjectContext, storePath: String) throws {
+    func show(_ symbols: [String], in context: ManagedObjectContext, storePath: String) throws {
         self.storePath = storePath
-        var request = FetchRequest<Company>()
-        request.predicate = try FetchPredicate(format: "SELF IN %@", argumentArray: [ids])
-        request.returnsObjectsAsFaults = false
+        self.context = context
         // A symbol given twice (`--watch A,A`) is shown once, where it first stands.
-        let order = Dictionary(ids.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        companies = try context.fetch(request).sorted { order[$0.objectID, default: 0] < order[$1.objectID, default: 0] }
+        var seen = Set<String>()
+        self.symbols = symbols.filter { seen.insert($0).inserted }
+        try fetchWatchedCompanies()
         rows = companies.map(Row.init)
-        if !json { print("\u{1B}[?25l\u{1B}[2J", terminator: "") }
+        // Written at once, as the frames are (print would hold it in stdout's buffer until the end).
+        if !json { FileHandle.standardOutput.write(Data("\u{1B}[?25l\u{1B}[2J".utf8)) }
     }
 
-    /// Shows how far the migration of an older store got: a line on the
-    /// screen (redrawn), or a `{"migration": fraction}` line with `--json`.
-    /// Called off the main queue, before the watchlist exists.
-    func showMigration(_ fraction: Double) {
-        let line: String
-        if json {
-            line = "{\"migration\":\(fraction)}\n"
-        } else {
-            let width = 30
-            let done = Int((fraction * Double(width)).rounded())
-            line = "\r\u{1B}[2Kmigrating the store to the current model  [" + String(repeating: "#", count: done)
-                + String(repeating: ".", count: width - done) + "] \(Int((fraction * 100).rounded()))%" + (fraction >= 1 ? "\n" : "")
-        }
-        FileHandle.standardOutput.write(Data(line.utf8))
+    /// Fetches the watched companies the store has now.
+    private func fetchWatchedCompanies() throws {
+        guard let context else { return }
+        var request = FetchRequest<Company>()
+        request.predicate = try FetchPredicate(format: "symbol IN %@", argumentArray: [symbols])
+        request.returnsObjectsAsFaults = false
+        let order = Dictionary(uniqueKeysWithValues: symbols.enumerated().map { ($1, $0) })
+        companies = try context.fetch(request).sorted { order[$0.symbol, default: 0] < order[$1.symbol, default: 0] }
+    }
+
+    /// The first frame, before any merge: with `--view-only` on a store no
+    /// process has imported into yet, it says what it waits for. Nothing with
+    /// `--json`, whose lines are one per merge.
+    func showFirstFrame(_ counters: TickerApp.Counters) {
+        if !json { draw(counters, final: false, failure: nil) }
     }
 
     func showTopMovers(_ panel: TopMoversPanel) {
@@ -101,6 +115,9 @@ final class WatchlistView: @unchecked Sendable {
     /// a read succeeds.
     private func refresh() {
         do {
+            // Companies another process created since the last merge join the
+            // list; while none is missing, this costs nothing.
+            if companies.count < symbols.count { try fetchWatchedCompanies() }
             let watched = try readRows(of: companies)
             moverRows = try readRows(of: movers?.companies ?? [])
             rows = watched
@@ -127,22 +144,25 @@ final class WatchlistView: @unchecked Sendable {
         return fresh
     }
 
-    func render(_ counters: TickerApp.Counters, registeredInMain: Int) {
+    func render(_ counters: TickerApp.Counters) {
         refresh()
-        draw(counters, registeredInMain: registeredInMain, final: false, failure: nil)
+        draw(counters, final: false, failure: nil)
     }
 
     /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
-    func finish(_ counters: TickerApp.Counters, registeredInMain: Int, failure: String?) {
+    func finish(_ counters: TickerApp.Counters, failure: String?) {
         refresh()
-        draw(counters, registeredInMain: registeredInMain, final: true, failure: failure)
+        draw(counters, final: true, failure: failure)
         if !json {
-            print("\u{1B}[?25h" + (failure.map { "failed: \($0)" }
-                ?? "stopped: \(grouped(counters.importedObjects)) objects imported in \(counters.saves) saves."))
+            let summary = viewOnly ? "stopped: \(grouped(counters.importedObjects)) objects merged from \(counters.saves) saves of other processes."
+                : "stopped: \(grouped(counters.importedObjects)) objects imported in \(counters.saves) saves."
+            FileHandle.standardOutput.write(Data(("\u{1B}[?25h" + (failure.map { "failed: \($0)" } ?? summary) + "\n").utf8))
         }
     }
 
-    private func draw(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool, failure: String?) {
+    private func draw(_ counters: TickerApp.Counters, final: Bool, failure: String?) {
+        // Counted after the refresh, which may have fetched companies that another process created.
+        let registeredInMain = context?.registeredObjectCount ?? 0
         if json {
             printJSON(counters, registeredInMain: registeredInMain, final: final, failure: failure)
             return
@@ -150,11 +170,15 @@ final class WatchlistView: @unchecked Sendable {
         let elapsed = max(0.001, Double((clock.now - counters.started).components.seconds)
             + Double((clock.now - counters.started).components.attoseconds) / 1e18)
         var lines = [
-            "ticker-import — \(storePath)",
-            String(format: "imported %@ objects in %d saves · %.1f imports/s · last merge %.2f ms · registered in main: %d",
+            "ticker-import\(viewOnly ? " --view-only" : "") — \(storePath)",
+            String(format: "\(viewOnly ? "merged" : "imported") %@ objects in %d saves · %.1f imports/s · last merge %.2f ms · registered in main: %d",
                    grouped(counters.importedObjects), counters.saves, Double(counters.saves) / elapsed,
                    counters.lastMergeMillis, registeredInMain),
         ]
+        if viewOnly {
+            lines.append(counters.lastSource.map { "last save merged from \(Self.describe($0))" }
+                ?? "waiting for another process to import: ticker-import --import-only --store \(storePath)")
+        }
         let width = Self.terminalWidth()
         // Errors are wrapped, not cut at the screen's edge: the message is the point.
         if let failure { lines += wrapped("ERROR: import failed: \(failure)", width) }
@@ -205,6 +229,12 @@ final class WatchlistView: @unchecked Sendable {
         var saved: Int
         var mergeMillis: Double
         var registeredInMain: Int
+        /// Where the last merged save came from: "importer" (this process),
+        /// "otherProcess", or "expiredHistory" (another process's saves whose
+        /// history was purged before they were read: everything was refreshed).
+        var source: String?
+        /// The transaction author of the other process's save, which names its pid.
+        var author: String?
         var watchlist: [Entry]
         var topMovers: [Entry]
         var final: Bool
@@ -218,6 +248,7 @@ final class WatchlistView: @unchecked Sendable {
         func rounded(_ change: Double) -> Double { (change * 100).rounded() / 100 }
         let line = Line(imported: counters.importedObjects, stockUpdates: counters.stockUpdates, saved: counters.saves, mergeMillis: counters.lastMergeMillis,
                         registeredInMain: registeredInMain,
+                        source: counters.lastSource.map(Self.kind), author: counters.lastSource.flatMap(Self.author),
                         watchlist: rows.map { .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates) },
                         topMovers: moverRows.map {
                             .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
@@ -226,6 +257,28 @@ final class WatchlistView: @unchecked Sendable {
         // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// The source's name in `--json` lines.
+    private static func kind(_ source: StackDidMerge.Source) -> String {
+        switch source {
+        case .importer: "importer"
+        case .otherProcess: "otherProcess"
+        case .expiredHistory: "expiredHistory"
+        }
+    }
+
+    private static func author(_ source: StackDidMerge.Source) -> String? {
+        if case .otherProcess(let author, _) = source { author } else { nil }
+    }
+
+    /// The source on the screen: another process by its transaction author, which names its pid.
+    private static func describe(_ source: StackDidMerge.Source) -> String {
+        switch source {
+        case .importer: "this process's importer"
+        case .otherProcess(let author, let processID): author ?? processID
+        case .expiredHistory: "other processes, whose history was purged first: everything shown was reloaded"
+        }
     }
 
     private func grouped(_ number: Int) -> String {

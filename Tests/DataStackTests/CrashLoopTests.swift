@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import Synchronization
 import DataStack
 
 /// The crash loop: ticker-import, importing into one store run after run, is
@@ -53,18 +52,20 @@ import DataStack
         for round in 1...rounds {
             let context = "seed \(seed), round \(round)"
             let before = tally.rows
-            let child = try KilledChild(arguments: Self.arguments + ["--store", directory.storeURL.path],
-                                        stderr: directory.url.appendingPathComponent("stderr-\(round).txt"))
+            let child = try TickerImportChild(arguments: Self.arguments + ["--store", directory.storeURL.path],
+                                              stderr: directory.url.appendingPathComponent("stderr-\(round).txt"))
             // A quarter of the kills land in the first moments (opening, creating
             // the schema, the first save); the rest after a few reported saves,
             // a random moment into the next.
             if random.next() % 4 == 0 {
                 usleep(UInt32(random.next() % 250_000))
             } else {
-                child.waitForReports(Int(1 + random.next() % 3), timeout: .seconds(60))
+                child.waitForLines(TickerImportProcess.Line.self, count: Int(1 + random.next() % 3), timeout: .seconds(60))
                 usleep(UInt32(random.next() % 40_000))
             }
-            let reported = child.killAndCollect()
+            child.kill()
+            // Every complete line it wrote before it died; one cut off by the kill was never reported.
+            let reported = child.reported
             try #require(child.wasKilled, "\(context): ticker-import exited by itself: \(child.stderrText)")
             if reported.isEmpty { tally.killsBeforeFirstReport += 1 }
             if WriteAheadLog.uncommittedFrames(of: directory.storeURL) > 0 { tally.killsMidSave += 1 }
@@ -99,61 +100,6 @@ import DataStack
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         return try context.performAndWait { try context.count(for: FetchRequest<ManagedObject>(entityName: "Company")) }
     }
-}
-
-/// A ticker-import process whose `--json` lines are read as they come, until it is killed.
-private final class KilledChild {
-    private let process: Process
-    private let output = OutputLog()
-    private let finishedReading = DispatchSemaphore(value: 0)
-    private let stderrURL: URL
-
-    init(arguments: [String], stderr: URL) throws {
-        process = Process()
-        process.executableURL = TickerImportProcess.executable
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try Data().write(to: stderr)
-        process.standardError = try FileHandle(forWritingTo: stderr)
-        stderrURL = stderr
-        try process.run()
-        let output = self.output, finished = finishedReading
-        Thread {
-            while case let chunk = pipe.fileHandleForReading.availableData, !chunk.isEmpty {
-                output.append(chunk)
-            }
-            finished.signal()
-        }.start()
-    }
-
-    /// The complete lines written so far.
-    var reported: [TickerImportProcess.Line] { TickerImportProcess.lines(in: output.contents) }
-
-    /// Waits until `count` lines were written, the process ended, or the time is up.
-    func waitForReports(_ count: Int, timeout: Duration) {
-        let deadline = ContinuousClock.now + timeout
-        while reported.count < count && process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
-    }
-
-    /// Kills the process; returns every complete line it wrote before it died.
-    func killAndCollect() -> [TickerImportProcess.Line] {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        finishedReading.wait()
-        // A line cut off by the kill was never reported; `lines(in:)` skips it as it fails to decode.
-        return reported
-    }
-
-    var wasKilled: Bool { process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL }
-    var stderrText: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
-}
-
-/// What a child wrote so far, appended by the thread that reads its pipe.
-private final class OutputLog: Sendable {
-    private let data = Mutex(Data())
-    func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
-    var contents: Data { data.withLock { $0 } }
 }
 
 /// Reads a write-ahead log's frame headers (https://sqlite.org/fileformat.html#the_write_ahead_log).

@@ -262,9 +262,3 @@ import Testing
         #expect(!recorderA.all.contains { $0.source == .expiredHistory })
     }
 }
-
-// @unchecked Sendable: the controller is only used on the main context's queue.
-final class ControllerBox: @unchecked Sendable {
-    let controller: FetchedResultsController<Ticker>
-    init(_ controller: FetchedResultsController<Ticker>) { self.controller = controller }
-}

@@ -6,10 +6,17 @@ import DataStack
 /// in its last `--json` line. The tests run as root here, which ignores
 /// permission bits, so each failure is made by means root cannot override.
 @Suite(.serialized) struct TickerImportFailureTests {
+    /// What the last `--json` line of every mode has: a merge line, or `--import-only`'s save line.
+    private struct LastLine: Decodable {
+        var final: Bool
+        var error: String?
+    }
+
     /// Checks a failed run: exit status 1, a final line whose error names the store, the error on stderr.
     private func expectFailed(_ result: TickerImportProcess.Result, store: URL, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(result.status == 1, "stderr: \(result.stderr)", sourceLocation: sourceLocation)
-        let last = try #require(result.lines.last, "no --json line; stderr: \(result.stderr)", sourceLocation: sourceLocation)
+        let lines = TickerImportProcess.lines(in: Data(result.stdout.utf8), as: LastLine.self)
+        let last = try #require(lines.last, "no --json line; stderr: \(result.stderr)", sourceLocation: sourceLocation)
         #expect(last.final, sourceLocation: sourceLocation)
         let error = try #require(last.error, "the final line has no error", sourceLocation: sourceLocation)
         #expect(error.contains(store.path), "\(error)", sourceLocation: sourceLocation)
@@ -26,13 +33,16 @@ import DataStack
         return paths
     }
 
-    @Test(arguments: unwritableLocations)
-    func anUnwritableLocationExitsOneWithTheErrorInTheLastLine(_ template: String) throws {
+    /// Each mode: both halves, and each on its own (`--view-only` creates a store that does not exist, too).
+    private static let modes: [[String]] = [[], ["--import-only"], ["--view-only"]]
+
+    @Test(arguments: unwritableLocations, modes)
+    func anUnwritableLocationExitsOneWithTheErrorInTheLastLine(_ template: String, mode: [String]) throws {
         try #require(FileManager.default.isExecutableFile(atPath: TickerImportProcess.executable.path), "build ticker-import first (swift build)")
         let directory = StackDirectory()
         try Data("a file, not a folder".utf8).write(to: directory.url.appendingPathComponent("not-a-folder"))
         let store = URL(fileURLWithPath: template.replacingOccurrences(of: "<directory>", with: directory.url.path))
-        let result = try TickerImportProcess.run(["--json", "--duration", "1", "--store", store.path])
+        let result = try TickerImportProcess.run(mode + ["--json", "--duration", "1", "--store", store.path])
         try expectFailed(result, store: store)
         #expect(!FileManager.default.fileExists(atPath: store.path))
     }

@@ -102,11 +102,77 @@ import DataStack
 
     @Test func badFlagsPrintUsageAndExitNonZero() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
-        for arguments in [["--bogus"], ["--duration", "abc"], ["--tickers", "0"], ["--batch"], ["--watch", ","]] {
+        for arguments in [["--bogus"], ["--duration", "abc"], ["--tickers", "0"], ["--batch"], ["--watch", ","],
+                          ["--import-only", "--view-only"], ["--view-only", "--json", "--import-only"],
+                          ["--import-only", "--watch", "ABC"], ["--view-only", "--batch", "10"]] {
             let result = try run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.contains("usage: ticker-import"), "\(arguments)")
         }
+    }
+
+    /// Two processes on one store, as the README runs them in two terminals:
+    /// `--view-only` on a store that does not exist yet creates it empty and
+    /// waits; then it shows what an `--import-only` process saves there, every
+    /// save merged from the store's history, and ends with the importer's totals.
+    @Test func aViewOnlyProcessShowsWhatAnImportOnlyProcessSaves() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let store = ["--json", "--tickers", "30", "--store", directory.storeURL.path]
+        let viewer = try TickerImportChild(arguments: ["--view-only"] + store, stderr: directory.url.appendingPathComponent("viewer.txt"))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !FileManager.default.fileExists(atPath: directory.storeURL.path) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(FileManager.default.fileExists(atPath: directory.storeURL.path), "stderr: \(viewer.stderrText)")
+
+        let importer = try TickerImportChild(arguments: ["--import-only", "--batch", "50"] + store,
+                                             stderr: directory.url.appendingPathComponent("importer.txt"))
+        let saves = importer.waitForLines(TickerImportProcess.SaveLine.self, count: 6, timeout: .seconds(5))
+        try #require(saves.count >= 6, "stderr: \(importer.stderrText)")
+        importer.send(SIGINT)
+        try #require(importer.waitForExit(timeout: .seconds(5)))
+        #expect(importer.exitStatus == 0, "stderr: \(importer.stderrText)")
+        let imported = try #require(importer.lines(TickerImportProcess.SaveLine.self).last)
+        #expect(imported.final)
+        #expect(imported.stockUpdates == (imported.saved - 1) * 50, "the companies' save, then saves of 50 stock updates")
+
+        // The viewer merged every save: its counters reach the importer's totals.
+        let caughtUp = ContinuousClock.now + .seconds(5)
+        while viewer.reported.last?.saved != imported.saved && ContinuousClock.now < caughtUp {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        viewer.send(SIGINT)
+        try #require(viewer.waitForExit(timeout: .seconds(5)))
+        #expect(viewer.exitStatus == 0, "stderr: \(viewer.stderrText)")
+        let lines = viewer.reported
+        let last = try #require(lines.last)
+        #expect(last.final)
+        #expect((last.saved, last.imported, last.stockUpdates) == (imported.saved, imported.imported, imported.stockUpdates))
+        #expect(lines.allSatisfy { $0.source == "otherProcess" && $0.author?.hasPrefix("DataStack/ticker-import/\(importer.processIdentifier)/") == true })
+        // The first ten companies of the market, as the importer has them in the store.
+        #expect(last.watchlist.count == 10)
+        #expect(lines.allSatisfy { $0.registeredInMain <= 20 })
+        let connection = try Connection(path: directory.storeURL.path)
+        for entry in last.watchlist {
+            let row = try connection.prepare("SELECT ZPRICE, ZUPDATECOUNT FROM ZCOMPANY WHERE ZSYMBOL = '\(entry.symbol)'")
+            #expect(try row.step())
+            #expect((row.double(at: 0), row.int64(at: 1)) == (entry.price, entry.updates), "\(entry.symbol)")
+        }
+    }
+
+    @Test func importOnlyPrintsALinePerSaveAndAFinalOne() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let result = try run(["--import-only", "--duration", "0.5", "--tickers", "20", "--batch", "50", "--store", directory.storeURL.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.first == "save 1 on disk: 20 inserted, 0 updated · 20 objects, 0 stock updates so far")
+        let saves = lines.filter { $0.hasPrefix("save ") }.count
+        #expect(saves >= 1)
+        #expect(lines.last?.hasPrefix("stopped: ") == true)
+        #expect(lines.last?.contains("in \(saves) saves (\((saves - 1) * 50) stock updates)") == true, "\(lines.last ?? "")")
+        #expect(!result.stdout.contains("WATCHLIST"))
     }
 
     @Test func defaultStoreLocationIsUnderTheDataHome() throws {

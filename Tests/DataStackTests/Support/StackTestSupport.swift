@@ -37,35 +37,54 @@ final class StackDirectory: Sendable {
 
 /// Collects a stack's merge notifications, so a test can wait for them.
 final class MergeRecorder: Sendable {
+    /// One merge, as the main queue saw it.
+    struct Arrival: Sendable {
+        var merge: StackDidMerge
+        /// When the notification was posted, by the wall clock (which other processes share).
+        var time: Date
+        /// The main context's registered objects just after the merge; nil
+        /// unless the recorder was asked to count them.
+        var registeredInMain: Int?
+    }
+
     // NSLock rather than `Mutex`: ThreadSanitizer on Linux does not always see
     // `Mutex` (a futex) as synchronization and reports its own accesses as races.
     // @unchecked Sendable: `list` is only touched while `lock` is held.
     private final class Log: @unchecked Sendable {
         private let lock = NSLock()
-        private var list: [StackDidMerge] = []
-        func append(_ merge: StackDidMerge) { lock.withLock { list.append(merge) } }
-        var merges: [StackDidMerge] { lock.withLock { list } }
+        private var list: [Arrival] = []
+        func append(_ arrival: Arrival) { lock.withLock { list.append(arrival) } }
+        var arrivals: [Arrival] { lock.withLock { list } }
+        var count: Int { lock.withLock { list.count } }
     }
     private let log = Log()
     private let token: ObserverBox
 
-    init(_ stack: StackManager) {
+    /// - Parameter countsRegisteredObjects: also counts the main context's
+    ///   registered objects after each merge (which sweeps its registry of the
+    ///   unchanged objects nothing holds, as reading the count always does).
+    init(_ stack: StackManager, countsRegisteredObjects: Bool = false) {
         let log = self.log
-        let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
-            if let merge = try? StackDidMerge(notification) { log.append(merge) }
+        let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) {
+            [weak stack] notification in
+            guard let merge = try? StackDidMerge(notification) else { return }
+            // Posted on the main queue, the main context's.
+            let registered = countsRegisteredObjects ? stack?.mainContext.registeredObjectCount : nil
+            log.append(Arrival(merge: merge, time: Date(), registeredInMain: registered))
         }
         token = ObserverBox(observer)
     }
 
     deinit { NotificationCenter.default.removeObserver(token.observer) }
 
-    var all: [StackDidMerge] { log.merges }
+    var all: [StackDidMerge] { log.arrivals.map(\.merge) }
+    var arrivals: [Arrival] { log.arrivals }
 
     /// Waits until `count` merges arrived, or `seconds` passed; returns them.
     @discardableResult
     func wait(for count: Int, seconds: Double = 10) async -> [StackDidMerge] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while log.merges.count < count && ContinuousClock.now < deadline {
+        while log.count < count && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         return all
@@ -114,6 +133,13 @@ extension StackDirectory {
 // @unchecked Sendable: touched only on the owning context's queue, inside perform blocks.
 final class ObjectHolder: @unchecked Sendable {
     var objects: [ManagedObject] = []
+}
+
+/// Carries a fetched results controller into its context's `perform` blocks, as a screen holds its list.
+// @unchecked Sendable: the controller is only used on its context's queue.
+final class ControllerBox<Object: ManagedObject>: @unchecked Sendable {
+    let controller: FetchedResultsController<Object>
+    init(_ controller: FetchedResultsController<Object>) { self.controller = controller }
 }
 
 /// Inserts `count` tickers (`<prefix>0`, `<prefix>1`, …, priced by their

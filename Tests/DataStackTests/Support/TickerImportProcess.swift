@@ -16,10 +16,26 @@ enum TickerImportProcess {
         var saved: Int
         var mergeMillis: Double
         var registeredInMain: Int
+        var source: String?
+        var author: String?
         var watchlist: [Entry]
         var final: Bool
         var error: String?
         var readError: String?
+    }
+
+    /// One `--import-only --json` line: a save that is on disk, or (`final`) the run's totals.
+    struct SaveLine: Decodable {
+        var saved: Int
+        /// The save's own counts; nil on the final line.
+        var inserted: Int?
+        var updated: Int?
+        var stockUpdates: Int
+        var imported: Int
+        /// When the save returned, in seconds since 1970.
+        var savedAt: Double?
+        var final: Bool
+        var error: String?
     }
 
     struct Result {
@@ -66,14 +82,14 @@ enum TickerImportProcess {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         errorsRead.wait()
-        return Result(status: process.terminationStatus, lines: lines(in: data), stdout: String(decoding: data, as: UTF8.self),
+        return Result(status: process.terminationStatus, lines: lines(in: data, as: Line.self), stdout: String(decoding: data, as: UTF8.self),
                       stderr: errorText.withLock { $0 })
     }
 
-    /// The complete lines of `data` that are JSON lines.
-    static func lines(in data: Data) -> [Line] {
+    /// The complete lines of `data` that decode as `type`.
+    static func lines<Line: Decodable>(in data: Data, as type: Line.Type) -> [Line] {
         String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
-            try? JSONDecoder().decode(Line.self, from: Data($0.utf8))
+            try? JSONDecoder().decode(type, from: Data($0.utf8))
         }
     }
 }
@@ -102,6 +118,14 @@ enum TickerStoreModel {
 
 /// What a ticker store holds, read with plain SQL.
 struct TickerStoreContents {
+    /// One company as its row has it.
+    struct CompanyRow: Equatable, CustomStringConvertible {
+        var symbol: String
+        var price: Double
+        var updateCount: Int64
+        var description: String { "\(symbol) \(price) ×\(updateCount)" }
+    }
+
     var integrity: [String]
     var stockUpdates: Int
     /// Companies whose `updateCount` differs from their number of stock updates:
@@ -121,6 +145,17 @@ struct TickerStoreContents {
             SELECT count(*) FROM ZCOMPANY c
             WHERE c.ZUPDATECOUNT != (SELECT count(*) FROM ZSTOCKUPDATE u WHERE u.ZCOMPANY = c.Z_PK)
             """)
+    }
+
+    /// The `limit` companies with the most updates, ties by symbol: the ticker example's top movers.
+    static func mostUpdatedCompanies(in url: URL, limit: Int) throws -> [CompanyRow] {
+        let connection = try Connection(path: url.path)
+        let statement = try connection.prepare("SELECT ZSYMBOL, ZPRICE, ZUPDATECOUNT FROM ZCOMPANY ORDER BY ZUPDATECOUNT DESC, ZSYMBOL LIMIT \(limit)")
+        var rows: [CompanyRow] = []
+        while try statement.step() {
+            rows.append(CompanyRow(symbol: statement.string(at: 0) ?? "", price: statement.double(at: 1), updateCount: statement.int64(at: 2)))
+        }
+        return rows
     }
 }
 

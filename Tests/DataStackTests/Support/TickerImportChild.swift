@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+
+/// A ticker-import process that runs beside the test: its stdout lines are
+/// read as they come, and the test signals it — stops it as Ctrl-C would,
+/// pauses it, or kills it outright. (``TickerImportProcess/run(_:environment:fileSizeLimit:)``
+/// is for runs the test only looks at once they ended.)
+///
+/// The waits block the calling thread, polling every 2 ms, even in async
+/// tests: the child imports as fast as it can meanwhile, so the test must act
+/// the moment the child has written what it waits for — a wait that sleeps on
+/// the cooperative pool resumes only when a thread of the pool is free, which
+/// on a loaded machine with other tests running can be seconds later.
+///
+/// A child still running when the value goes away is killed, so a test that
+/// fails half-way leaves no process behind.
+final class TickerImportChild {
+    private let process: Process
+    private let output = OutputLog()
+    private let finishedReading = DispatchSemaphore(value: 0)
+    private let stderrURL: URL
+
+    /// Starts ticker-import with `arguments`; its stderr goes to the file `stderr`.
+    init(arguments: [String], stderr: URL) throws {
+        process = Process()
+        process.executableURL = TickerImportProcess.executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try Data().write(to: stderr)
+        process.standardError = try FileHandle(forWritingTo: stderr)
+        stderrURL = stderr
+        try process.run()
+        let output = self.output, finished = finishedReading
+        Thread {
+            while case let chunk = pipe.fileHandleForReading.availableData, !chunk.isEmpty {
+                output.append(chunk)
+            }
+            finished.signal()
+        }.start()
+    }
+
+    deinit {
+        if process.isRunning {
+            deliver(SIGKILL, to: process.processIdentifier)
+            process.waitUntilExit()
+        }
+    }
+
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    /// The complete lines written so far that decode as `Line`; a line cut
+    /// off by a kill fails to decode and is left out, as it was never reported.
+    func lines<Line: Decodable>(_ type: Line.Type) -> [Line] {
+        TickerImportProcess.lines(in: output.contents, as: type)
+    }
+
+    /// The `--json` merge lines written so far.
+    var reported: [TickerImportProcess.Line] { lines(TickerImportProcess.Line.self) }
+
+    /// Waits until `count` lines that decode as `Line` were written, the
+    /// process ended, or `timeout` passed; returns the lines.
+    @discardableResult
+    func waitForLines<Line: Decodable>(_ type: Line.Type, count: Int, timeout: Duration) -> [Line] {
+        let deadline = ContinuousClock.now + timeout
+        while lines(type).count < count && process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        return lines(type)
+    }
+
+    /// Sends `signal` (SIGINT stops ticker-import after its current save;
+    /// SIGSTOP and SIGCONT pause and resume it) while it runs.
+    func send(_ signal: Int32) {
+        if process.isRunning { deliver(signal, to: process.processIdentifier) }
+    }
+
+    /// Waits until the process exited, or `timeout` passed; returns whether it
+    /// exited. All of its output has been read when it returns true.
+    func waitForExit(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        if process.isRunning { return false }
+        process.waitUntilExit()
+        finishedReading.wait()
+        return true
+    }
+
+    /// Kills the process with SIGKILL and waits until it is gone and its
+    /// output is read.
+    func kill() {
+        send(SIGKILL)
+        process.waitUntilExit()
+        finishedReading.wait()
+    }
+
+    var wasKilled: Bool { process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL }
+    /// The exit status, once it exited by itself.
+    var exitStatus: Int32? {
+        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+    }
+    var stderrText: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+}
+
+/// `kill(2)`, out of reach of ``TickerImportChild/kill()``'s name.
+private func deliver(_ signal: Int32, to process: pid_t) {
+    kill(process, signal)
+}
+
+/// What a child wrote so far, appended by the thread that reads its pipe.
+private final class OutputLog: Sendable {
+    private let data = Mutex(Data())
+    func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
+    var contents: Data { data.withLock { $0 } }
+}
