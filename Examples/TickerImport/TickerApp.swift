@@ -135,15 +135,31 @@ final class TickerApp: Sendable {
                 update.volume = quote.volume
                 update.time = now
                 update.company = company
-            } progress: { [saveLog] progress in
+            } progress: { [saveLog, stack] progress in
                 // Called once the chunk's save returned: the line stands for a save on disk.
                 saveLog?.recordImportSave(progress)
+                if progress.savedChunks % Self.historyPurgeInterval == 0 { Self.purgeHistory(of: stack) }
             }
             return nil
         } catch is CancellationError {
             return nil
         } catch {
             return error
+        }
+    }
+
+    /// Saves between two purges of the store's history.
+    static let historyPurgeInterval = 100
+
+    /// Deletes history older than five minutes, which keeps the store's size
+    /// bounded on a long run; a viewer that fell further behind refreshes
+    /// everything it shows (``StackDidMerge/Source/expiredHistory``).
+    private static func purgeHistory(of stack: StackManager) {
+        do {
+            try stack.purgeHistory(olderThan: .seconds(300))
+        } catch {
+            // Not a failed import: the saves are on disk, only the history grows until the next purge.
+            FileHandle.standardError.write(Data("ticker-import: purging history failed: \(error)\n".utf8))
         }
     }
 
