@@ -105,22 +105,22 @@ extension StackManager {
         state.withLock { $0.observers.append(token) }
     }
 
-    /// Moves the bookmarks past an importer's save merged in-process, when its
-    /// transaction is the next one after them: the remote-change notification
-    /// that the same commit raises then needs no history read. A transaction
-    /// of another writer in between keeps a bookmark where it is, and the next
-    /// history read merges that one and skips this.
-    func moveHistoryBookmark(pastMerged save: ContextDidSave, of setup: Setup) {
+    /// Moves a bookmark past an importer's save, which the stack merges
+    /// in-process, when its transaction is the next one after it: the read
+    /// bookmark as soon as the save is posted (so the remote-change
+    /// notification the same commit raises needs no history read), the merged
+    /// one once the main context merged it. A transaction of another writer in
+    /// between keeps the bookmark where it is, and the next history read
+    /// merges that one and skips this.
+    func moveHistoryBookmark(_ bookmark: WritableKeyPath<State, PersistentHistoryToken?>, past save: ContextDidSave, of setup: Setup) {
         guard setup.followsPersistentHistory, !save.historyTokens.isEmpty else { return }
-        func next(after bookmark: PersistentHistoryToken?) -> PersistentHistoryToken? {
-            guard let bookmark else { return nil }
-            return save.historyTokens.first {
-                $0.storeIdentifier == bookmark.storeIdentifier && $0.transactionNumber == bookmark.transactionNumber + 1
-            }
-        }
         state.withLock { state in
-            if let token = next(after: state.lastReadHistoryToken) { state.lastReadHistoryToken = token }
-            if let token = next(after: state.lastMergedHistoryToken) { state.lastMergedHistoryToken = token }
+            guard let current = state[keyPath: bookmark] else { return }
+            if let next = save.historyTokens.first(where: {
+                $0.storeIdentifier == current.storeIdentifier && $0.transactionNumber == current.transactionNumber + 1
+            }) {
+                state[keyPath: bookmark] = next
+            }
         }
     }
 

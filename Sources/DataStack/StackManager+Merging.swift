@@ -17,9 +17,10 @@ extension StackManager {
                 }
             } else if coordinator === setup.writerCoordinator {
                 // Posted on the importer's queue; the merge runs on the main queue.
+                self.moveHistoryBookmark(\.lastReadHistoryToken, past: save, of: setup)
                 setup.mainContext.perform {
                     self.merge(save, from: .importer, into: setup)
-                    self.moveHistoryBookmark(pastMerged: save, of: setup)
+                    self.moveHistoryBookmark(\.lastMergedHistoryToken, past: save, of: setup)
                 }
             }
         }
