@@ -7,12 +7,14 @@ extension ManagedObjectContext {
     ///
     /// With ``FetchRequest/includesPendingChanges`` (the default) the result
     /// reflects this context's unsaved inserts, updates and deletes, and a child
-    /// context's fetch sees its parents' unsaved state. Objects already
+    /// context's fetch sees its parents' unsaved state. Dictionary results, and
+    /// so aggregates, reflect saved state only, as in Core Data. Objects already
     /// registered come back as they are: a fetch never overwrites their values.
     ///
     /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a predicate error for
-    ///   a key the entity lacks, ``ObjectGraphError/wrongResultType(expected:requested:)``,
-    ///   or the store's error.
+    ///   a key the entity lacks, ``FetchExpressionError`` for expressions,
+    ///   grouping or a having predicate that don't fit the entity,
+    ///   ``ObjectGraphError/wrongResultType(expected:requested:)``, or the store's error.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
         let fetch = try storeFetch(for: request)
@@ -47,18 +49,24 @@ extension ManagedObjectContext {
             throw ObjectGraphError.unknownEntity(request.entityName)
         }
         try request.predicate?.validate(for: entity)
-        for sort in request.sortDescriptors {
-            try Self.validateKeyPath(sort.keyPath, from: entity)
+        // ExpressionFetch.swift: nil unless the request computes values, groups or has a having predicate.
+        let expressions = try ExpressionFetch(request: request, entity: entity)
+        let names = expressions == nil ? request.propertiesToFetch?.map(\.name) : nil
+        if expressions == nil {
+            for sort in request.sortDescriptors {
+                try Self.validateKeyPath(sort.keyPath, from: entity)
+            }
         }
-        for key in request.propertiesToFetch ?? [] {
+        for key in names ?? [] {
             _ = try entity.property(forKey: key)
         }
         var fetch = StoreFetch(entity: entity, predicate: request.predicate, sortDescriptors: request.sortDescriptors,
                           fetchLimit: max(0, request.fetchLimit), fetchOffset: max(0, request.fetchOffset),
                           includesSubentities: request.includesSubentities, resultType: request.resultType,
-                          propertiesToFetch: request.propertiesToFetch,
+                          propertiesToFetch: names,
                           returnsDistinctResults: request.returnsDistinctResults)
         fetch.affectedStoreIdentifiers = request.affectedStores.map { Set($0.map(\.identifier)) }
+        fetch.expressions = expressions
         return fetch
     }
 

@@ -47,9 +47,28 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     public var fetchBatchSize: Int = 0
     /// What the fetch returns. The default is `.managedObject`.
     public var resultType: FetchResultType = .managedObject
-    /// The properties to fetch for `.dictionary` results; nil for all attributes.
-    public var propertiesToFetch: [String]?
+    /// The values of each `.dictionary` result: attribute names, key paths
+    /// through to-one relationships (`"company.sector"`) and computed
+    /// ``ExpressionDescription``s; nil for all attributes.
+    ///
+    /// ```swift
+    /// request.propertiesToFetch = ["company.sector", .expression(ExpressionDescription(
+    ///     name: "total", expression: .sum(.keyPath("price")), resultType: .double))]
+    /// ```
+    public var propertiesToFetch: [PropertyToFetch]?
+    /// For `.dictionary` results: the key paths (or names of fetched
+    /// expressions) whose equal values make one result (SQL's `GROUP BY`). Every
+    /// other fetched value must then be an aggregate. The default is none.
+    public var propertiesToGroupBy: [String] = []
+    /// Which groups of a grouped fetch are kept (SQL's `HAVING`); fetched values
+    /// are `$name` variables: `try FetchPredicate(format: "$total > 100")`. The default is nil.
+    public var havingPredicate: FetchPredicate?
     /// Whether unsaved changes in the context (and its parents) count. The default is true.
+    ///
+    /// Ignored for `.dictionary` results, which reflect saved state only, as in
+    /// Core Data: their values (sums, counts, groups) are computed by the store,
+    /// and folding unsaved objects into them would mean evaluating the whole
+    /// fetch in memory. Save first, or use a child context and save it, to count unsaved work.
     public var includesPendingChanges = true
     /// Whether objects of subentities match too. The default is true.
     public var includesSubentities = true

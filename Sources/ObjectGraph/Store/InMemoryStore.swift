@@ -97,6 +97,10 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
             }
             matches.append(node)
         }
+        if fetch.resultType == .dictionary, let expressions = fetch.expressions {
+            let subjects = matches.map { NodeSubject(node: $0, rows: rows, toMany: toMany) }
+            return .dictionaries(try expressions.results(for: subjects, of: fetch))   // ExpressionFetch+Evaluation.swift
+        }
         if fetch.sortDescriptors.isEmpty {
             matches.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
         } else {

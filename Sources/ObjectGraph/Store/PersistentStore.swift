@@ -151,6 +151,9 @@ public struct StoreFetch: Sendable {
     public var returnsDistinctResults: Bool
     /// The identifiers of the stores to search (`FetchRequest.affectedStores`); nil for all.
     public var affectedStoreIdentifiers: Set<String>? = nil
+    /// For `.dictionary` results with expressions, grouping or a having predicate:
+    /// what to compute, replacing ``propertiesToFetch``; nil for a plain fetch.
+    public var expressions: ExpressionFetch? = nil
 
     /// The entities whose rows match: the entity and, if included, its subentities.
     public var entities: [EntityDescription] {

@@ -108,6 +108,8 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         var scope: Scope
         var selfBase: Base
         var variables: [String: Base]
+        /// `$name`s that stand for values already compiled (a grouped fetch's aggregates, in HAVING).
+        var values: [String: Operand] = [:]
     }
 
     /// SQLite's storage class families, for deciding when column affinity must be switched off.
@@ -281,11 +283,11 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case .constant(.objects):
             throw PredicateProblem("a list of object IDs must be given as a collection")
         case .constant(let value):
-            bindings.append(PredicateScalar.binding(for: value))
-            return Operand(sql: "?\(bindings.count)", family: Self.family(of: value), isNil: value.isNull)
+            return bind(value)
         case .keyPath(let keys):
             return try walkToOperand(keys, from: context.selfBase, context, many: many)
         case .variable(let name, let keys):
+            if keys.isEmpty, let value = context.values[name] { return value }
             return try walkToOperand(keys, from: try base(ofVariable: name, context), context, many: many)
         case .aggregate(let function, let collection, let keys):
             return try aggregate(function, collection, keys, context)
@@ -296,6 +298,12 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         default:
             throw PredicateProblem("a predicate can't be used as a value")
         }
+    }
+
+    /// A parameter holding `value`, in SQLite's storage form.
+    mutating func bind(_ value: PropertyValue) -> Operand {
+        bindings.append(PredicateScalar.binding(for: value))
+        return Operand(sql: "?\(bindings.count)", family: Self.family(of: value), isNil: value.isNull)
     }
 
     private func base(ofVariable name: String, _ context: Context) throws -> Base {
@@ -376,7 +384,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case object(Base)
     }
 
-    private mutating func walkToOperand(_ keys: [String], from base: Base, _ context: Context, many: Scope?) throws -> Operand {
+    mutating func walkToOperand(_ keys: [String], from base: Base, _ context: Context, many: Scope?) throws -> Operand {
         switch try walk(keys, from: base, context, many: many, endAtObject: false) {
         case .column(let operand):
             return operand

@@ -11,6 +11,9 @@ extension SQLiteStore {
     }
 
     private func execute(_ fetch: StoreFetch) throws -> StoreResult {
+        if fetch.resultType == .dictionary, let expressions = fetch.expressions {
+            return try execute(fetch, expressions: expressions)   // SQLiteStore+ExpressionFetch.swift
+        }
         let schema = try schema
         let identity = identity
         let query = try SelectQuery(fetch: fetch, schema: schema)

@@ -18,12 +18,7 @@ struct SelectQuery {
         let mapping = try schema.mapping(for: fetch.entity)
         guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
 
-        var conditions: [String] = []
-        let numbers = fetch.includesSubentities ? mapping.numbersWithDescendants : [mapping.number]
-        let tableNumbers = Set(table.root.selfAndDescendants.compactMap { schema.mappings[ObjectIdentifier($0)]?.number })
-        if Set(numbers) != tableNumbers {
-            conditions.append(numbers.count == 1 ? "t0.Z_ENT = \(numbers[0])" : "t0.Z_ENT IN (\(numbers.map(String.init).joined(separator: ",")))")
-        }
+        var conditions = Self.entityConditions(for: fetch, schema: schema)
         if let predicate = fetch.predicate, let compiled = try predicate.sqlCondition(for: fetch.entity, schema: schema) {
             conditions.append("(\(compiled.where))")
             for join in compiled.joins where !joins.contains(join) { joins.append(join) }
@@ -73,6 +68,15 @@ struct SelectQuery {
                 + " LIMIT \(fetch.fetchLimit > 0 ? fetch.fetchLimit : -1) OFFSET \(fetch.fetchOffset))"
         }
         self.sql = sql
+    }
+
+    /// The `Z_ENT` test that keeps the fetched entities' rows of a shared table (none when the table holds only them).
+    static func entityConditions(for fetch: StoreFetch, schema: SQLiteSchema) -> [String] {
+        guard let mapping = schema.mappings[ObjectIdentifier(fetch.entity)], let table = schema.table(named: mapping.table) else { return [] }
+        let numbers = fetch.includesSubentities ? mapping.numbersWithDescendants : [mapping.number]
+        let tableNumbers = Set(table.root.selfAndDescendants.compactMap { schema.mappings[ObjectIdentifier($0)]?.number })
+        if Set(numbers) == tableNumbers { return [] }
+        return [numbers.count == 1 ? "t0.Z_ENT = \(numbers[0])" : "t0.Z_ENT IN (\(numbers.map(String.init).joined(separator: ",")))"]
     }
 
     /// The column for a key path, joining the tables of the to-one relationships it crosses.
