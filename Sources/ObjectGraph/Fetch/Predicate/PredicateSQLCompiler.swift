@@ -318,6 +318,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case .keyPath(let keys):
             return try KeyPathInfo.walk(keys, from: context.selfBase.entity).crossesToMany
         case .variable(let name, let keys):
+            if keys.isEmpty, context.values[name] != nil { return false }
             return try KeyPathInfo.walk(keys, from: try base(ofVariable: name, context).entity).crossesToMany
         default:
             return false
