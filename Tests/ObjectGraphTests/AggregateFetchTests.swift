@@ -164,6 +164,7 @@ import Testing
             "company.symbol",
             Self.column("total", .sum(.keyPath("price")), .double),
             Self.column("updates", .count(), .integer64),
+            Self.column("turnover", .sum(.keyPath("price") * .keyPath("volume")), .double),
         ], groupBy: ["company.symbol"]) { $0.sortDescriptors = [FetchSort(key: "company.symbol")] }
         let context = stack.newContext()
         let rows = try context.performAndWait { try context.fetch(request) }
@@ -175,6 +176,9 @@ import Testing
             Self.updates.filter { $0.company == key }.map(\.price).reduce(0, +)
         })
         #expect(rows.map { $0["updates"] as? Int } == keys.map { key in Self.updates.filter { $0.company == key }.count })
+        #expect(rows.map { $0["turnover"] as? Double } == keys.map { key in
+            Self.updates.filter { $0.company == key }.map { $0.price * Double($0.volume) }.reduce(0, +)
+        })
     }
 
     @Test(arguments: allStoreTypes)
