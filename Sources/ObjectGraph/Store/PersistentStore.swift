@@ -153,6 +153,8 @@ public struct StoreFetch: Sendable {
     public var affectedStoreIdentifiers: Set<String>? = nil
     /// For `.dictionary` results with expressions, grouping or a having predicate:
     /// what to compute, replacing ``propertiesToFetch``; nil for a plain fetch.
+    /// A store without SQL answers with ``ExpressionFetch/results(for:of:)``
+    /// over the objects that match the predicate.
     public var expressions: ExpressionFetch? = nil
 
     /// The entities whose rows match: the entity and, if included, its subentities.

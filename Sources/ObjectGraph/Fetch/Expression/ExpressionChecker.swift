@@ -1,5 +1,16 @@
 import Foundation
 
+extension FetchExpression {
+    /// Checks the expression against `entity`, for a request of one's own (a
+    /// batch update's values), and returns the type of its value (nil for an
+    /// object or the constant nil).
+    ///
+    /// - Throws: ``FetchExpressionError`` at `location`, as a fetch would throw it.
+    package func check(for entity: EntityDescription, at location: String) throws -> AttributeType? {
+        try ExpressionChecker(entity: entity).type(of: node, at: location)
+    }
+}
+
 /// Checks an expression against an entity and infers the type of its value,
 /// so that a bad request fails before any store sees it.
 struct ExpressionChecker {

@@ -3,11 +3,15 @@ import Foundation
 extension ExpressionFetch {
     /// The result dictionaries for `rows`, the objects that match the fetch's
     /// predicate, computed in memory with the SQL store's rules and order of
-    /// steps (see ``ExpressionFetch``): what the in-memory store, and any store
-    /// without SQL, returns.
+    /// steps (see ``ExpressionFetch``): what the in-memory store returns, and
+    /// what a custom store without SQL can return.
+    ///
+    /// - Throws: ``FetchExpressionError`` for values the checks could not rule
+    ///   out (a sum over a column holding text); ``FetchPredicateError`` from
+    ///   the having predicate; whatever the subjects throw.
     ///
     /// - Complexity: O(*n* · *c* + *g* log *g*), *n* = rows, *c* = columns, *g* = groups.
-    func results(for rows: [any PredicateSubject], of fetch: StoreFetch) throws -> [[String: PropertyValue]] {
+    public func results(for rows: [any PredicateSubject], of fetch: StoreFetch) throws -> [[String: PropertyValue]] {
         do {
             var kept: [(raw: [PredicateScalar], values: [String: PropertyValue])] = []
             for group in try groups(of: rows) {

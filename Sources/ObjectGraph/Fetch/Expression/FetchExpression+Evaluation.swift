@@ -6,8 +6,9 @@ extension FetchExpression {
     ///
     /// An aggregate here reduces the one object: `count` is 0 or 1, `sum` its value.
     ///
-    /// - Throws: ``FetchExpressionError`` for a key path that doesn't fit the
-    ///   object or arithmetic on a value that is not a number; whatever the subject throws.
+    /// - Throws: ``FetchExpressionError`` for arithmetic or a sum on a value
+    ///   that is not a number, or a key path that reaches several objects;
+    ///   whatever the subject throws (an unknown key, a fault that can't be fulfilled).
     public func evaluate(with subject: any PredicateSubject, as type: AttributeType) throws -> PropertyValue {
         let entity = subject.predicateObjectID?.entity.name ?? "?"
         do {
