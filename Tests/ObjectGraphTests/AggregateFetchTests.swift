@@ -121,6 +121,16 @@ import Testing
         #expect(rows.map { $0["quarter"] as? Double } == sorted.map { Double($0.volume) / 4 })
         #expect(rows.allSatisfy { $0["perNothing"] is NSNull })
         #expect(rows.map { $0["lots"] as? Int } == sorted.map { Int($0.volume) - 50 })
+
+        let distinct = try dictionaries("StockUpdate", [Self.column("lots", .keyPath("volume") - 50, .integer64)]) {
+            $0.returnsDistinctResults = true
+            $0.sortDescriptors = [FetchSort(key: "lots", ascending: false)]
+            $0.fetchOffset = 1
+        }
+        let lots = try context.performAndWait { try context.fetch(distinct) }
+        let volumes: [Int64] = Set(Self.updates.map(\.volume)).sorted(by: >)
+        let expected: [Int?] = volumes.dropFirst().map { Int($0) - 50 }
+        #expect(lots.map { $0["lots"] as? Int } == expected)
     }
 
     @Test(arguments: allStoreTypes)

@@ -6,7 +6,7 @@ public enum FetchResultType: Int, Sendable, Hashable {
     case managedObject = 0
     /// Object IDs only.
     case managedObjectID = 1
-    /// `[String: Any]` dictionaries of the properties to fetch.
+    /// `[String: Any]` dictionaries of the properties to fetch and computed values.
     case dictionary = 2
     /// The number of matching objects.
     case count = 4
@@ -68,7 +68,8 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     /// Ignored for `.dictionary` results, which reflect saved state only, as in
     /// Core Data: their values (sums, counts, groups) are computed by the store,
     /// and folding unsaved objects into them would mean evaluating the whole
-    /// fetch in memory. Save first, or use a child context and save it, to count unsaved work.
+    /// fetch in memory. Save to the store first to count unsaved work (a child
+    /// context's save only reaches its parent, which these fetches don't read).
     public var includesPendingChanges = true
     /// Whether objects of subentities match too. The default is true.
     public var includesSubentities = true
