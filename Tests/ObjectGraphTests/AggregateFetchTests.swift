@@ -283,6 +283,22 @@ import Testing
         }
     }
 
+    @Test(arguments: allStoreTypes)
+    func aChildContextCountsNeitherItsOwnNorItsParentsUnsavedObjects(type: StoreType) throws {
+        let stack = try seeded(type)
+        let parent = stack.newContext()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        let request = try dictionaries("StockUpdate", [Self.column("updates", .count(), .integer64)])
+        func count() throws -> Int? { try child.performAndWait { try child.fetch(request).first?["updates"] as? Int } }
+        parent.performAndWait { StockUpdate(context: parent).price = 1 }
+        child.performAndWait { StockUpdate(context: child).price = 2 }
+        #expect(try count() == Self.updates.count)
+        try child.performAndWait { try child.save() }
+        #expect(try count() == Self.updates.count)
+        try parent.performAndWait { try parent.save() }
+        #expect(try count() == Self.updates.count + 2)
+    }
+
     // MARK: - SQL
 
     @Test func theSQLiteStoreRunsOneStatementForAGroupedAggregate() throws {
