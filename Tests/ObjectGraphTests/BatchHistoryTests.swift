@@ -97,7 +97,7 @@ import Testing
         #expect(error is ObjectGraphError)
         #expect(try coordinator.fetchHistory(.fetchHistory(after: nil)).count == 1)
         let raw = try SQLiteReference(directory.file("Batch.sqlite"))
-        let rows = try raw.rows("SELECT ZSYMBOL, ZNAME, Z_OPT FROM ZCOMPANY ORDER BY Z_PK")
+        let rows = try raw.rows("SELECT ZSYMBOL, ZNAME, Z_OPT FROM ZCOMPANY ORDER BY ZSYMBOL")
         #expect(rows == [["ACME", nil, "1"], ["BETA", nil, "1"]], "\(rows)")
     }
 }

@@ -20,9 +20,6 @@ package struct StoreBatchUpdate: Sendable {
     /// Each changed attribute and its new value, in a stable order.
     package var values: [(attribute: AttributeDescription, value: ResolvedUpdateValue)]
 
-    /// The attribute slots written, for history masks and uniqueness checks.
-    package var slots: [Int] { values.map(\.attribute.index) }
-
     /// A row with the new values, evaluated on its old ones.
     package func updated(_ row: IncrementalStoreNode) -> IncrementalStoreNode {
         var values = row.values

@@ -55,15 +55,6 @@ package indirect enum ResolvedUpdateValue: Sendable {
     case attribute(AttributeDescription)
     case arithmetic(ResolvedUpdateValue, BatchUpdateValue.ArithmeticOperator, ResolvedUpdateValue)
 
-    /// The attributes the value reads.
-    package var attributes: [AttributeDescription] {
-        switch self {
-        case .constant: []
-        case .attribute(let attribute): [attribute]
-        case .arithmetic(let lhs, _, let rhs): lhs.attributes + rhs.attributes
-        }
-    }
-
     /// The value for one row, whose slots are `values`, stored as `target` keeps it.
     package func evaluate(on values: ContiguousArray<PropertyValue>, storedAs target: AttributeType) -> PropertyValue {
         let result = evaluate(on: values)

@@ -22,9 +22,9 @@ extension SQLiteStore: BatchRequestStore {
                 let before = try matchedRows(update.fetch, schema: schema, connection: connection)
                 guard !before.isEmpty else { return BatchChanges() }
                 try batchUpdate(update, rows: before, schema: schema, connection: connection)
-                let after = try rows(before.map(\.objectID), schema: schema, connection: connection)
-                let token = try record.write(SaveChangesRequest(updatedObjects: after), before: before, store: self, schema: schema,
-                                             connection: connection)
+                let token = try record.write(before: before, store: self, schema: schema, connection: connection) {
+                    SaveChangesRequest(updatedObjects: try rows(before.map(\.objectID), schema: schema, connection: connection))
+                }
                 return BatchChanges(updatedObjectIDs: before.map(\.objectID), historyToken: token)
             case .delete(let delete):
                 let matched: [IncrementalStoreNode]
@@ -40,10 +40,11 @@ extension SQLiteStore: BatchRequestStore {
                                                })
                 guard !plan.deleted.isEmpty else { return BatchChanges() }
                 try batchDelete(plan, schema: schema, connection: connection)
-                let cleared = try rows(plan.cleared.map(\.row.objectID), schema: schema, connection: connection)
-                let token = try record.write(SaveChangesRequest(updatedObjects: cleared, deletedObjects: plan.deleted),
-                                             before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
-                                             connection: connection)
+                let token = try record.write(before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
+                                             connection: connection) {
+                    SaveChangesRequest(updatedObjects: try rows(plan.cleared.map(\.row.objectID), schema: schema, connection: connection),
+                                       deletedObjects: plan.deleted)
+                }
                 return plan.changes(historyToken: token)
             }
         }
@@ -181,12 +182,14 @@ private struct BatchHistory {
     let author: String?
     let contextName: String?
 
-    /// Records `request` against the rows as they were before it; returns the transaction's token.
-    func write(_ request: SaveChangesRequest, before: [IncrementalStoreNode], store: SQLiteStore, schema: SQLiteSchema,
-                        connection: Connection) throws -> PersistentHistoryToken? {
+    /// Records what changed — `request`, whose updated rows are read as they
+    /// are now only when history needs them — against the rows as they were
+    /// before; returns the transaction's token.
+    func write(before: [IncrementalStoreNode], store: SQLiteStore, schema: SQLiteSchema, connection: Connection,
+               request: () throws -> SaveChangesRequest) throws -> PersistentHistoryToken? {
         guard let layout else { return nil }
         let rows = Dictionary(before.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
-        return try store.recordHistory(of: request, result: SaveResult(permanentIDs: [:]), insertedKeys: [], before: rows,
+        return try store.recordHistory(of: try request(), result: SaveResult(permanentIDs: [:]), insertedKeys: [], before: rows,
                                        author: author, contextName: contextName, layout: layout, schema: schema, connection: connection)
     }
 }
