@@ -104,4 +104,17 @@ import Testing
         }
         #expect(try graph.rows() == before)
     }
+
+    @Test func aStoreThatDoesNotRunBatchRequests() throws {
+        StoreType.register(JSONFileStore.storeType)
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        try coordinator.addPersistentStore(type: #require(StoreType.named("JSONFile")), at: directory.file("Store.json"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let error = context.performAndWait { () -> (any Error)? in
+            do { _ = try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 1])) } catch { return error }
+            return nil
+        }
+        #expect(error as? BatchRequestError == .unsupportedStore(type: "JSONFile", entity: "Listing"))
+    }
 }

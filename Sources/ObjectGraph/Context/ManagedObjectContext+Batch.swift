@@ -60,7 +60,8 @@ extension ManagedObjectContext {
     /// gap would leave orphans no fetch could tell from live rows.
     ///
     /// Versions, cached rows, history, the did-save notification and merging
-    /// are as for ``execute(_:)-(BatchUpdateRequest)``.
+    /// are as for ``execute(_:)-(BatchUpdateRequest)``. Object IDs of several
+    /// stores are deleted in one transaction per store.
     ///
     /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a ``BatchRequestError``,
     ///   or ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
