@@ -59,6 +59,14 @@ import Testing
         #expect(last.changes?.map(\.changedObjectID) == [acme])
         #expect(last.changes?.first?.updatedProperties == ["name", "employees"])
         #expect(result == .objectIDs(ContextDidSave(updatedObjectIDs: [acme], historyTokens: [last.token])))
+
+        // A column the batch sets is recorded even where the row already held the value, as its SET clause names it.
+        try batch.performAndWait {
+            _ = try batch.execute(BatchUpdateRequest(entityName: "Company", predicate: try FetchPredicate(format: "symbol == 'BETA'"),
+                                                     propertiesToUpdate: ["employees": 5]))
+        }
+        let same = try #require(try coordinator.fetchHistory(.fetchHistory(after: last.token)).first)
+        #expect(same.changes?.map(\.updatedProperties) == [["employees"]])
     }
 
     @Test func aBatchDeleteRecordsEveryDeletedRowWithItsTombstone() throws {

@@ -22,9 +22,10 @@ extension SQLiteStore: BatchRequestStore {
                 let before = try matchedRows(update.fetch, schema: schema, connection: connection)
                 guard !before.isEmpty else { return BatchChanges() }
                 try batchUpdate(update, rows: before, schema: schema, connection: connection)
-                let token = try record.write(before: before, store: self, schema: schema, connection: connection) {
-                    SaveChangesRequest(updatedObjects: try rows(before.map(\.objectID), schema: schema, connection: connection))
-                }
+                // The written columns are what history records, so the rows need not be read back.
+                let token = try record.write(SaveChangesRequest(updatedObjects: before), before: before,
+                                             writtenSlots: Set(update.values.map(\.attribute.index)), store: self,
+                                             schema: schema, connection: connection)
                 return BatchChanges(updatedObjectIDs: before.map(\.objectID), historyToken: token)
             case .delete(let delete):
                 let matched: [IncrementalStoreNode]
@@ -40,11 +41,9 @@ extension SQLiteStore: BatchRequestStore {
                                                })
                 guard !plan.deleted.isEmpty else { return BatchChanges() }
                 try batchDelete(plan, schema: schema, connection: connection)
-                let token = try record.write(before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
-                                             connection: connection) {
-                    SaveChangesRequest(updatedObjects: try rows(plan.cleared.map(\.row.objectID), schema: schema, connection: connection),
-                                       deletedObjects: plan.deleted)
-                }
+                let token = try record.write(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted),
+                                             before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
+                                             connection: connection)
                 return plan.changes(historyToken: token)
             }
         }
@@ -182,14 +181,13 @@ private struct BatchHistory {
     let author: String?
     let contextName: String?
 
-    /// Records what changed — `request`, whose updated rows are read as they
-    /// are now only when history needs them — against the rows as they were
-    /// before; returns the transaction's token.
-    func write(before: [IncrementalStoreNode], store: SQLiteStore, schema: SQLiteSchema, connection: Connection,
-               request: () throws -> SaveChangesRequest) throws -> PersistentHistoryToken? {
+    /// Records `request` against the rows as they were before it; returns the transaction's token.
+    func write(_ request: SaveChangesRequest, before: [IncrementalStoreNode], writtenSlots: Set<Int> = [], store: SQLiteStore,
+               schema: SQLiteSchema, connection: Connection) throws -> PersistentHistoryToken? {
         guard let layout else { return nil }
         let rows = Dictionary(before.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
-        return try store.recordHistory(of: try request(), result: SaveResult(permanentIDs: [:]), insertedKeys: [], before: rows,
+        return try store.recordHistory(of: request, result: SaveResult(permanentIDs: [:]), insertedKeys: [], before: rows,
+                                       writtenSlots: writtenSlots,
                                        author: author, contextName: contextName, layout: layout, schema: schema, connection: connection)
     }
 }
