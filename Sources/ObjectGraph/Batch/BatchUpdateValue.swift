@@ -18,6 +18,11 @@ import Foundation
 /// floating-point operand makes the result floating-point; `nil` in any
 /// operand gives `nil`. A result stored into an integer attribute is
 /// truncated toward zero.
+///
+/// It is a type of its own, and small, because a batch update needs only
+/// this much; a general expression type (aggregates, functions) can take its
+/// place without changing ``BatchUpdateRequest``'s callers, which write
+/// literals and ``attribute(_:)``.
 public indirect enum BatchUpdateValue: Sendable {
     /// A constant, converted as key-value coding converts it (`NSNull()` for nil).
     case value(any Sendable)
