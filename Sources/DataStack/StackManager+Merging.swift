@@ -5,6 +5,10 @@ import Foundation
 extension StackManager {
     /// Watches saves: writer-side saves are merged into the main context;
     /// main-side saves only invalidate the writer coordinator's cached rows.
+    /// A batch request posts the same notification from the context that ran
+    /// it (``ManagedObjectContext/execute(_:)-(BatchUpdateRequest)``), so an
+    /// importer's batch is merged exactly as its save would be, and its history
+    /// transaction is skipped by the history follower as the stack's own.
     func installObservers(for setup: Setup) {
         let center = NotificationCenter.default
         let token = center.addObserver(forName: ManagedObjectContext.didSaveNotification, object: nil, queue: nil) { [weak self] notification in

@@ -19,6 +19,9 @@ extension SQLiteStore {
         let query = try SelectQuery(fetch: fetch, schema: schema)
         return try read { connection in
             let statement = try connection.cachedStatement(query.sql)
+            // A count reads one row: without a reset its read transaction stays
+            // open, and the next read on this connection sees that old snapshot.
+            defer { statement.reset() }
             for (offset, value) in query.bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
             switch fetch.resultType {
             case .count:

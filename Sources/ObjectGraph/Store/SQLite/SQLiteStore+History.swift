@@ -139,9 +139,10 @@ extension SQLiteStore: PersistentHistoryStore {
 
     /// Writes one `ATRANSACTION` row and one `ACHANGE` row per saved object,
     /// inside the save's transaction, after its rows are written; returns the
-    /// transaction's token.
+    /// transaction's token. `writtenSlots` are recorded as changed in every
+    /// updated row whatever their values (a batch update's `SET` columns).
     func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
-                       author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
+                       writtenSlots: Set<Int> = [], author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
                        connection: Connection) throws -> PersistentHistoryToken {
         let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection)
 
@@ -181,6 +182,7 @@ extension SQLiteStore: PersistentHistoryStore {
             let old = before[node.objectID]
             let changed = try node.values.indices.filter { slot in
                 guard !entity.bitsOfSlot[slot].isEmpty else { return false }
+                if writtenSlots.contains(slot) { return true }
                 switch node.values[slot] {
                 case .objects(let members):
                     return try toManyChanged(entity.entity.slotProperties[slot], of: node.objectID,

@@ -1,0 +1,46 @@
+import Foundation
+
+/// What a batch request returns (Core Data: `NSBatchUpdateRequestResultType`
+/// and `NSBatchDeleteRequestResultType`, without the prefix).
+public enum BatchResultType: Int, Sendable, Hashable, CaseIterable {
+    /// Only whether it succeeded (which a returned result means).
+    case statusOnly = 0
+    /// The IDs of the rows it changed.
+    case objectIDs = 1
+    /// The number of rows it changed.
+    case count = 2
+}
+
+/// The outcome of a batch request (Core Data: `NSBatchUpdateResult`, `NSBatchDeleteResult`).
+///
+/// The IDs come as a ``ContextDidSave`` because that is what a context merges:
+/// hand them to ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``.
+public enum BatchResult: Sendable, Equatable {
+    /// For ``BatchResultType/statusOnly``.
+    case statusOnly
+    /// For ``BatchResultType/count``: rows updated, or rows deleted (cascades included).
+    case count(Int)
+    /// For ``BatchResultType/objectIDs``: the updated rows, or the deleted rows
+    /// (cascades included) and the rows whose to-one a nullify rule cleared.
+    case objectIDs(ContextDidSave)
+}
+
+/// What a store's batch changed, by object ID.
+package struct BatchChanges: Sendable {
+    package var updatedObjectIDs: [ObjectID] = []
+    package var deletedObjectIDs: [ObjectID] = []
+    /// The history transaction the store recorded, if it tracks history.
+    package var historyToken: PersistentHistoryToken?
+
+    package init(updatedObjectIDs: [ObjectID] = [], deletedObjectIDs: [ObjectID] = [], historyToken: PersistentHistoryToken? = nil) {
+        self.updatedObjectIDs = updatedObjectIDs
+        self.deletedObjectIDs = deletedObjectIDs
+        self.historyToken = historyToken
+    }
+
+    /// The changes as a save, for merging.
+    package var asSave: ContextDidSave {
+        ContextDidSave(updatedObjectIDs: Set(updatedObjectIDs), deletedObjectIDs: Set(deletedObjectIDs),
+                       historyTokens: historyToken.map { [$0] } ?? [])
+    }
+}

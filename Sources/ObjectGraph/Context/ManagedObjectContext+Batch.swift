@@ -1,0 +1,199 @@
+import Foundation
+
+// MARK: - Batch requests
+
+extension ManagedObjectContext {
+    /// Runs a batch update in the store, in one transaction, without managed
+    /// objects (Core Data: `execute(_:)` with an `NSBatchUpdateRequest`).
+    ///
+    /// What a batch keeps that a save keeps: every changed row's version
+    /// (`Z_OPT`) goes up by one, so a context that holds an older version of a
+    /// row meets it as a merge conflict when it saves, as in Core Data;
+    /// uniqueness constraints hold — a change that would give two rows the
+    /// same key throws ``ObjectGraphError/uniquenessConflict(_:)`` and changes
+    /// nothing; a store that tracks persistent history records one transaction
+    /// (author: ``transactionAuthor``) and one change per row.
+    ///
+    /// What it skips, as Core Data does: validation rules, `willSave`, the
+    /// objects this context holds. They keep their values until merged; pass
+    /// an ``BatchResultType/objectIDs`` result to
+    /// ``mergeChanges(fromRemoteContextSave:into:)``. The coordinator's cached
+    /// rows of the changed objects are dropped at once, so a merge or a fault
+    /// reads the new rows (Core Data's `refresh` can return the old value here).
+    ///
+    /// The context posts ``didSaveNotification`` with the changed IDs after the
+    /// batch, which Core Data does not: a batch writes rows like a save, and the
+    /// one notification every listener already merges (a ``StackManager`` folding
+    /// an importer's saves into its main context, contexts with
+    /// ``automaticallyMergesChangesFromParent``) then takes batches too.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, ``ObjectGraphError/unknownKey(_:entity:)``,
+    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``, a ``BatchRequestError``,
+    ///   ``ObjectGraphError/uniquenessConflict(_:)``, or ``PersistentStoreError`` (a read-only
+    ///   store). Nothing is changed when it throws.
+    @discardableResult
+    public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
+        assertOnQueue()
+        let entity = try batchEntity(named: request.entityName)
+        let fetch = try batchFetch(entity: entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
+        var values: [(attribute: AttributeDescription, value: ResolvedUpdateValue)] = []
+        for key in request.propertiesToUpdate.keys.sorted() {
+            guard let new = request.propertiesToUpdate[key] else { continue }
+            guard let attribute = try entity.property(forKey: key) as? AttributeDescription else {
+                throw BatchRequestError.notAnAttribute(key: key, entity: entity.name)
+            }
+            values.append((attribute, try Self.resolve(new, for: attribute, in: entity)))
+        }
+        let changes = try executeBatch(.update(StoreBatchUpdate(fetch: fetch, values: values)), on: try batchStore(for: entity))
+        return Self.result(changes, as: request.resultType, count: changes.updatedObjectIDs.count)
+    }
+
+    /// Runs a batch delete in the store, in one transaction, without managed
+    /// objects (Core Data: `execute(_:)` with an `NSBatchDeleteRequest`).
+    ///
+    /// Delete rules are applied in the store (see ``BatchDeletePlan``):
+    /// cascade and nullify as a context applies them, and deny refuses the
+    /// request naming the object and the relationship. Core Data documents
+    /// none of this for its batch delete; applying the rules is the choice
+    /// here because a batch delete that left dangling to-ones behind would
+    /// make the next fault of a related object fail, and a silent cascade
+    /// gap would leave orphans no fetch could tell from live rows.
+    ///
+    /// Versions, cached rows, history, the did-save notification and merging
+    /// are as for ``execute(_:)-(BatchUpdateRequest)``. Object IDs of several
+    /// stores are deleted in one transaction per store.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a ``BatchRequestError``,
+    ///   or ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
+    @discardableResult
+    public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
+        assertOnQueue()
+        var changes = BatchChanges()
+        switch request.selection {
+        case .matching(let name, let predicate, let includesSubentities):
+            let entity = try batchEntity(named: name)
+            let fetch = try batchFetch(entity: entity, predicate: predicate, includesSubentities: includesSubentities)
+            changes = try executeBatch(.delete(.matching(fetch)), on: try batchStore(for: entity))
+        case .objectIDs(let ids):
+            guard let coordinator = persistentStoreCoordinator else { throw ObjectGraphError.noStore(entity: ids.first?.entity.name ?? "") }
+            var byStore: [ObjectIdentifier: (store: any PersistentStore, ids: [ObjectID])] = [:]
+            for id in ids where !id.isTemporaryID {
+                let store = try coordinator.store(for: id)
+                byStore[ObjectIdentifier(store), default: (store, [])].ids.append(id)
+            }
+            for (store, ids) in byStore.values {
+                let part = try executeBatch(.delete(.objectIDs(ids)), on: try batchStore(store, entity: ids[0].entity))
+                changes.updatedObjectIDs += part.updatedObjectIDs
+                changes.deletedObjectIDs += part.deletedObjectIDs
+                changes.historyToken = part.historyToken ?? changes.historyToken
+            }
+        }
+        return Self.result(changes, as: request.resultType, count: changes.deletedObjectIDs.count)
+    }
+
+    /// Merges changes made elsewhere — a batch request, another process — into
+    /// contexts (Core Data: `NSManagedObjectContext.mergeChanges(fromRemoteContextSave:into:)`).
+    ///
+    /// Each context merges on its own queue, and this returns when all have:
+    /// registered objects that changed are refreshed, deleted ones removed,
+    /// as ``mergeChanges(fromContextDidSave:)`` does. Typed rather than Core
+    /// Data's dictionary of ID arrays: a ``BatchResult/objectIDs(_:)`` result
+    /// carries exactly this value.
+    public static func mergeChanges(fromRemoteContextSave changes: ContextDidSave, into contexts: [ManagedObjectContext]) {
+        for context in contexts {
+            context.performAndWait { _ = context.mergeChanges(fromContextDidSave: changes) }
+        }
+    }
+
+    // MARK: - Resolving a request
+
+    private func batchEntity(named name: String) throws -> EntityDescription {
+        guard let model = persistentStoreCoordinator?.managedObjectModel else { throw ObjectGraphError.noStore(entity: name) }
+        guard let entity = model.entitiesByName[name] else { throw ObjectGraphError.unknownEntity(name) }
+        return entity
+    }
+
+    private func batchFetch(entity: EntityDescription, predicate: FetchPredicate?, includesSubentities: Bool) throws -> StoreFetch {
+        do {
+            try predicate?.validate(for: entity)
+        } catch {
+            throw BatchRequestError.predicateDoesNotCompile(predicate: predicate?.description ?? "", entity: entity.name,
+                                                           reason: "\(error)")
+        }
+        return StoreFetch(entity: entity, predicate: predicate, sortDescriptors: [], fetchLimit: 0, fetchOffset: 0,
+                          includesSubentities: includesSubentities, resultType: .managedObject,
+                          propertiesToFetch: nil, returnsDistinctResults: false)
+    }
+
+    private func batchStore(for entity: EntityDescription) throws -> any BatchRequestStore {
+        guard let coordinator = persistentStoreCoordinator else { throw ObjectGraphError.noStore(entity: entity.name) }
+        return try batchStore(try coordinator.store(for: entity), entity: entity)
+    }
+
+    private func batchStore(_ store: any PersistentStore, entity: EntityDescription) throws -> any BatchRequestStore {
+        if store.isReadOnly { throw PersistentStoreError(.readOnly, url: store.url, message: "the store is read-only") }
+        guard let batching = store as? any BatchRequestStore else {
+            throw BatchRequestError.unsupportedStore(type: store.type.rawValue, entity: entity.name)
+        }
+        return batching
+    }
+
+    /// A new value checked against its attribute: constants converted as
+    /// key-value coding converts them, arithmetic kept to numbers.
+    private static func resolve(_ value: BatchUpdateValue, for attribute: AttributeDescription,
+                                in entity: EntityDescription) throws -> ResolvedUpdateValue {
+        if case .value(let constant) = value {
+            return .constant(try PropertyValue(constant, for: attribute.type, key: attribute.name, entity: entity.name))
+        }
+        func numeric(_ operand: BatchUpdateValue) throws -> ResolvedUpdateValue {
+            switch operand {
+            case .value(let constant):
+                if let integer = PropertyValue.integer(from: constant) { return .constant(.integer(integer)) }
+                if let double = constant as? Double ?? (constant as? Float).map(Double.init) { return .constant(.double(double)) }
+                throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: "\(constant)")
+            case .attribute(let key):
+                guard let read = try entity.property(forKey: key) as? AttributeDescription, read.type.isArithmetic else {
+                    throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: key)
+                }
+                return .attribute(read)
+            case .arithmetic(let lhs, let op, let rhs):
+                return .arithmetic(try numeric(lhs), op, try numeric(rhs))
+            }
+        }
+        guard attribute.type.isArithmetic else {
+            throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: "\(attribute.name) (\(attribute.type))")
+        }
+        return try numeric(value)
+    }
+
+    // MARK: - Running it
+
+    /// Runs a resolved request, drops the coordinator's cached rows of what
+    /// changed, and tells listeners as a save would.
+    private func executeBatch(_ request: StoreBatchRequest, on store: any BatchRequestStore) throws -> BatchChanges {
+        let changes = try store.execute(request, in: self)
+        persistentStoreCoordinator?.rowCache.remove(Set(changes.updatedObjectIDs), Set(changes.deletedObjectIDs))
+        if !changes.updatedObjectIDs.isEmpty || !changes.deletedObjectIDs.isEmpty {
+            post(.didSave(changes.asSave))
+        }
+        return changes
+    }
+
+    private static func result(_ changes: BatchChanges, as type: BatchResultType, count: Int) -> BatchResult {
+        switch type {
+        case .statusOnly: .statusOnly
+        case .count: .count(count)
+        case .objectIDs: .objectIDs(changes.asSave)
+        }
+    }
+}
+
+extension AttributeType {
+    /// Whether batch-update arithmetic works on it: integers and floating-point numbers.
+    var isArithmetic: Bool {
+        switch self {
+        case .integer16, .integer32, .integer64, .double, .float: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+import DataStack
+
+/// Batch requests run by an importer reach the main context as an importer's
+/// save does (registered objects refreshed or removed), so a list on main
+/// follows rows a batch moves into or out of it.
+@Suite struct StackBatchRequestTests {
+    // @unchecked Sendable: used only on the main queue, inside mainContext.perform.
+    final class Panel: @unchecked Sendable {
+        let controller: FetchedResultsController<Ticker>
+        let log = ListChangeLog()
+        init(_ controller: FetchedResultsController<Ticker>) {
+            self.controller = controller
+            controller.delegate = log
+        }
+    }
+
+    private func listRequest() throws -> FetchRequest<Ticker> {
+        var request = FetchRequest<Ticker>(entityName: "Ticker", predicate: try FetchPredicate(format: "price >= 5"))
+        request.sortDescriptors = [FetchSort(key: "price", ascending: true)]
+        return request
+    }
+
+    /// The list's symbols and prices, loading its objects as a view would, and the same fetched fresh.
+    private func shown(_ panel: Panel, _ stack: StackManager) async throws -> (list: [String], fresh: [String], failures: [String]) {
+        let main = stack.mainContext
+        let request = try listRequest()
+        return try await main.perform {
+            let list = (panel.controller.fetchedObjects ?? []).map { "\($0.symbol)=\($0.price)" }
+            var fresh = FetchRequest<[String: Any]>(entityName: "Ticker", predicate: request.predicate, sortDescriptors: request.sortDescriptors)
+            fresh.resultType = .dictionary
+            fresh.propertiesToFetch = ["symbol", "price"]
+            let rows = try main.fetch(fresh).map { "\($0["symbol"] as? String ?? "?")=\($0["price"] as? Double ?? .nan)" }
+            return (list, rows, panel.log.failures)
+        }
+    }
+
+    @Test func aListOnMainFollowsRowsABatchUpdateMovesInAndOut() async throws {
+        let (stack, _) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        _ = try await importTickers(stack, count: 10)
+        await recorder.wait(for: 1)
+        let main = stack.mainContext
+        let request = try listRequest()
+        let panel = try await main.perform {
+            let panel = Panel(FetchedResultsController(fetchRequest: request, managedObjectContext: main))
+            try panel.controller.performFetch()
+            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
+            return panel
+        }
+        #expect(try await shown(panel, stack).list == ["T5=5.0", "T6=6.0", "T7=7.0", "T8=8.0", "T9=9.0"])
+
+        let importer = stack.importerContext()
+        try await importer.perform {
+            // T0 and T1 move in (at the end), T9 moves out, T5 changes in place.
+            _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol IN {'T0', 'T1'}"),
+                                                        propertiesToUpdate: ["price": .attribute("price") + 20]))
+            _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol == 'T9'"),
+                                                        propertiesToUpdate: ["price": 0]))
+            _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol == 'T5'"),
+                                                        propertiesToUpdate: ["price": 5.5]))
+        }
+        await recorder.wait(for: 4)
+        // The stack follows history too: the batches' transactions are skipped there as its own, not merged twice.
+        #expect(stack.followsPersistentHistory)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(recorder.all.map(\.source) == Array(repeating: .importer, count: 4))
+        let after = try await shown(panel, stack)
+        #expect(after.list == ["T5=5.5", "T6=6.0", "T7=7.0", "T8=8.0", "T0=20.0", "T1=21.0"])
+        #expect(after.list == after.fresh)
+        #expect(after.failures.isEmpty, "\(after.failures)")
+    }
+
+    @Test func aListOnMainLosesRowsABatchDeleteRemoves() async throws {
+        let (stack, _) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        let ids = try await importTickers(stack, count: 10)
+        await recorder.wait(for: 1)
+        let main = stack.mainContext
+        let request = try listRequest()
+        let panel = try await main.perform {
+            let panel = Panel(FetchedResultsController(fetchRequest: request, managedObjectContext: main))
+            try panel.controller.performFetch()
+            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
+            return panel
+        }
+        _ = try await shown(panel, stack)
+        let importer = stack.importerContext()
+        try await importer.perform {
+            _ = try importer.execute(BatchDeleteRequest(objectIDs: [ids[6], ids[8], ids[0]]))
+        }
+        let merges = await recorder.wait(for: 2)
+        #expect(merges.last?.save.deletedObjectIDs == [ids[6], ids[8], ids[0]])
+        let after = try await shown(panel, stack)
+        #expect(after.list == ["T5=5.0", "T7=7.0", "T9=9.0"])
+        #expect(after.list == after.fresh)
+        #expect(after.failures.isEmpty, "\(after.failures)")
+        let registered = await main.perform { main.registeredObjects.map(\.objectID) }
+        #expect(Set(registered).isDisjoint(with: [ids[6], ids[8]]))
+    }
+
+    @Test func aBatchByAnotherCoordinatorOnTheFileReachesMainThroughHistory() async throws {
+        let (stack, directory) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        let ids = try await importTickers(stack, count: 3)
+        await recorder.wait(for: 1)
+        let main = stack.mainContext
+        let holder = ObjectHolder()
+        try await main.perform {
+            holder.objects = try ids.map { try main.existingObject(with: $0) }
+            _ = holder.objects.compactMap { ($0 as? Ticker)?.price }
+        }
+        var options = StoreOptions()
+        options.persistentHistoryTracking = true
+        let other = PersistentStoreCoordinator(managedObjectModel: StackTestModel.make())
+        try other.addPersistentStore(type: .sqlite, at: directory.storeURL, options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        context.transactionAuthor = "repricer"
+        try context.performAndWait {
+            _ = try context.execute(BatchUpdateRequest(entityName: "Ticker", propertiesToUpdate: ["price": .attribute("price") * 10]))
+        }
+        let merges = await recorder.wait(for: 2)
+        guard case .otherProcess(let author, _) = merges.last?.source else {
+            Issue.record("no merge from history: \(merges.map(\.source))")
+            return
+        }
+        #expect(author == "repricer")
+        #expect(merges.last?.save.updatedObjectIDs == Set(ids))
+        let prices = await main.perform { holder.objects.compactMap { ($0 as? Ticker)?.price } }
+        #expect(prices == [0, 10, 20])
+    }
+}

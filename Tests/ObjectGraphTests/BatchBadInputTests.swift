@@ -1,0 +1,120 @@
+import Foundation
+@testable import ObjectGraph
+import Testing
+
+/// Every bad batch request throws a typed error saying what and where, and
+/// leaves every row as it was.
+@Suite struct BatchBadInputTests {
+    /// Runs a request that must fail on a store holding two listings and
+    /// returns its error, after checking that no row changed.
+    private func failure(on type: StoreType, sourceLocation: SourceLocation = #_sourceLocation,
+                         _ body: (ManagedObjectContext) throws -> BatchResult) throws -> (any Error)? {
+        let graph = try GraphStack(type)
+        _ = try graph.saveListings([("A", 1), ("B", 2)])
+        let before = try graph.rows()
+        let context = graph.context()
+        var caught: (any Error)?
+        context.performAndWait {
+            do {
+                let result = try body(context)
+                Issue.record("no error; the request returned \(result)", sourceLocation: sourceLocation)
+            } catch {
+                caught = error
+            }
+        }
+        #expect(try graph.rows() == before, "rows changed", sourceLocation: sourceLocation)
+        return caught
+    }
+
+    private func update(_ properties: [String: BatchUpdateValue], entity: String = "Listing",
+                        where format: String? = nil) throws -> BatchUpdateRequest {
+        BatchUpdateRequest(entityName: entity, predicate: try format.map { try FetchPredicate(format: $0) }, propertiesToUpdate: properties)
+    }
+
+    @Test(arguments: allStoreTypes)
+    func anUnknownEntity(type: StoreType) throws {
+        let request = try update(["price": 1], entity: "Nothing")
+        let error = try failure(on: type) { try $0.execute(request) }
+        #expect(error as? ObjectGraphError == .unknownEntity("Nothing"))
+        let delete = BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Nothing"))
+        #expect(try failure(on: type) { try $0.execute(delete) } as? ObjectGraphError == .unknownEntity("Nothing"))
+    }
+
+    @Test(arguments: allStoreTypes)
+    func anUnknownKey(type: StoreType) throws {
+        let request = try update(["prize": 1])
+        #expect(try failure(on: type) { try $0.execute(request) } as? ObjectGraphError == .unknownKey("prize", entity: "Listing"))
+        let arithmetic = try update(["price": .attribute("prize") + 1])
+        #expect(try failure(on: type) { try $0.execute(arithmetic) } as? ObjectGraphError == .unknownKey("prize", entity: "Listing"))
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aRelationshipIsNotAnAttribute(type: StoreType) throws {
+        let request = try update(["quotes": nil])
+        #expect(try failure(on: type) { try $0.execute(request) } as? BatchRequestError == .notAnAttribute(key: "quotes", entity: "Listing"))
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aValueOfTheWrongType(type: StoreType) throws {
+        let request = try update(["price": "cheap"])
+        let error = try failure(on: type) { try $0.execute(request) }
+        #expect(error as? ObjectGraphError == .wrongValueType(key: "price", entity: "Listing", expected: AttributeType.double.valueDescription, actual: "String"))
+        let arithmetic = try update(["price": .attribute("symbol") * 2])
+        #expect(try failure(on: type) { try $0.execute(arithmetic) } as? BatchRequestError == .notNumeric(key: "price", entity: "Listing", operand: "symbol"))
+        let onText = try update(["symbol": .attribute("price") * 2])
+        #expect(try failure(on: type) { try $0.execute(onText) } is BatchRequestError)
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aPredicateThatDoesNotCompile(type: StoreType) throws {
+        for format in ["prize > 1", "price > $limit"] {
+            let request = try update(["price": 1], where: format)
+            let error = try failure(on: type) { try $0.execute(request) }
+            guard case .predicateDoesNotCompile(let predicate, let entity, _) = error as? BatchRequestError else {
+                Issue.record("\(format): \(String(describing: error))")
+                continue
+            }
+            #expect(entity == "Listing" && predicate.contains(format.prefix(5)), "\(predicate)")
+            let delete = BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing", predicate: try FetchPredicate(format: format)))
+            #expect(try failure(on: type) { try $0.execute(delete) } is BatchRequestError, "\(format)")
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aReadOnlyStore(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let ids = try graph.saveListings([("A", 1)])
+        var options = StoreOptions()
+        options.isReadOnly = true
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        try coordinator.addPersistentStore(type: type, at: type == .sqlite ? graph.storeURL : nil, options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let before = try graph.rows()
+        let requests: [(ManagedObjectContext) throws -> BatchResult] = [
+            { try $0.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 5])) },
+            { try $0.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing"))) },
+            { try $0.execute(BatchDeleteRequest(objectIDs: type == .sqlite ? ids : [])) },
+        ]
+        for (index, request) in requests.enumerated() where type == .sqlite || index < 2 {
+            let error = context.performAndWait { () -> (any Error)? in
+                do { _ = try request(context) } catch { return error }
+                return nil
+            }
+            #expect((error as? PersistentStoreError)?.code == .readOnly, "request \(index): \(String(describing: error))")
+        }
+        #expect(try graph.rows() == before)
+    }
+
+    @Test func aStoreThatDoesNotRunBatchRequests() throws {
+        StoreType.register(JSONFileStore.storeType)
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        try coordinator.addPersistentStore(type: #require(StoreType.named("JSONFile")), at: directory.file("Store.json"))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let error = context.performAndWait { () -> (any Error)? in
+            do { _ = try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 1])) } catch { return error }
+            return nil
+        }
+        #expect(error as? BatchRequestError == .unsupportedStore(type: "JSONFile", entity: "Listing"))
+    }
+}

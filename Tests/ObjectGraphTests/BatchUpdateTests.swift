@@ -1,0 +1,157 @@
+import Foundation
+@testable import ObjectGraph
+import Testing
+
+/// Batch updates on both stores: constants and arithmetic, results, versions,
+/// uniqueness, cached rows and merging into contexts.
+@Suite struct BatchUpdateTests {
+    @Test(arguments: allStoreTypes)
+    func aConstantChangesTheMatchingRowsOnlyAndBumpsTheirVersions(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let ids = try graph.saveListings([("A", 10), ("B", 200), ("C", 300)])
+        let context = graph.context()
+        var request = BatchUpdateRequest(entityName: "Listing", predicate: try FetchPredicate(format: "price > 100"),
+                                         propertiesToUpdate: ["name": "expensive", "price": 99.5])
+        request.resultType = .objectIDs
+        let result = try context.performAndWait { try context.execute(request) }
+        #expect(result == .objectIDs(ContextDidSave(updatedObjectIDs: [ids[1], ids[2]])))
+        #expect(try graph.prices() == ["A": 10, "B": 99.5, "C": 99.5])
+        #expect(try ids.map(graph.version(of:)) == [1, 2, 2])
+    }
+
+    @Test(arguments: allStoreTypes)
+    func eachResultTypeAnswersAsAsked(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try graph.saveListings([("A", 1), ("B", 2)])
+        let context = graph.context()
+        var request = BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 5])
+        #expect(try context.performAndWait { try context.execute(request) } == .statusOnly)
+        request.resultType = .count
+        #expect(try context.performAndWait { try context.execute(request) } == .count(2))
+        request.predicate = try FetchPredicate(format: "symbol == 'none'")
+        #expect(try context.performAndWait { try context.execute(request) } == .count(0))
+    }
+
+    @Test(arguments: allStoreTypes)
+    func arithmeticReadsTheRowsOwnValuesAsSQLWould(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try graph.saveListings([("A", 10), ("B", 20)])
+        let context = graph.context()
+        try context.performAndWait {
+            for (row, number) in [("a", 7), ("b", -7)] {
+                let seat = Seat(context: context)
+                seat.row = row
+                seat.number = number
+            }
+            try context.save()
+            try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .attribute("price") * 1.5 + 1]))
+            // Integers stay integers (division truncates toward zero); a double result is truncated into an integer attribute.
+            try context.execute(BatchUpdateRequest(entityName: "Seat", propertiesToUpdate: ["number": .attribute("number") / 2 * 10 + 2.9]))
+        }
+        #expect(try graph.prices() == ["A": 16, "B": 31])
+        let check = graph.context()
+        let numbers = try check.performAndWait {
+            try check.fetch(FetchRequest<Seat>(entityName: "Seat", predicate: nil, sortDescriptors: [FetchSort(key: "row")])).map(\.number)
+        }
+        #expect(numbers == [32, -27])
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aContextHoldingAnOlderVersionConflictsOnSave(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let ids = try graph.saveListings([("A", 10)])
+        let holder = graph.context()
+        let listing = try holder.performAndWait { try #require(holder.existingObject(with: ids[0]) as? Listing) }
+        let batch = graph.context()
+        try batch.performAndWait { _ = try batch.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 11])) }
+        holder.performAndWait {
+            listing.name = "stale"
+            #expect { try holder.save() } throws: { error in
+                guard case ObjectGraphError.mergeConflict(let conflicts) = error else { return false }
+                return conflicts.map(\.persistedSnapshotVersion) == [2]
+            }
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aDuplicateUniqueKeyFailsNamingItAndChangesNothing(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try graph.saveListings([("A", 10), ("B", 20)])
+        let before = try graph.rows()
+        let context = graph.context()
+        #expect { try context.performAndWait { try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["symbol": "SAME"])) } }
+            throws: { error in
+                guard case ObjectGraphError.uniquenessConflict(let conflicts) = error else { return false }
+                return conflicts.first?.constraint == ["symbol"] && conflicts.first?.entityName == "Listing"
+            }
+        #expect(try graph.rows() == before)
+        // One row taking a free key is fine.
+        try context.performAndWait {
+            _ = try context.execute(BatchUpdateRequest(entityName: "Listing", predicate: try FetchPredicate(format: "symbol == 'A'"),
+                                                   propertiesToUpdate: ["symbol": "Z"]))
+        }
+        #expect(try graph.prices() == ["Z": 10, "B": 20])
+    }
+
+    @Test(arguments: allStoreTypes)
+    func subentitiesChangeWithTheirParentUnlessExcluded(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let context = graph.context()
+        try context.performAndWait {
+            let car = Car(context: context)
+            car.plate = "CAR"
+            let truck = Truck(context: context)
+            truck.plate = "TRUCK"
+            try context.save()
+            var request = BatchUpdateRequest(entityName: "Truck", propertiesToUpdate: ["load": .attribute("load") + 3])
+            request.resultType = .count
+            #expect(try context.execute(request) == .count(1))
+            var vehicles = BatchUpdateRequest(entityName: "Vehicle", propertiesToUpdate: ["plate": nil])
+            vehicles.resultType = .count
+            #expect(try context.execute(vehicles) == .count(2))
+            context.reset()
+            let trucks = try context.fetch(FetchRequest<Truck>(entityName: "Truck"))
+            #expect(trucks.map(\.load) == [3])
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func mergingTheResultRefreshesRegisteredObjects(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let ids = try graph.saveListings([("A", 10), ("B", 20)])
+        let viewer = graph.context()
+        let listings = try viewer.performAndWait { try ids.map { try #require(viewer.existingObject(with: $0) as? Listing) } }
+        #expect(viewer.performAndWait { listings.map(\.price) } == [10, 20])
+        let batch = graph.context()
+        var request = BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .attribute("price") * 2])
+        request.resultType = .objectIDs
+        let result = try batch.performAndWait { try batch.execute(request) }
+        // Not merged: the context keeps what it read, as in Core Data.
+        #expect(viewer.performAndWait { listings.map(\.price) } == [10, 20])
+        guard case .objectIDs(let changes) = result else { Issue.record("no IDs: \(result)"); return }
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: changes, into: [viewer])
+        #expect(viewer.performAndWait { listings.map(\.price) } == [20, 40])
+    }
+
+    @Test(arguments: allStoreTypes)
+    func theExecutingContextPostsTheChangesAsASave(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let ids = try graph.saveListings([("A", 10)])
+        let context = graph.context()
+        let saves = SaveLog()
+        let token = NotificationCenter.default.addObserver(forName: ManagedObjectContext.didSaveNotification, object: context, queue: nil) {
+            if let save = try? ContextDidSave($0) { saves.append(save) }
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        try context.performAndWait { _ = try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 1])) }
+        #expect(saves.all.map(\.updatedObjectIDs) == [[ids[0]]])
+    }
+}
+
+/// Saves seen by an observer, from whichever thread posts them.
+final class SaveLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var saves: [ContextDidSave] = []
+    func append(_ save: ContextDidSave) { lock.withLock { saves.append(save) } }
+    var all: [ContextDidSave] { lock.withLock { saves } }
+}
