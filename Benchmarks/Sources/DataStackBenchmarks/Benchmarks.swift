@@ -79,6 +79,23 @@ struct Benchmarks {
         if options.runs("memory") { try runMemory(options) }
         if options.runs("migration") { try runMigration(options) }
         if options.runs("history") { try await runHistory(options) }
+        if options.runs("bulk") { try runBulk(options) }
+    }
+
+    // MARK: - Aggregates and batch requests
+
+    static func runBulk(_ options: Options) throws {
+        let results = try BulkBenchmark.run(rows: options.bulkRows, repetitions: options.repetitions)
+        print(Report.table(["bulk task", "raw SQLite", "DataStack", "× raw", "DataStack, history tracked", "× raw"],
+                           results.map { result in
+                               func ratio(_ time: Duration) -> String {
+                                   String(format: "%.2f×", time.seconds / max(result.raw.seconds, 1e-9))
+                               }
+                               return [result.task, Report.milliseconds(result.raw), Report.milliseconds(result.dataStack),
+                                       ratio(result.dataStack), result.dataStackWithHistory.map(Report.milliseconds) ?? "—",
+                                       result.dataStackWithHistory.map(ratio) ?? "—"]
+                           }))
+        print("")
     }
 
     // MARK: - History

@@ -155,21 +155,22 @@ enum MigrationBenchmark {
     }
 }
 
-/// A plain SQLite connection for the migration task's setup and checks.
-private final class RawConnection {
+/// A plain SQLite connection for the setup, checks and raw contenders of the
+/// migration, aggregate and batch tasks.
+final class RawConnection {
     private var db: OpaquePointer?
     static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     init(_ path: String) throws {
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
-            throw BenchError("migration: cannot open \(path)")
+            throw BenchError("raw SQLite: cannot open \(path)")
         }
     }
 
     deinit { sqlite3_close_v2(db) }
 
     func error(_ what: String) -> BenchError {
-        BenchError("migration: \(String(cString: sqlite3_errmsg(db))) - while \(what)")
+        BenchError("raw SQLite: \(String(cString: sqlite3_errmsg(db))) - while \(what)")
     }
 
     func execute(_ sql: String) throws {

@@ -14,6 +14,8 @@ struct Options: Sendable {
     var chunkSize = 10_000
     /// Rows of the store the migration task migrates (its memory check also runs a tenth of it).
     var migrationRows = 1_000_000
+    /// Rows of the store the aggregate and batch tasks work on.
+    var bulkRows = 1_000_000
     /// Saves the other process makes in the history task's latency measurement.
     var historySaves = 200
     /// Seconds the history task watches an idle store.
@@ -27,10 +29,10 @@ struct Options: Sendable {
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
-                               historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
+                               bulkRows: 20_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -39,6 +41,7 @@ struct Options: Sendable {
           --merge-k LIST     save sizes of the merge task (default 10,1000,100000)
           --migration-rows N rows of the store the migration task migrates (default 1000000)
           --history-saves N  saves by the other process in the history task (default 200)
+          --bulk-rows N      rows of the store the bulk task (aggregate, batch update, batch delete) uses (default 1000000)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -59,7 +62,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -73,6 +76,7 @@ struct Options: Sendable {
                 options.mergeSizes = sizes
             case "--migration-rows": options.migrationRows = try number(after: argument)
             case "--history-saves": options.historySaves = try number(after: argument)
+            case "--bulk-rows": options.bulkRows = try number(after: argument)
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }
