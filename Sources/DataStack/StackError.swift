@@ -1,6 +1,7 @@
 import Foundation
 
-/// An error of the stack itself: what went wrong during setup or reset.
+/// An error of the stack itself: what went wrong during setup or reset, or
+/// what an import was asked that the model does not have.
 public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The kind of failure.
     public enum Code: String, Sendable {
@@ -12,6 +13,8 @@ public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
         case alreadySetUp
         /// The operation needs a stack that was set up.
         case notSetUp
+        /// An entity or property the operation was given is not in the stack's model.
+        case notInModel
     }
 
     public var code: Code

@@ -46,6 +46,19 @@ extension StackManager {
         _ body: @escaping @Sendable (Inputs.Element, ManagedObjectContext) throws -> Void,
         progress: (@Sendable (ImportProgress) -> Void)? = nil
     ) async throws -> ImportProgress where Inputs.Element: Sendable {
+        try await performChunkedImport(inputs, chunkSize: chunkSize, progress: progress) { chunk, context in
+            for input in chunk { try body(input, context) }
+        }
+    }
+
+    /// The loop of both import methods: `fill` builds one chunk's objects in a
+    /// fresh importer context, which is then saved and reset.
+    func performChunkedImport<Inputs: Sequence>(
+        _ inputs: Inputs,
+        chunkSize: Int,
+        progress: (@Sendable (ImportProgress) -> Void)?,
+        _ fill: @escaping @Sendable ([Inputs.Element], ManagedObjectContext) throws -> Void
+    ) async throws -> ImportProgress where Inputs.Element: Sendable {
         var state = ImportProgress(processedInputs: 0, savedChunks: 0, insertedObjects: 0, updatedObjects: 0)
         var iterator = inputs.makeIterator()
         let size = max(1, chunkSize)
@@ -61,7 +74,7 @@ extension StackManager {
                 defer { context.reset() }
                 // Most imports insert an object or so per input.
                 context.reserveCapacity(forInserting: batch.count)
-                for input in batch { try body(input, context) }
+                try fill(batch, context)
                 let counts = context.pendingChangeCounts
                 try context.save()
                 return (counts.inserted, counts.updated)

@@ -1,0 +1,91 @@
+import Foundation
+
+// MARK: - Import loops that update what exists
+
+extension StackManager {
+    /// Imports a sequence of inputs in chunks, as
+    /// ``performImport(_:chunkSize:_:progress:)`` does, handing `body` the
+    /// object each input is about — the stored one whose `attribute` equals
+    /// the input's `key`, or a new one with that key — so that a feed can be
+    /// imported again and again without duplicates.
+    ///
+    /// ```swift
+    /// try await stack.performImport(quotes, upserting: Company.self, by: "symbol", key: \.symbol) { quote, company, _ in
+    ///     company.price = quote.price
+    /// }
+    /// ```
+    ///
+    /// Each chunk finds its existing objects with one query (`attribute IN
+    /// keys`), as RestKit's managed object cache does, rather than a fetch per
+    /// input; inputs with the same key in a chunk share one object. Two
+    /// importers — in this process or others — that insert the same new key
+    /// at once both save: declare the attribute unique
+    /// (``EntityDescription/uniquenessConstraints``) and the store settles the
+    /// race at save with the importer's merge policy (the incoming values win,
+    /// ``MergePolicy/mergeByPropertyObjectTrump``), leaving one row per key.
+    /// Without the constraint each would insert its own.
+    ///
+    /// - Parameters:
+    ///   - type: the objects' class; its entity is looked up in the model.
+    ///   - attribute: the attribute that identifies an object, holding `key`'s values.
+    ///   - key: the key of an input.
+    ///   - body: updates the input's object (new objects already hold their key).
+    /// - Throws: ``StackError`` when the entity or attribute is not in the
+    ///   model; otherwise what ``performImport(_:chunkSize:_:progress:)`` throws.
+    @discardableResult
+    public func performImport<Inputs: Sequence, Object: ManagedObject, Key: Hashable & Sendable>(
+        _ inputs: Inputs,
+        chunkSize: Int = 1_000,
+        upserting type: Object.Type,
+        by attribute: String,
+        key: @escaping @Sendable (Inputs.Element) -> Key,
+        _ body: @escaping @Sendable (Inputs.Element, Object, ManagedObjectContext) throws -> Void,
+        progress: (@Sendable (ImportProgress) -> Void)? = nil
+    ) async throws -> ImportProgress where Inputs.Element: Sendable {
+        let entity = try upsertEntity(for: type, attribute: attribute)
+        return try await performChunkedImport(inputs, chunkSize: chunkSize, progress: progress) { chunk, context in
+            var request = FetchRequest<ManagedObject>(entityName: entity.name)
+            request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [attribute, Array(Set(chunk.map(key)))])
+            request.returnsObjectsAsFaults = false
+            var objects: [Key: Object] = [:]
+            for case let object as Object in try context.fetch(request) {
+                // A stored key of another type would look absent and be inserted again: refuse instead.
+                let stored = try object.value(forKey: attribute)
+                guard let value = stored as? Key else {
+                    let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
+                    throw StackError(.notInModel, """
+                        \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
+                        """)
+                }
+                objects[value] = object
+            }
+            for input in chunk {
+                let value = key(input)
+                let object: Object
+                if let existing = objects[value] {
+                    object = existing
+                } else {
+                    let made = Object(entity: entity, insertInto: context)
+                    try made.setValue(value, forKey: attribute)
+                    objects[value] = made
+                    object = made
+                }
+                try body(input, object, context)
+            }
+        }
+    }
+
+    /// The entity of `type` in the stack's model, checked to have `attribute`.
+    private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> EntityDescription {
+        guard let model = state.withLock({ $0.setup?.model }) else {
+            throw StackError(.notSetUp, "performImport(_:upserting:by:key:_:) needs a stack that was set up")
+        }
+        guard let entity = model.entities.first(where: { $0.managedObjectClass == type }) else {
+            throw StackError(.notInModel, "no entity of the model has the class \(type)")
+        }
+        guard entity.attributesByName[attribute] != nil else {
+            throw StackError(.notInModel, "entity \(entity.name) has no attribute \(attribute) to find existing objects by")
+        }
+        return entity
+    }
+}
