@@ -80,6 +80,13 @@ struct Benchmarks {
         if options.runs("migration") { try runMigration(options) }
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
+        if options.runs("upsert") {
+            let result = try await UpsertBenchmark.run(rows: options.upsertRows, chunkSize: options.chunkSize, repetitions: options.repetitions)
+            print(Report.table(["upsert: N imported, N/2 stored before", "raw SQLite (INSERT … ON CONFLICT DO UPDATE)", "DataStack", "× raw"],
+                               [[String(result.rows), Report.milliseconds(result.raw), Report.milliseconds(result.dataStack),
+                                 String(format: "%.2f×", result.dataStack.seconds / max(result.raw.seconds, 1e-9))]]))
+            print("")
+        }
     }
 
     // MARK: - Aggregates and batch requests

@@ -7,10 +7,11 @@ import Synchronization
 /// reads through the main context.
 enum DataStackBench {
     /// A stack on `url` (with the stack's default options unless given others), with a watcher of its merges.
-    static func open(_ url: URL, options: StoreOptions = .stackDefaults) async throws -> (StackManager, MergeWatcher) {
+    static func open(_ url: URL, model: ManagedObjectModel = BenchModel.make(),
+                     options: StoreOptions = .stackDefaults) async throws -> (StackManager, MergeWatcher) {
         let stack = StackManager()
         let watcher = MergeWatcher(stack)
-        try await stack.setup(model: BenchModel.make(), storeURL: url, options: options)
+        try await stack.setup(model: model, storeURL: url, options: options)
         return (stack, watcher)
     }
 

@@ -16,6 +16,8 @@ struct Options: Sendable {
     var migrationRows = 1_000_000
     /// Rows of the store the aggregate and batch tasks work on.
     var bulkRows = 1_000_000
+    /// Rows the upsert task imports (half of them stored before).
+    var upsertRows = 100_000
     /// Saves the other process makes in the history task's latency measurement.
     var historySaves = 200
     /// Seconds the history task watches an idle store.
@@ -29,10 +31,10 @@ struct Options: Sendable {
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
-                               bulkRows: 20_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
+                               bulkRows: 20_000, upsertRows: 4_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -42,6 +44,7 @@ struct Options: Sendable {
           --migration-rows N rows of the store the migration task migrates (default 1000000)
           --history-saves N  saves by the other process in the history task (default 200)
           --bulk-rows N      rows of the store the bulk task (aggregate, batch update, batch delete) uses (default 1000000)
+          --upsert-rows N    rows the upsert task imports, half of them stored before (default 100000)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -62,7 +65,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -77,6 +80,7 @@ struct Options: Sendable {
             case "--migration-rows": options.migrationRows = try number(after: argument)
             case "--history-saves": options.historySaves = try number(after: argument)
             case "--bulk-rows": options.bulkRows = try number(after: argument)
+            case "--upsert-rows": options.upsertRows = try number(after: argument)
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }

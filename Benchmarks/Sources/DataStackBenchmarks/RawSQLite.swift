@@ -38,9 +38,18 @@ final class RawSQLite {
         return statement
     }
 
-    /// Inserts the rows, one transaction per chunk, through one prepared statement.
-    func insert(_ rows: [TickerValues], chunkSize: Int) throws {
-        let sql = "INSERT INTO ticker (symbol, name, price, volume, time) VALUES (?, ?, ?, ?, ?)"
+    /// Makes `symbol` unique, for ``insert(_:chunkSize:upserting:)``'s conflict clause.
+    func makeSymbolUnique() throws {
+        try execute("CREATE UNIQUE INDEX IF NOT EXISTS ticker_symbol ON ticker (symbol)")
+    }
+
+    /// Inserts the rows, one transaction per chunk, through one prepared
+    /// statement; when `upserting`, a row whose symbol exists updates it
+    /// (`ON CONFLICT (symbol) DO UPDATE`, after ``makeSymbolUnique()``).
+    func insert(_ rows: [TickerValues], chunkSize: Int, upserting: Bool = false) throws {
+        let sql = "INSERT INTO ticker (symbol, name, price, volume, time) VALUES (?, ?, ?, ?, ?)" + (upserting ? """
+             ON CONFLICT (symbol) DO UPDATE SET name = excluded.name, price = excluded.price, volume = excluded.volume, time = excluded.time
+            """ : "")
         let statement = try prepare(sql)
         defer { sqlite3_finalize(statement) }
         for start in stride(from: 0, to: rows.count, by: chunkSize) {
@@ -67,6 +76,14 @@ final class RawSQLite {
             }
             try execute("COMMIT")
         }
+    }
+
+    /// The number of rows and the sum of their prices.
+    func countAndPriceSum() throws -> (Int, Double) {
+        let statement = try prepare("SELECT count(*), total(price) FROM ticker")
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw error("SELECT count(*), total(price) FROM ticker") }
+        return (Int(sqlite3_column_int64(statement, 0)), sqlite3_column_double(statement, 1))
     }
 
     private static func text(_ statement: OpaquePointer, _ column: Int32) -> String {

@@ -62,8 +62,9 @@ final class BenchTicker: ManagedObject {
 enum BenchModel {
     static let entityName = "BenchTicker"
 
-    static func make() -> ManagedObjectModel {
-        ManagedObjectModel(entities: [
+    /// The ticker model; with `uniqueSymbols`, `symbol` is a uniqueness constraint (the upsert task).
+    static func make(uniqueSymbols: Bool = false) -> ManagedObjectModel {
+        let model = ManagedObjectModel(entities: [
             EntityDescription(name: entityName, managedObjectClass: BenchTicker.self, properties: [
                 AttributeDescription(name: "symbol", type: .string, isOptional: false),
                 AttributeDescription(name: "name", type: .string, isOptional: false),
@@ -73,6 +74,8 @@ enum BenchModel {
                                      defaultValue: .date(Date(timeIntervalSinceReferenceDate: 0))),
             ]),
         ])
+        if uniqueSymbols { model.entitiesByName[entityName]?.uniquenessConstraints = [["symbol"]] }
+        return model
     }
 }
 

@@ -1,0 +1,57 @@
+import DataStack
+import Foundation
+
+/// Task `upsert` (issue #17): N rows imported into a store that holds the
+/// first half of them already, each existing row updated and each new one
+/// inserted — raw SQLite's `INSERT … ON CONFLICT (symbol) DO UPDATE` against
+/// DataStack's `performImport(_:upserting:by:key:_:)` with `symbol` unique.
+enum UpsertBenchmark {
+    struct Result: Sendable {
+        var rows: Int
+        var raw: Duration
+        var dataStack: Duration
+    }
+
+    static func run(rows count: Int, chunkSize: Int, repetitions: Int) async throws -> Result {
+        let stored = TickerValues.rows(count / 2)
+        let incoming = TickerValues.rows(count).map { values -> TickerValues in
+            var changed = values
+            changed.price += 1
+            return changed
+        }
+        let expectedSum = incoming.reduce(0) { $0 + $1.price }
+        var raw = Duration.seconds(1_000_000), dataStack = raw
+        for _ in 0..<repetitions {
+            let directory = ScratchDirectory("upsert")
+            let db = try RawSQLite(path: directory.file("raw.sqlite").path)
+            try db.makeSymbolUnique()
+            try db.insert(stored, chunkSize: chunkSize)
+            let start = ContinuousClock.now
+            try db.insert(incoming, chunkSize: chunkSize, upserting: true)
+            raw = min(raw, ContinuousClock.now - start)
+            try check("raw SQLite", try db.countAndPriceSum(), count: count, sum: expectedSum)
+
+            let (stack, watcher) = try await DataStackBench.open(directory.file("DataStack.sqlite"), model: BenchModel.make(uniqueSymbols: true))
+            let first = try await DataStackBench.insert(stored, chunkSize: chunkSize, into: stack)
+            try await watcher.wait(for: first)
+            let begin = ContinuousClock.now
+            let progress = try await stack.performImport(incoming, chunkSize: chunkSize, upserting: BenchTicker.self, by: "symbol",
+                                                         key: \.symbol) { values, ticker, _ in ticker.assign(values) }
+            dataStack = min(dataStack, ContinuousClock.now - begin)
+            try await watcher.wait(for: first + progress.savedChunks)
+            let context = stack.importerContext()
+            let read = try await context.perform {
+                let tickers = try context.fetch(FetchRequest<BenchTicker>())
+                return (tickers.count, tickers.reduce(0) { $0 + $1.price })
+            }
+            try check("DataStack", read, count: count, sum: expectedSum)
+        }
+        return Result(rows: count, raw: raw, dataStack: dataStack)
+    }
+
+    private static func check(_ contender: String, _ read: (Int, Double), count: Int, sum: Double) throws {
+        guard read.0 == count, abs(read.1 - sum) <= 1e-9 * sum else {
+            throw BenchError("upsert: \(contender) holds \(read.0) rows summing to \(read.1), expected \(count) summing to \(sum)")
+        }
+    }
+}
