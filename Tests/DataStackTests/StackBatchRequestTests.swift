@@ -55,7 +55,7 @@ import DataStack
         try await importer.perform {
             // T0 and T1 move in (at the end), T9 moves out, T5 changes in place.
             _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol IN {'T0', 'T1'}"),
-                                                        propertiesToUpdate: ["price": .attribute("price") + 20]))
+                                                        propertiesToUpdate: ["price": .keyPath("price") + 20]))
             _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol == 'T9'"),
                                                         propertiesToUpdate: ["price": 0]))
             _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", predicate: try FetchPredicate(format: "symbol == 'T5'"),
@@ -118,7 +118,7 @@ import DataStack
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
         context.transactionAuthor = "repricer"
         try context.performAndWait {
-            _ = try context.execute(BatchUpdateRequest(entityName: "Ticker", propertiesToUpdate: ["price": .attribute("price") * 10]))
+            _ = try context.execute(BatchUpdateRequest(entityName: "Ticker", propertiesToUpdate: ["price": .keyPath("price") * 10]))
         }
         let merges = await recorder.wait(for: 2)
         guard case .otherProcess(let author, _) = merges.last?.source else {

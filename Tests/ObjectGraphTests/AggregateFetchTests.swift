@@ -143,6 +143,11 @@ import Testing
             for update in try context.fetch(request) {
                 let value = try (FetchExpression.keyPath("price") * 1.5).evaluate(with: update, as: .double)
                 #expect(value == .double(update.price * 1.5))
+                // Into an integer, a real is truncated and clamped as SQLite's CAST does, never trapping.
+                #expect(try (FetchExpression.keyPath("price") * 1e300).evaluate(with: update, as: .integer64) == .integer(.max))
+                #expect(try (FetchExpression.keyPath("price") * -1.5).evaluate(with: update, as: .integer64)
+                    == .integer(Int64((update.price * -1.5).rounded(.towardZero))))
+                #expect(try (FetchExpression.keyPath("price") + nil).evaluate(with: update, as: .double) == .null)
             }
         }
     }

@@ -26,7 +26,7 @@ import Testing
         return caught
     }
 
-    private func update(_ properties: [String: BatchUpdateValue], entity: String = "Listing",
+    private func update(_ properties: [String: FetchExpression], entity: String = "Listing",
                         where format: String? = nil) throws -> BatchUpdateRequest {
         BatchUpdateRequest(entityName: entity, predicate: try format.map { try FetchPredicate(format: $0) }, propertiesToUpdate: properties)
     }
@@ -44,7 +44,7 @@ import Testing
     func anUnknownKey(type: StoreType) throws {
         let request = try update(["prize": 1])
         #expect(try failure(on: type) { try $0.execute(request) } as? ObjectGraphError == .unknownKey("prize", entity: "Listing"))
-        let arithmetic = try update(["price": .attribute("prize") + 1])
+        let arithmetic = try update(["price": .keyPath("prize") + 1])
         #expect(try failure(on: type) { try $0.execute(arithmetic) } as? ObjectGraphError == .unknownKey("prize", entity: "Listing"))
     }
 
@@ -59,10 +59,35 @@ import Testing
         let request = try update(["price": "cheap"])
         let error = try failure(on: type) { try $0.execute(request) }
         #expect(error as? ObjectGraphError == .wrongValueType(key: "price", entity: "Listing", expected: AttributeType.double.valueDescription, actual: "String"))
-        let arithmetic = try update(["price": .attribute("symbol") * 2])
-        #expect(try failure(on: type) { try $0.execute(arithmetic) } as? BatchRequestError == .notNumeric(key: "price", entity: "Listing", operand: "symbol"))
-        let onText = try update(["symbol": .attribute("price") * 2])
-        #expect(try failure(on: type) { try $0.execute(onText) } is BatchRequestError)
+        // Arithmetic is type-checked as in a fetch, the error naming the key.
+        let arithmetic = try update(["price": .keyPath("symbol") * 2])
+        let notNumbers = try failure(on: type) { try $0.execute(arithmetic) } as? FetchExpressionError
+        #expect(notNumbers?.code == .needsNumbers && notNumbers?.location == "propertiesToUpdate['price']", "\(String(describing: notNumbers))")
+        #expect(notNumbers?.reason.contains("symbol is string") == true, "\(String(describing: notNumbers))")
+        // A computed value the attribute cannot hold is the wrong type, as a constant is.
+        let onText = try update(["symbol": .keyPath("price") * 2])
+        #expect(try failure(on: type) { try $0.execute(onText) } as? ObjectGraphError
+            == .wrongValueType(key: "symbol", entity: "Listing", expected: AttributeType.string.valueDescription, actual: "(price * 2) (double)"))
+    }
+
+    @Test(arguments: allStoreTypes)
+    func aValueNotComputedFromTheRowItself(type: StoreType) throws {
+        // An UPDATE sets each row from its own columns: no aggregate, no join.
+        let values: [(entity: String, key: String, value: FetchExpression)] = [
+            ("Listing", "price", .sum(.keyPath("price"))),
+            ("Listing", "price", .keyPath("price") + .count()),
+            ("Quote", "value", .keyPath("listing.price") * 2),
+            ("Quote", "value", .keyPath("listing")),
+            ("Listing", "price", .evaluatedObject),
+        ]
+        for (entity, key, value) in values {
+            let request = try update([key: value], entity: entity)
+            #expect(try failure(on: type) { try $0.execute(request) } as? BatchRequestError
+                == .notComputedFromTheRow(key: key, entity: entity, expression: "\(value)"))
+        }
+        #expect(BatchRequestError.notComputedFromTheRow(key: "value", entity: "Quote", expression: "(listing.price * 2)").description
+            == "the new value of Quote.value, (listing.price * 2), must be computed from the row's own attributes: "
+            + "a batch update cannot join another table or aggregate rows")
     }
 
     @Test(arguments: allStoreTypes)

@@ -40,7 +40,7 @@ import Testing
         }
         let batch = PersistentHistoryTests.context(coordinator, author: "repricer", name: "BatchContext")
         var request = BatchUpdateRequest(entityName: "Company", predicate: try FetchPredicate(format: "symbol == 'ACME'"),
-                                         propertiesToUpdate: ["name": "Acme", "employees": .attribute("employees") + 7])
+                                         propertiesToUpdate: ["name": "Acme", "employees": .keyPath("employees") + 7])
         request.resultType = .objectIDs
         let result = try batch.performAndWait { try batch.execute(request) }
 

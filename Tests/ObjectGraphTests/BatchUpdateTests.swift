@@ -38,22 +38,33 @@ import Testing
         _ = try graph.saveListings([("A", 10), ("B", 20)])
         let context = graph.context()
         try context.performAndWait {
-            for (row, number) in [("a", 7), ("b", -7)] {
+            for (row, number) in [("a", 7), ("b", -7), ("c", 1)] {
                 let seat = Seat(context: context)
                 seat.row = row
                 seat.number = number
             }
             try context.save()
-            try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .attribute("price") * 1.5 + 1]))
-            // Integers stay integers (division truncates toward zero); a double result is truncated into an integer attribute.
-            try context.execute(BatchUpdateRequest(entityName: "Seat", propertiesToUpdate: ["number": .attribute("number") / 2 * 10 + 2.9]))
+            try context.execute(BatchUpdateRequest(entityName: "Listing",
+                                                   propertiesToUpdate: ["price": .keyPath("price") * 1.5 + 1, "name": .keyPath("symbol")]))
+            // `/` divides as floating point, as FetchExpression does in a fetch; the result is truncated into the integer attribute.
+            try context.execute(BatchUpdateRequest(entityName: "Seat", propertiesToUpdate: ["number": .keyPath("number") / 2 * 10 + 2.9]))
+            // Integers stay integers; nil in arithmetic gives nil.
+            try context.execute(BatchUpdateRequest(entityName: "Seat", predicate: try FetchPredicate(format: "row == 'b'"),
+                                                   propertiesToUpdate: ["number": .keyPath("number") * 3 - 1, "holder": "them"]))
+            try context.execute(BatchUpdateRequest(entityName: "Seat", predicate: try FetchPredicate(format: "row == 'c'"),
+                                                   propertiesToUpdate: ["number": .keyPath("number") + nil]))
+            try context.execute(BatchUpdateRequest(entityName: "Listing", predicate: try FetchPredicate(format: "symbol == 'B'"),
+                                                   propertiesToUpdate: ["name": nil]))
         }
         #expect(try graph.prices() == ["A": 16, "B": 31])
         let check = graph.context()
-        let numbers = try check.performAndWait {
-            try check.fetch(FetchRequest<Seat>(entityName: "Seat", predicate: nil, sortDescriptors: [FetchSort(key: "row")])).map(\.number)
+        let (seats, names) = try check.performAndWait {
+            let seats = try check.fetch(FetchRequest<Seat>(entityName: "Seat", predicate: nil, sortDescriptors: [FetchSort(key: "row")]))
+            let listings = try check.fetch(FetchRequest<Listing>(entityName: "Listing", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")]))
+            return (try seats.map { "\(try $0.value(forKey: "number") ?? "nil") \($0.holder ?? "-")" }, listings.map { $0.name ?? "-" })
         }
-        #expect(numbers == [32, -27])
+        #expect(seats == ["37 -", "-97 them", "nil -"])
+        #expect(names == ["A", "-"])
     }
 
     @Test(arguments: allStoreTypes)
@@ -103,7 +114,7 @@ import Testing
             let truck = Truck(context: context)
             truck.plate = "TRUCK"
             try context.save()
-            var request = BatchUpdateRequest(entityName: "Truck", propertiesToUpdate: ["load": .attribute("load") + 3])
+            var request = BatchUpdateRequest(entityName: "Truck", propertiesToUpdate: ["load": .keyPath("load") + 3])
             request.resultType = .count
             #expect(try context.execute(request) == .count(1))
             var vehicles = BatchUpdateRequest(entityName: "Vehicle", propertiesToUpdate: ["plate": nil])
@@ -123,7 +134,7 @@ import Testing
         let listings = try viewer.performAndWait { try ids.map { try #require(viewer.existingObject(with: $0) as? Listing) } }
         #expect(viewer.performAndWait { listings.map(\.price) } == [10, 20])
         let batch = graph.context()
-        var request = BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .attribute("price") * 2])
+        var request = BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .keyPath("price") * 2])
         request.resultType = .objectIDs
         let result = try batch.performAndWait { try batch.execute(request) }
         // Not merged: the context keeps what it read, as in Core Data.

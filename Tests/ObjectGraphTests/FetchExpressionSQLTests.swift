@@ -16,6 +16,10 @@ import Testing
         #expect(compiled.joins == ["LEFT JOIN ZCOMPANY t0_1 ON t0_1.Z_PK = t0.ZPARENT"])
         #expect(compiled.bindings == [.double(1.1)])
         #expect(try compile(.keyPath("volume") / 2).sql == "(CAST(t0.ZVOLUME AS REAL) / ?1)")
+        // After a statement's own parameters, as a batch update's second SET value is.
+        let second = FetchExpression.keyPath("volume") * 2 + 1
+        #expect(try second.sql(for: predicateEntity("Company"), schema: PredicateTestSchema(), rootAlias: "ZCOMPANY", parametersBefore: 3).sql
+            == "((ZCOMPANY.ZVOLUME * ?4) + ?5)")
     }
 
     @Test func aggregatesCompileToSQLiteFunctions() throws {
@@ -41,5 +45,11 @@ import Testing
     @Test func anExpressionPrintsInCoreDataFormat() {
         #expect(FetchExpression.sum(.keyPath("price") * 2).description == "sum:((price * 2))")
         #expect(FetchExpression.count().description == "count:(SELF)")
+    }
+
+    @Test func literalsAreConstants() {
+        // A string literal is a string, not a key path: `["note": "repriced"]` in a batch update sets a text.
+        let literals: [FetchExpression] = ["repriced", true, nil, 2, 1.5]
+        #expect(literals == [.constant(.string("repriced")), .constant(.bool(true)), .constant(.null), .constant(.integer(2)), .constant(.double(1.5))])
     }
 }

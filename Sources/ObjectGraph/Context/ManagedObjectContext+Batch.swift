@@ -28,15 +28,16 @@ extension ManagedObjectContext {
     /// ``automaticallyMergesChangesFromParent``) then takes batches too.
     ///
     /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, ``ObjectGraphError/unknownKey(_:entity:)``,
-    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``, a ``BatchRequestError``,
-    ///   ``ObjectGraphError/uniquenessConflict(_:)``, or ``PersistentStoreError`` (a read-only
-    ///   store). Nothing is changed when it throws.
+    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)`` (a constant or a computed
+    ///   value the attribute cannot hold), ``FetchExpressionError`` (arithmetic on something not a
+    ///   number), a ``BatchRequestError``, ``ObjectGraphError/uniquenessConflict(_:)``, or
+    ///   ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
     @discardableResult
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
         assertOnQueue()
         let entity = try batchEntity(named: request.entityName)
         let fetch = try batchFetch(entity: entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
-        var values: [(attribute: AttributeDescription, value: ResolvedUpdateValue)] = []
+        var values: [(attribute: AttributeDescription, value: FetchExpression)] = []
         for key in request.propertiesToUpdate.keys.sorted() {
             guard let new = request.propertiesToUpdate[key] else { continue }
             guard let attribute = try entity.property(forKey: key) as? AttributeDescription else {
@@ -138,32 +139,43 @@ extension ManagedObjectContext {
         return batching
     }
 
-    /// A new value checked against its attribute: constants converted as
-    /// key-value coding converts them, arithmetic kept to numbers.
-    private static func resolve(_ value: BatchUpdateValue, for attribute: AttributeDescription,
-                                in entity: EntityDescription) throws -> ResolvedUpdateValue {
-        if case .value(let constant) = value {
-            return .constant(try PropertyValue(constant, for: attribute.type, key: attribute.name, entity: entity.name))
+    /// A new value checked against its attribute: a constant converted as
+    /// key-value coding converts it; an expression kept to the row's own
+    /// attributes, type-checked as a fetch's, and of a type the attribute holds.
+    private static func resolve(_ value: FetchExpression, for attribute: AttributeDescription,
+                                in entity: EntityDescription) throws -> FetchExpression {
+        if case .constant(let constant) = value.node {
+            let converted = try PropertyValue(constant.anyValue(for: attribute.type) ?? NSNull(), for: attribute.type,
+                                              key: attribute.name, entity: entity.name)
+            return .constant(converted)
         }
-        func numeric(_ operand: BatchUpdateValue) throws -> ResolvedUpdateValue {
-            switch operand {
-            case .value(let constant):
-                if let integer = PropertyValue.integer(from: constant) { return .constant(.integer(integer)) }
-                if let double = constant as? Double ?? (constant as? Float).map(Double.init) { return .constant(.double(double)) }
-                throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: "\(constant)")
-            case .attribute(let key):
-                guard let read = try entity.property(forKey: key) as? AttributeDescription, read.type.isArithmetic else {
-                    throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: key)
-                }
-                return .attribute(read)
-            case .arithmetic(let lhs, let op, let rhs):
-                return .arithmetic(try numeric(lhs), op, try numeric(rhs))
-            }
+        guard try readsTheRowOnly(value.node, in: entity) else {
+            throw BatchRequestError.notComputedFromTheRow(key: attribute.name, entity: entity.name, expression: "\(value)")
         }
-        guard attribute.type.isArithmetic else {
-            throw BatchRequestError.notNumeric(key: attribute.name, entity: entity.name, operand: "\(attribute.name) (\(attribute.type))")
+        let type = try value.check(for: entity, at: "propertiesToUpdate['\(attribute.name)']")
+        guard let type, attribute.type.holds(computed: type) else {
+            throw ObjectGraphError.wrongValueType(key: attribute.name, entity: entity.name, expected: attribute.type.valueDescription,
+                                                  actual: "\(value) (\(type?.rawValue ?? "an object"))")
         }
-        return try numeric(value)
+        return value
+    }
+
+    /// Whether every key path of `node` is an attribute of the row itself and
+    /// there is no aggregate: an `UPDATE` sets each row on its own, so it can
+    /// neither join another table nor reduce several rows.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``, as for any unknown key.
+    private static func readsTheRowOnly(_ node: FetchExpression.Node, in entity: EntityDescription) throws -> Bool {
+        switch node {
+        case .constant:
+            true
+        case .keyPath(let keys):
+            try keys.count == 1 && entity.property(forKey: keys[0]) is AttributeDescription
+        case .arithmetic(_, let lhs, let rhs):
+            try readsTheRowOnly(lhs, in: entity) && readsTheRowOnly(rhs, in: entity)
+        case .aggregate:
+            false
+        }
     }
 
     // MARK: - Running it
@@ -189,11 +201,12 @@ extension ManagedObjectContext {
 }
 
 extension AttributeType {
-    /// Whether batch-update arithmetic works on it: integers and floating-point numbers.
-    var isArithmetic: Bool {
-        switch self {
-        case .integer16, .integer32, .integer64, .double, .float: true
-        default: false
-        }
+    /// Whether an attribute of this type holds a computed value of type
+    /// `computed`: the same type, or any integer or floating-point number for
+    /// a number (truncated into an integer). Anything else would need a
+    /// conversion SQL does not make the way key-value coding does.
+    func holds(computed: AttributeType) -> Bool {
+        let numbers: Set<AttributeType> = [.integer16, .integer32, .integer64, .double, .float]
+        return computed == self || numbers.contains(self) && numbers.contains(computed)
     }
 }

@@ -15,7 +15,7 @@ extension InMemoryStore: BatchRequestStore {
         case .update(let update):
             let before = try matchedRows(update.fetch)
             guard !before.isEmpty else { return BatchChanges() }
-            let after = before.map(update.updated)
+            let after = try before.map { try updated($0, by: update) }
             try checkUniqueness(of: after, changing: update)
             _ = try execute(.save(SaveChangesRequest(updatedObjects: after)), in: nil)
             return BatchChanges(updatedObjectIDs: before.map(\.objectID))
@@ -35,6 +35,22 @@ extension InMemoryStore: BatchRequestStore {
             _ = try execute(.save(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted)), in: nil)
             return plan.changes(historyToken: nil)
         }
+    }
+
+    /// A row with the new values, computed on its old ones as the SQLite
+    /// store's `SET` computes them; a constant is stored as the context converted it.
+    private func updated(_ row: IncrementalStoreNode, by update: StoreBatchUpdate) throws -> IncrementalStoreNode {
+        // The values read only the row's own attributes, so the row needs no neighbours.
+        let subject = NodeSubject(node: row, rows: [:], toMany: { _, _ in [] })
+        var values = row.values
+        for (attribute, value) in update.values {
+            if case .constant(let constant) = value.node {
+                values[attribute.index] = constant
+            } else {
+                values[attribute.index] = try value.evaluate(with: subject, as: attribute.type)
+            }
+        }
+        return IncrementalStoreNode(objectID: row.objectID, values: values, version: row.version)
     }
 
     private func matchedRows(_ fetch: StoreFetch) throws -> [IncrementalStoreNode] {

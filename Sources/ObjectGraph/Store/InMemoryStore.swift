@@ -351,8 +351,8 @@ extension InMemoryStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
     }
 }
 
-/// A stored row seen by the predicate evaluator: relationships lead to other rows.
-private struct NodeSubject: PredicateSubject {
+/// A stored row seen by the predicate evaluator and by expressions: relationships lead to other rows.
+struct NodeSubject: PredicateSubject {
     var node: IncrementalStoreNode
     var rows: [ObjectID: IncrementalStoreNode]
     /// The destinations of a to-many, which rows do not hold.

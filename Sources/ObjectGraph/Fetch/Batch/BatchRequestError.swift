@@ -5,14 +5,17 @@ import Foundation
 /// Errors the rest of the framework already names keep their type:
 /// ``ObjectGraphError/unknownEntity(_:)``, ``ObjectGraphError/unknownKey(_:entity:)``,
 /// ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``,
-/// ``ObjectGraphError/uniquenessConflict(_:)`` and ``PersistentStoreError`` for a read-only store.
+/// ``ObjectGraphError/uniquenessConflict(_:)``, ``PersistentStoreError`` for a read-only store,
+/// and ``FetchExpressionError`` for a new value whose arithmetic is not on numbers.
 public enum BatchRequestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The predicate cannot be run against the entity's rows.
     case predicateDoesNotCompile(predicate: String, entity: String, reason: String)
     /// A key of `propertiesToUpdate` names a relationship; a batch update sets attributes only.
     case notAnAttribute(key: String, entity: String)
-    /// Arithmetic in `propertiesToUpdate` uses a value that is not an integer or floating-point number.
-    case notNumeric(key: String, entity: String, operand: String)
+    /// A new value in `propertiesToUpdate` uses an aggregate or a key path through
+    /// a relationship: an `UPDATE` sets each row from its own columns, and cannot
+    /// join another table or reduce several rows.
+    case notComputedFromTheRow(key: String, entity: String, expression: String)
     /// A `deny` rule forbids deleting the object while the relationship has destinations.
     case deleteDenied(objectID: ObjectID, relationship: String)
     /// The store holding the entity does not run batch requests.
@@ -24,8 +27,9 @@ public enum BatchRequestError: Error, Sendable, Equatable, CustomStringConvertib
             "the predicate \(predicate) does not compile for entity \(entity): \(reason)"
         case .notAnAttribute(let key, let entity):
             "\(entity).\(key) is a relationship; a batch update sets attributes only"
-        case .notNumeric(let key, let entity, let operand):
-            "the new value of \(entity).\(key) does arithmetic on \(operand), which is not an integer or floating-point number"
+        case .notComputedFromTheRow(let key, let entity, let expression):
+            "the new value of \(entity).\(key), \(expression), must be computed from the row's own attributes: "
+                + "a batch update cannot join another table or aggregate rows"
         case .deleteDenied(let objectID, let relationship):
             "\(objectID) cannot be deleted: its relationship \(relationship) has the deny rule and is not empty"
         case .unsupportedStore(let type, let entity):

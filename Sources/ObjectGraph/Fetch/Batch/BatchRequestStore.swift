@@ -17,17 +17,10 @@ package enum StoreBatchRequest: Sendable {
 package struct StoreBatchUpdate: Sendable {
     /// The rows to change (a `.managedObject` fetch without sort or limit).
     package var fetch: StoreFetch
-    /// Each changed attribute and its new value, in a stable order.
-    package var values: [(attribute: AttributeDescription, value: ResolvedUpdateValue)]
-
-    /// A row with the new values, evaluated on its old ones.
-    package func updated(_ row: IncrementalStoreNode) -> IncrementalStoreNode {
-        var values = row.values
-        for (attribute, value) in self.values {
-            values[attribute.index] = value.evaluate(on: row.values, storedAs: attribute.type)
-        }
-        return IncrementalStoreNode(objectID: row.objectID, values: values, version: row.version)
-    }
+    /// Each changed attribute and its new value, in a stable order: a constant
+    /// already converted to the attribute's type, or an expression that reads
+    /// only the row's own attributes and whose type fits the attribute.
+    package var values: [(attribute: AttributeDescription, value: FetchExpression)]
 }
 
 /// A batch delete checked against the model.

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// var request = BatchUpdateRequest(entityName: "Stock", predicate: try FetchPredicate(format: "exchange == %@", "XNAS"))
-/// request.propertiesToUpdate = ["price": .attribute("price") * 1.1]
+/// request.propertiesToUpdate = ["price": .keyPath("price") * 1.1, "note": "repriced"]
 /// request.resultType = .objectIDs
 /// let result = try context.execute(request)
 /// ```
@@ -16,6 +16,18 @@ import Foundation
 /// `willSave`, and contexts learn of the change only by a merge — see
 /// ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest)`` for what is kept
 /// (uniqueness constraints, `Z_OPT`, history) and what is not.
+///
+/// New values are ``FetchExpression``s, the type of a dictionary fetch's
+/// computed values, so there is one way to write a value (Core Data's
+/// `propertiesToUpdate` takes constants and `NSExpression`s too). Both stores
+/// compute them with ``FetchExpression``'s rules — nil in arithmetic gives nil,
+/// integers stay integers, `/` divides as floating point — and store the result
+/// as the attribute keeps it: truncated toward zero into an integer attribute.
+///
+/// A value is computed from the row's own attributes only: an aggregate or a
+/// key path through a relationship throws
+/// ``BatchRequestError/notComputedFromTheRow(key:entity:expression:)``, since an
+/// SQL `UPDATE` sets each row on its own and cannot join another table.
 public struct BatchUpdateRequest: Sendable {
     /// The entity whose rows change.
     public var entityName: String
@@ -23,12 +35,15 @@ public struct BatchUpdateRequest: Sendable {
     public var predicate: FetchPredicate?
     /// Whether rows of subentities change too. The default is `true`.
     public var includesSubentities = true
-    /// The new value of each attribute, by name. Relationships cannot be set.
-    public var propertiesToUpdate: [String: BatchUpdateValue]
+    /// The new value of each attribute, by name: a constant (a literal, or
+    /// ``FetchExpression/constant(_:)``, converted as key-value coding converts it),
+    /// or an expression on the row's attributes whose value the attribute holds
+    /// (of its own type, or any number for a number). Relationships cannot be set.
+    public var propertiesToUpdate: [String: FetchExpression]
     /// What ``ManagedObjectContext/execute(_:)-(BatchUpdateRequest)`` returns. The default is ``BatchResultType/statusOnly``.
     public var resultType: BatchResultType = .statusOnly
 
-    public init(entityName: String, predicate: FetchPredicate? = nil, propertiesToUpdate: [String: BatchUpdateValue] = [:]) {
+    public init(entityName: String, predicate: FetchPredicate? = nil, propertiesToUpdate: [String: FetchExpression] = [:]) {
         self.entityName = entityName
         self.predicate = predicate
         self.propertiesToUpdate = propertiesToUpdate

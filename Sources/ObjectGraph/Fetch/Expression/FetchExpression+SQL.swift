@@ -4,14 +4,16 @@ extension FetchExpression {
     /// Compiles the expression to an SQL value on rows of `entity` at `rootAlias`,
     /// for a statement of one's own (a batch update's `SET price = …`).
     ///
-    /// - Returns: `sql`, whose parameters are numbered `?1`, `?2`… (bind
-    ///   `bindings[i]` at `i + 1`); `joins`, the `LEFT JOIN`s its to-one key paths
-    ///   need after the root table, made by the predicate compiler as for a
-    ///   predicate; `bindings`, the constants.
+    /// - Parameter parametersBefore: How many parameters the statement has
+    ///   before this expression's, so that several expressions can share it.
+    /// - Returns: `sql`, whose parameters are numbered `?(parametersBefore + 1)`…
+    ///   (bind `bindings[i]` at `parametersBefore + i + 1`); `joins`, the
+    ///   `LEFT JOIN`s its to-one key paths need after the root table, made by
+    ///   the predicate compiler as for a predicate; `bindings`, the constants.
     /// - Throws: ``FetchExpressionError`` for a key path the entity lacks.
-    package func sql<Schema: PredicateSQLSchema>(for entity: EntityDescription, schema: Schema,
-                                                 rootAlias: String) throws -> (sql: String, joins: [String], bindings: [PropertyValue]) {
-        var compiler = PredicateSQLCompiler(schema: schema, rootAlias: rootAlias)
+    package func sql<Schema: PredicateSQLSchema>(for entity: EntityDescription, schema: Schema, rootAlias: String,
+                                                 parametersBefore: Int = 0) throws -> (sql: String, joins: [String], bindings: [PropertyValue]) {
+        var compiler = PredicateSQLCompiler(schema: schema, rootAlias: rootAlias, parametersBefore: parametersBefore)
         let root = PredicateSQLCompiler<Schema>.Scope(parent: nil)
         let context = PredicateSQLCompiler<Schema>.Context(scope: root, selfBase: .init(alias: rootAlias, entity: entity), variables: [:])
         do {

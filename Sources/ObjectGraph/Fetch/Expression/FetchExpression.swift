@@ -14,12 +14,28 @@ import Foundation
 /// operators are checked by the compiler. The name carries the `Fetch` prefix of
 /// ``FetchPredicate`` and ``FetchSort`` because Foundation already has an `Expression`.
 ///
+/// The same type gives a ``BatchUpdateRequest`` its new values, so one
+/// vocabulary serves both; there, a value is computed from the row's own
+/// attributes (no aggregates, no key paths through relationships).
+///
 /// An expression is compiled to SQL by the SQLite store and evaluated in memory
 /// by the in-memory store, with SQLite's rules in both: arithmetic with nil is
 /// nil, integers stay integers until they overflow, `/` always divides as
 /// floating point and gives nil for a zero divisor; aggregates skip nil values,
 /// ``sum(_:)`` of nothing is 0 (SQL's `TOTAL`, as Core Data compiles `sum:`),
 /// ``average(_:)``, ``min(_:)`` and ``max(_:)`` of nothing are nil.
+///
+/// `/` divides as floating point even for two integers (`7 / 2` is 3.5, not
+/// SQL's 3) because that is what Core Data's `divide:by:` gives, and because
+/// the answer should not change when an attribute's type goes from
+/// `Int64` to `Double`. A result stored in an integer attribute is truncated
+/// toward zero, so `.keyPath("count") / 2` written into an integer still halves
+/// it as integer division would.
+///
+/// A literal is a constant: `1`, `1.5`, `true`, `"text"`, `nil`. A string
+/// literal is a string constant, not a key path (unlike ``PropertyToFetch``),
+/// so that `["note": "repriced"]` in a batch update sets a text; write
+/// ``keyPath(_:)`` to read a value.
 ///
 /// ## Topics
 /// - ``ExpressionDescription``
@@ -163,6 +179,26 @@ extension FetchExpression: ExpressibleByIntegerLiteral {
 extension FetchExpression: ExpressibleByFloatLiteral {
     public init(floatLiteral value: Double) {
         self.init(.constant(.double(value)))
+    }
+}
+
+extension FetchExpression: ExpressibleByBooleanLiteral {
+    public init(booleanLiteral value: Bool) {
+        self.init(.constant(.bool(value)))
+    }
+}
+
+extension FetchExpression: ExpressibleByStringLiteral {
+    /// A string constant; a key path is ``keyPath(_:)``.
+    public init(stringLiteral value: String) {
+        self.init(.constant(.string(value)))
+    }
+}
+
+extension FetchExpression: ExpressibleByNilLiteral {
+    /// The constant nil: in a batch update, clears the attribute.
+    public init(nilLiteral: ()) {
+        self.init(.constant(.null))
     }
 }
 

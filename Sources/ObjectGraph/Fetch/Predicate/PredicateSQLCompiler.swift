@@ -63,11 +63,15 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     let schema: Schema
     let rootAlias: String
     private(set) var bindings: [PropertyValue] = []
+    /// How many parameters the statement has before this compiler's, which
+    /// are numbered after them.
+    let parametersBefore: Int
     private var aliasCount = 0
 
-    init(schema: Schema, rootAlias: String) {
+    init(schema: Schema, rootAlias: String, parametersBefore: Int = 0) {
         self.schema = schema
         self.rootAlias = rootAlias
+        self.parametersBefore = parametersBefore
     }
 
     /// A level of the query: the root (whose joins are returned) or a subquery.
@@ -303,7 +307,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     /// A parameter holding `value`, in SQLite's storage form.
     mutating func bind(_ value: PropertyValue) -> Operand {
         bindings.append(PredicateScalar.binding(for: value))
-        return Operand(sql: "?\(bindings.count)", family: Self.family(of: value), isNil: value.isNull)
+        return Operand(sql: "?\(parametersBefore + bindings.count)", family: Self.family(of: value), isNil: value.isNull)
     }
 
     private func base(ofVariable name: String, _ context: Context) throws -> Base {

@@ -88,8 +88,14 @@ extension SQLiteStore: BatchRequestStore {
             guard let column = mapping.columns[attribute.index]?.name else {
                 throw ObjectGraphError.unknownKey(attribute.name, entity: update.fetch.entity.name)
             }
-            var sql = try Self.sql(for: value, mapping: mapping, bindings: &bindings)
-            if case .arithmetic = value, attribute.type.integerRange != nil { sql = "CAST(\(sql) AS INTEGER)" }
+            // Columns are qualified by the table's own name, as an UPDATE's SET may write them.
+            // Constants are bound as a save binds them.
+            let compiled = try value.sql(for: update.fetch.entity, schema: schema, rootAlias: mapping.table,
+                                         parametersBefore: bindings.count)
+            assert(compiled.joins.isEmpty, "the context refuses key paths through relationships")
+            bindings += compiled.bindings
+            // SQLite keeps a real in an integer column; truncate it, as the in-memory store does.
+            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)" : compiled.sql
             assignments.append("\(column) = \(sql)")
         }
         let set = (assignments + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
@@ -104,23 +110,6 @@ extension SQLiteStore: BatchRequestStore {
             throw ObjectGraphError.uniquenessConflict([
                 UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: rows.map(\.objectID), databaseObjectID: nil),
             ])
-        }
-    }
-
-    /// A new value as SQL over the row's own columns, constants bound.
-    private static func sql(for value: ResolvedUpdateValue, mapping: SQLiteSchema.EntityMapping,
-                            bindings: inout [PropertyValue]) throws -> String {
-        switch value {
-        case .constant(let constant):
-            bindings.append(constant)
-            return "?"
-        case .attribute(let attribute):
-            guard let column = mapping.columns[attribute.index]?.name else {
-                throw ObjectGraphError.unknownKey(attribute.name, entity: mapping.entity.name)
-            }
-            return column
-        case .arithmetic(let lhs, let op, let rhs):
-            return "(\(try sql(for: lhs, mapping: mapping, bindings: &bindings)) \(op.rawValue) \(try sql(for: rhs, mapping: mapping, bindings: &bindings)))"
         }
     }
 
