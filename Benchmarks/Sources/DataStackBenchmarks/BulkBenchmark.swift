@@ -74,7 +74,7 @@ enum BulkBenchmark {
         func update(tracking: Bool) throws -> Duration {
             try best {
                 try timedBatch(try copy("datastack.sqlite"), tracking: tracking) { context in
-                    try context.execute(BatchUpdateRequest(entityName: "Item", propertiesToUpdate: ["price": .attribute("price") * 1.1]))
+                    try context.execute(BatchUpdateRequest(entityName: "Item", propertiesToUpdate: ["price": .keyPath("price") * 1.1]))
                 } isDone: { context in
                     // Every price was at most 2,500.75 before.
                     try count(context) == rows && count(context, "price > 2501") > 0
