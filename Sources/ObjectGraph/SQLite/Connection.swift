@@ -120,6 +120,7 @@ package final class Connection {
 
     /// Whether the database at `path` has a non-empty write-ahead log beside it.
     private static func hasFramesInLog(_ path: String) -> Bool {
+        // No -wal, or none that can be looked at: there is no log a checkpoint could fold in.
         let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int
         return (size ?? 0) > 0
     }
