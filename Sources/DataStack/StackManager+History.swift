@@ -128,7 +128,9 @@ extension StackManager {
     /// hands other writers' transactions, oldest first, to the main queue.
     private func readHistory(upTo target: PersistentHistoryToken?, of setup: Setup) {
         let bookmark = state.withLock { $0.lastReadHistoryToken }
-        if let target, let bookmark, target <= bookmark { return }   // read after an earlier notification
+        // Read after an earlier notification. (A token of another store — the file
+        // replaced — goes on to the read, whose mismatch error starts over.)
+        if let target, let bookmark, target.storeIdentifier == bookmark.storeIdentifier, target <= bookmark { return }
         var request = PersistentHistoryRequest.fetchHistory(after: bookmark)
         request.filter = .not(.author(setup.transactionAuthor))
         let transactions: [PersistentHistoryTransaction]

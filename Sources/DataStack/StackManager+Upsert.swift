@@ -51,7 +51,7 @@ extension StackManager {
             for case let object as Object in try context.fetch(request) {
                 // A stored key of another type would look absent and be inserted again: refuse instead.
                 let stored = try object.value(forKey: attribute)
-                guard let value = stored as? Key else {
+                guard let value = Self.key(stored, as: Key.self) else {
                     let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
                     throw StackError(.notInModel, """
                         \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
@@ -75,13 +75,28 @@ extension StackManager {
         }
     }
 
+    /// A stored attribute value as an import key: as it is, or an integer of
+    /// another width (key-value coding reads every integer attribute as `Int`,
+    /// and an `Int64` key must still find it).
+    private static func key<Key>(_ stored: Any?, as type: Key.Type) -> Key? {
+        if let key = stored as? Key { return key }
+        guard let integer = stored as? any BinaryInteger, let integerType = Key.self as? any BinaryInteger.Type else { return nil }
+        func converted<Target: BinaryInteger>(_ target: Target.Type, _ value: some BinaryInteger) -> Target? { Target(exactly: value) }
+        return converted(integerType, integer) as? Key
+    }
+
     /// The entity of `type` in the stack's model, checked to have `attribute`.
     private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> EntityDescription {
         guard let model = state.withLock({ $0.setup?.model }) else {
             throw StackError(.notSetUp, "performImport(_:upserting:by:key:_:) needs a stack that was set up")
         }
-        guard let entity = model.entities.first(where: { $0.managedObjectClass == type }) else {
+        let entities = model.entities.filter { $0.managedObjectClass == type }
+        guard let entity = entities.first else {
             throw StackError(.notInModel, "no entity of the model has the class \(type)")
+        }
+        guard entities.count == 1 else {
+            // A parent and a subentity sharing a class: the wrong one would miss the other's rows and insert them again.
+            throw StackError(.notInModel, "entities \(entities.map(\.name).sorted().joined(separator: ", ")) all have the class \(type): name one class per entity to upsert")
         }
         guard entity.attributesByName[attribute] != nil else {
             throw StackError(.notInModel, "entity \(entity.name) has no attribute \(attribute) to find existing objects by")

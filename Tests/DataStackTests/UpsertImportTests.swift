@@ -119,4 +119,34 @@ import Testing
         }
         #expect(notSetUp?.code == .notSetUp)
     }
+
+    /// Key-value coding reads every integer attribute as `Int`; an `Int64` key still finds its row.
+    @Test func integerKeysOfAnotherWidthFindTheirRows() async throws {
+        let directory = StackDirectory()
+        let stack = StackManager()
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Counter", properties: [AttributeDescription(name: "number", type: .integer64, isOptional: false)]),
+        ])
+        try await stack.setup(model: model, storeURL: directory.storeURL)
+        for keys in [[Int64(1), 2, 3], [2, 3, 4]] {
+            try await stack.performImport(keys, upserting: ManagedObject.self, by: "number", key: { $0 }) { _, _, _ in }
+        }
+        let context = stack.importerContext()
+        let numbers = try await context.perform {
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Counter")).map { try $0.value(forKey: "number") as? Int }
+        }
+        #expect(numbers.compactMap { $0 }.sorted() == [1, 2, 3, 4])
+
+        // Two entities with one class: which one is meant cannot be told.
+        let shared = StackManager()
+        let sharedDirectory = StackDirectory()
+        try await shared.setup(model: ManagedObjectModel(entities: [
+            EntityDescription(name: "A", properties: [AttributeDescription(name: "number", type: .integer64)]),
+            EntityDescription(name: "B", properties: [AttributeDescription(name: "number", type: .integer64)]),
+        ]), storeURL: sharedDirectory.storeURL)
+        let error = await #expect(throws: StackError.self) {
+            try await shared.performImport([Int64(1)], upserting: ManagedObject.self, by: "number", key: { $0 }) { _, _, _ in }
+        }
+        #expect(error?.message.contains("entities A, B all have the class ManagedObject") == true, "\(String(describing: error))")
+    }
 }

@@ -270,6 +270,23 @@ import Testing
         #expect(try context.performAndWait { try context.fetch(grouped) }.isEmpty)
     }
 
+    /// Results no integer or decimal can hold are clamped, or NaN, alike on
+    /// both stores — never a trap (SQLite returns infinity for `price * 1e308`).
+    @Test(arguments: allStoreTypes)
+    func resultsBeyondWhatTheTypeHoldsAreClampedNotTrapped(type: StoreType) throws {
+        let stack = try seeded(type)
+        let request = try dictionaries("StockUpdate", [
+            Self.column("huge", .max(.keyPath("price") * 1e300 * 1e300), .integer64),
+            Self.column("tiny", .min(.keyPath("price") * -1e300 * 1e300), .integer64),
+            Self.column("decimal", .max(.keyPath("price") * 1e300 * 1e300), .decimal),
+        ])
+        let context = stack.newContext()
+        let row = try #require(try context.performAndWait { try context.fetch(request) }.first)
+        #expect(row["huge"] as? Int == Int.max)
+        #expect(row["tiny"] as? Int == Int.min)
+        #expect((row["decimal"] as? Decimal)?.isNaN == true, "\(String(describing: row["decimal"]))")
+    }
+
     // MARK: - Pending changes
 
     @Test(arguments: allStoreTypes)

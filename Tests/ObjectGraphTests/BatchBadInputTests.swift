@@ -142,4 +142,33 @@ import Testing
         }
         #expect(error as? BatchRequestError == .unsupportedStore(type: "JSONFile", entity: "Listing"))
     }
+
+    @Test(arguments: allStoreTypes)
+    func anUpdateThatSetsNothing(type: StoreType) throws {
+        let request = try update([:])
+        let error = try failure(on: type) { try $0.execute(request) }
+        #expect(error as? BatchRequestError == .nothingToUpdate(entity: "Listing"), "\(String(describing: error))")
+    }
+
+    /// Two stores hold the entity (or the IDs): one transaction cannot span them,
+    /// so the request is refused before either changes.
+    @Test func aRequestThatWouldChangeTwoStores() throws {
+        let directory = TemporaryDirectory()
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        for name in ["One.sqlite", "Two.sqlite"] { try coordinator.addPersistentStore(type: .sqlite, at: directory.file(name)) }
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let errors = context.performAndWait { () -> [(any Error)?] in
+            let requests: [() throws -> BatchResult] = [
+                { try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 1])) },
+                { try context.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing"))) },
+            ]
+            return requests.map { request in
+                do { _ = try request() } catch { return error }
+                return nil
+            }
+        }
+        for error in errors {
+            #expect(error as? BatchRequestError == .severalStores(entity: "Listing", stores: 2), "\(String(describing: error))")
+        }
+    }
 }

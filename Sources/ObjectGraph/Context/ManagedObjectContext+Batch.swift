@@ -36,6 +36,7 @@ extension ManagedObjectContext {
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
         assertOnQueue()
         let entity = try batchEntity(named: request.entityName)
+        guard !request.propertiesToUpdate.isEmpty else { throw BatchRequestError.nothingToUpdate(entity: entity.name) }
         let fetch = try batchFetch(entity: entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
         var values: [(attribute: AttributeDescription, value: FetchExpression)] = []
         for key in request.propertiesToUpdate.keys.sorted() {
@@ -62,7 +63,8 @@ extension ManagedObjectContext {
     ///
     /// Versions, cached rows, history, the did-save notification and merging
     /// are as for ``execute(_:)-(BatchUpdateRequest)``. Object IDs of several
-    /// stores are deleted in one transaction per store.
+    /// stores are refused (``BatchRequestError/severalStores(entity:stores:)``):
+    /// one transaction cannot span them.
     ///
     /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a ``BatchRequestError``,
     ///   or ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
@@ -82,11 +84,11 @@ extension ManagedObjectContext {
                 let store = try coordinator.store(for: id)
                 byStore[ObjectIdentifier(store), default: (store, [])].ids.append(id)
             }
-            for (store, ids) in byStore.values {
-                let part = try executeBatch(.delete(.objectIDs(ids)), on: try batchStore(store, entity: ids[0].entity))
-                changes.updatedObjectIDs += part.updatedObjectIDs
-                changes.deletedObjectIDs += part.deletedObjectIDs
-                changes.historyToken = part.historyToken ?? changes.historyToken
+            guard byStore.count <= 1 else {
+                throw BatchRequestError.severalStores(entity: ids.first?.entity.name ?? "", stores: byStore.count)
+            }
+            if let (store, ids) = byStore.values.first {
+                changes = try executeBatch(.delete(.objectIDs(ids)), on: try batchStore(store, entity: ids[0].entity))
             }
         }
         return Self.result(changes, as: request.resultType, count: changes.deletedObjectIDs.count)
@@ -126,8 +128,15 @@ extension ManagedObjectContext {
                           propertiesToFetch: nil, returnsDistinctResults: false)
     }
 
+    /// The one store holding the entity; several are refused (Core Data would
+    /// run the request on each, but not in one transaction).
     private func batchStore(for entity: EntityDescription) throws -> any BatchRequestStore {
         guard let coordinator = persistentStoreCoordinator else { throw ObjectGraphError.noStore(entity: entity.name) }
+        let holding = coordinator.persistentStores.filter { store in
+            coordinator.managedObjectModel.entities(forConfigurationName: store.configurationName)
+                .contains { $0 === entity.rootEntity || $0 === entity }
+        }
+        guard holding.count <= 1 else { throw BatchRequestError.severalStores(entity: entity.name, stores: holding.count) }
         return try batchStore(try coordinator.store(for: entity), entity: entity)
     }
 

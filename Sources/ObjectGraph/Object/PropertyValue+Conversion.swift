@@ -146,3 +146,27 @@ public enum TransformableCoding {
     private struct EncodingBox<T: Encodable>: Encodable { var value: T }
     private struct DecodingBox<T: Decodable>: Decodable { var value: T }
 }
+
+// MARK: - Reals read as integers and decimals
+
+extension PropertyValue {
+    /// A real read as an integer attribute, as SQLite's `CAST(… AS INTEGER)`
+    /// makes it: truncated toward zero, clamped to `Int64`'s range; nil for
+    /// NaN, which SQLite holds as NULL. (A plain conversion would trap on a
+    /// sum or product past `Int64`'s range.)
+    static func integer(truncating value: Double) -> PropertyValue {
+        if value.isNaN { return .null }
+        if value >= Double(Int64.max) { return .integer(.max) }
+        if value <= Double(Int64.min) { return .integer(.min) }
+        return .integer(Int64(value))
+    }
+
+    /// A real read as a decimal attribute: the shortest decimal text of the
+    /// double, which is the value meant (Core Data stores decimals as
+    /// doubles); `Decimal.nan` for an infinite or NaN double, which no decimal
+    /// holds (Foundation's conversion would trap on infinity).
+    static func decimal(fromStored value: Double) -> PropertyValue {
+        guard value.isFinite else { return .decimal(.nan) }
+        return .decimal(Decimal(string: String(value)) ?? Decimal(value))
+    }
+}

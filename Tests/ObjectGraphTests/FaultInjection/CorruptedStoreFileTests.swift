@@ -297,8 +297,10 @@ private struct RawAnswers {
         }
     }
 
+    /// Sorted here: on a damaged table SQLite's `ORDER BY Z_PK` walks the
+    /// b-tree, trusting it to be in key order, and a misplaced cell comes out of order.
     var updateKeys: Result<[Int64], any Error> {
-        rows({ "SELECT Z_PK FROM ZSTOCKUPDATE WHERE Z_ENT = \($1) ORDER BY Z_PK" }) { $0.int64(at: 0) }
+        rows({ "SELECT Z_PK FROM ZSTOCKUPDATE WHERE Z_ENT = \($1)" }) { $0.int64(at: 0) }.map { $0.sorted() }
     }
 
     var companies: Result<[String], any Error> {

@@ -20,6 +20,12 @@ public enum BatchRequestError: Error, Sendable, Equatable, CustomStringConvertib
     case deleteDenied(objectID: ObjectID, relationship: String)
     /// The store holding the entity does not run batch requests.
     case unsupportedStore(type: String, entity: String)
+    /// `propertiesToUpdate` is empty: the request would only bump every
+    /// matched row's version, making every context that holds one conflict.
+    case nothingToUpdate(entity: String)
+    /// The request would change several stores, which cannot share one
+    /// transaction: a failure in the second would leave the first changed.
+    case severalStores(entity: String, stores: Int)
 
     public var description: String {
         switch self {
@@ -34,6 +40,11 @@ public enum BatchRequestError: Error, Sendable, Equatable, CustomStringConvertib
             "\(objectID) cannot be deleted: its relationship \(relationship) has the deny rule and is not empty"
         case .unsupportedStore(let type, let entity):
             "the \(type) store holding entity \(entity) does not run batch requests"
+        case .nothingToUpdate(let entity):
+            "the batch update of \(entity) sets no property (propertiesToUpdate is empty)"
+        case .severalStores(let entity, let stores):
+            "the batch request on \(entity) would change \(stores) stores, which cannot change in one transaction; "
+                + "run one request per store"
         }
     }
 }

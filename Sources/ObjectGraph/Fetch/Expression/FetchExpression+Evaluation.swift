@@ -101,13 +101,13 @@ extension PredicateScalar {
         case (.null, _): return .null
         case (.object(let id), _): return type.isNumeric ? .integer(id.primaryKey ?? -1) : .object(id)
         case (.integer(let v), .integer16), (.integer(let v), .integer32), (.integer(let v), .integer64): return .integer(v)
-        case (.real(let v), .integer16), (.real(let v), .integer32), (.real(let v), .integer64): return Self.integer(truncating: v)
+        case (.real(let v), .integer16), (.real(let v), .integer32), (.real(let v), .integer64): return .integer(truncating: v)
         case (.integer(let v), .boolean): return .bool(v != 0)
         case (.real(let v), .boolean): return .bool(v != 0)
         case (.integer(let v), .double), (.integer(let v), .float): return .double(Double(v))
         case (.real(let v), .double), (.real(let v), .float): return .double(v)
         case (.integer(let v), .decimal): return .decimal(Decimal(v))
-        case (.real(let v), .decimal): return .decimal(Decimal(string: String(v)) ?? Decimal(v))
+        case (.real(let v), .decimal): return .decimal(fromStored: v)
         case (.integer(let v), .date): return .date(Date(timeIntervalSinceReferenceDate: Double(v)))
         case (.real(let v), .date): return .date(Date(timeIntervalSinceReferenceDate: v))
         case (.text(let v), .string): return .string(v)
@@ -119,14 +119,5 @@ extension PredicateScalar {
         case (.real(let v), .string): return .string(String(v))
         default: return .null
         }
-    }
-
-    /// A real as SQLite's `CAST(… AS INTEGER)` makes it: truncated toward zero,
-    /// clamped to `Int64`'s range; nil for NaN, which SQLite holds as NULL.
-    private static func integer(truncating value: Double) -> PropertyValue {
-        if value.isNaN { return .null }
-        if value >= Double(Int64.max) { return .integer(.max) }
-        if value <= Double(Int64.min) { return .integer(.min) }
-        return .integer(Int64(value))
     }
 }

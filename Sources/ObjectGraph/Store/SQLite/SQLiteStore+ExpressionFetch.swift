@@ -8,6 +8,8 @@ extension SQLiteStore {
         let query = try ExpressionSelectQuery(fetch: fetch, expressions: expressions, schema: try schema)
         return try read { connection in
             let statement = try connection.cachedStatement(query.sql)
+            // A statement left mid-step holds its read open: later reads would see an old snapshot.
+            defer { statement.reset() }
             for (offset, value) in query.bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
             var rows: [[String: PropertyValue]] = []
             while try statement.step() {

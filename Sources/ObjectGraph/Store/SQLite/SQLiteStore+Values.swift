@@ -30,15 +30,14 @@ extension Statement {
         if storage == .null { return .null }
         switch type {
         case .integer16, .integer32, .integer64:
-            return .integer(storage == .double ? Int64(double(at: index)) : int64(at: index))
+            return storage == .double ? .integer(truncating: double(at: index)) : .integer(int64(at: index))
         case .boolean:
             return .bool(int64(at: index) != 0)
         case .double, .float:
             return .double(double(at: index))
         case .decimal:
             if storage == .text, let text = string(at: index), let decimal = Decimal(string: text) { return .decimal(decimal) }
-            // Core Data stores decimals as doubles; the shortest decimal text of the double is the value meant.
-            return .decimal(Decimal(string: String(double(at: index))) ?? Decimal(double(at: index)))
+            return .decimal(fromStored: double(at: index))
         case .string:
             return string(at: index).map(PropertyValue.string) ?? .null
         case .uri:
