@@ -171,4 +171,29 @@ import Testing
             #expect(error as? BatchRequestError == .severalStores(entity: "Listing", stores: 2), "\(String(describing: error))")
         }
     }
+
+    /// A computed value a narrower integer cannot hold is refused like a
+    /// constant would be, and nothing is written (stored, it would read back
+    /// truncated to another number).
+    @Test(arguments: allStoreTypes)
+    func aComputedValueTooBigForItsInteger(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let context = graph.context()
+        try context.performAndWait {
+            let car = ManagedObject(entity: try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName["Car"]),
+                                    insertInto: context)
+            try car.setValue("CAR-1", forKey: "plate")
+            try car.setValue(30, forKey: "seats")
+            try context.save()
+        }
+        let before = try graph.rows()
+        let request = BatchUpdateRequest(entityName: "Car", propertiesToUpdate: ["seats": .keyPath("seats") * 100_000])
+        let error = context.performAndWait { () -> (any Error)? in
+            do { _ = try context.execute(request) } catch { return error }
+            return nil
+        }
+        #expect(error as? ObjectGraphError == .valueOutOfRange(key: "seats", entity: "Car", value: "3000000", type: .integer16),
+                "\(String(describing: error))")
+        #expect(try graph.rows() == before)
+    }
 }

@@ -47,7 +47,14 @@ extension InMemoryStore: BatchRequestStore {
             if case .constant(let constant) = value.node {
                 values[attribute.index] = constant
             } else {
-                values[attribute.index] = try value.evaluate(with: subject, as: attribute.type)
+                let computed = try value.evaluate(with: subject, as: attribute.type)
+                // A narrower integer attribute must hold it, as a constant is checked to; stored
+                // anyway it would read back truncated to another number.
+                if case .integer(let integer) = computed, let range = attribute.type.integerRange, !range.contains(integer) {
+                    throw ObjectGraphError.valueOutOfRange(key: attribute.name, entity: update.fetch.entity.name,
+                                                           value: String(integer), type: attribute.type)
+                }
+                values[attribute.index] = computed
             }
         }
         return IncrementalStoreNode(objectID: row.objectID, values: values, version: row.version)

@@ -55,6 +55,11 @@ public struct FetchExpression: Sendable, Hashable {
         case constant(PropertyValue)
         case arithmetic(ArithmeticOperator, Node, Node)
         case aggregate(Function, Node)
+
+        /// Whether it is a constant (checked when the request is made, unlike a computed value).
+        package var isConstant: Bool {
+            if case .constant = self { true } else { false }
+        }
     }
 
     /// `+ - * /`, as SQL applies them.

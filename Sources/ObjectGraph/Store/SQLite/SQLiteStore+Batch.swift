@@ -99,9 +99,10 @@ extension SQLiteStore: BatchRequestStore {
             assignments.append("\(column) = \(sql)")
         }
         let set = (assignments + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
+        let keys = rows.compactMap(\.objectID.primaryKey)
         do {
-            try Self.run("UPDATE \(mapping.table) SET \(set) WHERE Z_PK", keys: rows.compactMap(\.objectID.primaryKey),
-                         bindings: bindings, connection: connection)
+            try Self.run("UPDATE \(mapping.table) SET \(set) WHERE Z_PK", keys: keys, bindings: bindings, connection: connection)
+            try checkRanges(of: update, in: mapping, keys: keys, connection: connection)
         } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
             let entity = update.fetch.entity
             let names = Set(update.values.map(\.attribute.name))
@@ -110,6 +111,29 @@ extension SQLiteStore: BatchRequestStore {
             throw ObjectGraphError.uniquenessConflict([
                 UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: rows.map(\.objectID), databaseObjectID: nil),
             ])
+        }
+    }
+
+    /// Throws if a computed value does not fit its narrower integer attribute
+    /// (16 or 32 bits), as a constant is checked not to: SQLite would keep it,
+    /// and it would read back truncated to another number. Runs inside the
+    /// batch's transaction, which the error rolls back.
+    private func checkRanges(of update: StoreBatchUpdate, in mapping: SQLiteSchema.EntityMapping, keys: [Int64],
+                             connection: Connection) throws {
+        for (attribute, value) in update.values {
+            guard let range = attribute.type.integerRange, range != Int64.min...Int64.max,
+                  !value.node.isConstant, let column = mapping.columns[attribute.index]?.name else { continue }
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let chunk = keys[start..<min(start + 500, keys.count)].map(String.init).joined(separator: ", ")
+                let statement = try connection.prepare("""
+                    SELECT \(column) FROM \(mapping.table) WHERE Z_PK IN (\(chunk)) \
+                    AND \(column) NOT BETWEEN \(range.lowerBound) AND \(range.upperBound) LIMIT 1
+                    """)
+                if try statement.step() {
+                    throw ObjectGraphError.valueOutOfRange(key: attribute.name, entity: update.fetch.entity.name,
+                                                           value: String(statement.int64(at: 0)), type: attribute.type)
+                }
+            }
         }
     }
 
