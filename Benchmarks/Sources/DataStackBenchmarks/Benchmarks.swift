@@ -76,8 +76,8 @@ struct Benchmarks {
             try await runTable(options)
         }
         if options.runs("merge") { try await runMerge(options) }
-        if options.runs("memory") { try runMemory(options) }
-        if options.runs("migration") { try runMigration(options) }
+        if options.runs("memory") { try await runMemory(options) }
+        if options.runs("migration") { try await runMigration(options) }
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
         if options.runs("upsert") {
@@ -130,10 +130,10 @@ struct Benchmarks {
 
     // MARK: - Migration
 
-    static func runMigration(_ options: Options) throws {
+    static func runMigration(_ options: Options) async throws {
         let result = try MigrationBenchmark.run(rows: options.migrationRows, repetitions: options.repetitions)
-        let small = try MigrationBenchmark.measureMemory(rows: max(1, options.migrationRows / 10))
-        let large = try MigrationBenchmark.measureMemory(rows: options.migrationRows)
+        let small = try await MigrationBenchmark.measureMemory(rows: max(1, options.migrationRows / 10))
+        let large = try await MigrationBenchmark.measureMemory(rows: options.migrationRows)
         print(Report.table(["migration: rows, one attribute added", "raw SQLite (copy + ALTER TABLE ADD COLUMN)", "DataStack", "× raw"],
                            [[String(result.rows), Report.milliseconds(result.raw), Report.milliseconds(result.dataStack),
                              String(format: "%.2f×", result.dataStack.seconds / max(result.raw.seconds, 1e-9))]]))
@@ -278,8 +278,11 @@ struct Benchmarks {
 
     // MARK: - Memory
 
-    static func runMemory(_ options: Options) throws {
-        let results = try options.memorySizes.map { try MemoryBenchmark.measure(objects: $0, chunkSize: options.chunkSize) }
+    static func runMemory(_ options: Options) async throws {
+        var results: [MemoryBenchmark.Result] = []
+        for objects in options.memorySizes {
+            results.append(try await MemoryBenchmark.measure(objects: objects, chunkSize: options.chunkSize))
+        }
         func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }
         print(Report.table(["memory: N imported (child process)", "RSS after setup", "peak RSS (VmHWM)", "import time"],
                            results.map { [String($0.objects), mib($0.baselineKiB), mib($0.peakKiB), String(format: "%.2f s", $0.seconds)] }))

@@ -102,7 +102,7 @@ enum HistoryBenchmark {
         defer { NotificationCenter.default.removeObserver(observer) }
 
         let milliseconds = Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
-        let (status, output) = try await runSelf([childFlag, url.path, String(saves), String(milliseconds)])
+        let (status, output) = try await ChildProcess.run([childFlag, url.path, String(saves), String(milliseconds)])
         guard status == 0 else { throw BenchError("history: the writer process exited with \(status): \(output)") }
         let saved = output.split(separator: "\n").compactMap { line -> UInt64? in
             let fields = line.split(separator: " ")
@@ -168,7 +168,7 @@ enum HistoryBenchmark {
         return IdleCost(seconds: seconds, watching: try await measure(.stackDefaults), notWatching: try await measure(untrackedOptions))
     }
 
-    // MARK: - Clocks and processes
+    // MARK: - Clocks
 
     static func monotonicNanoseconds() -> UInt64 {
         var time = timespec()
@@ -182,21 +182,5 @@ enum HistoryBenchmark {
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return .seconds(Int64(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec))
             + .microseconds(Int64(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec))
-    }
-
-    /// Runs this executable with `arguments` without blocking the main queue
-    /// (which merges while it runs); returns its exit status and standard output.
-    static func runSelf(_ arguments: [String]) async throws -> (Int32, String) {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        // The pipe is drained on another thread, so a long report cannot fill it and stall the child.
-        let reader = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        return (process.terminationStatus, String(decoding: await reader.value, as: UTF8.self))
     }
 }

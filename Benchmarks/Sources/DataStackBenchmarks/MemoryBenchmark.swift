@@ -17,24 +17,11 @@ enum MemoryBenchmark {
     }
 
     /// Runs one import of `objects` in a child process and reads its report.
-    static func measure(objects: Int, chunkSize: Int) throws -> Result {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [childFlag, String(objects), String(chunkSize)]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0,
-              let line = text.split(separator: "\n").last(where: { $0.hasPrefix("memory-result ") }) else {
-            throw BenchError("memory: the child for \(objects) objects exited with \(process.terminationStatus): \(text)")
-        }
-        let fields = line.split(separator: " ")
-        guard fields.count == 5, let baseline = Int(fields[2]), let peak = Int(fields[3]), let seconds = Double(fields[4]) else {
-            throw BenchError("memory: cannot read the child's report `\(line)`")
+    static func measure(objects: Int, chunkSize: Int) async throws -> Result {
+        let fields = try await ChildProcess.report([childFlag, String(objects), String(chunkSize)], prefix: "memory-result",
+                                                   fields: 5, task: "memory")
+        guard let baseline = Int(fields[2]), let peak = Int(fields[3]), let seconds = Double(fields[4]) else {
+            throw BenchError("memory: cannot read the child's report `\(fields.joined(separator: " "))`")
         }
         return Result(objects: objects, baselineKiB: baseline, peakKiB: peak, seconds: seconds)
     }

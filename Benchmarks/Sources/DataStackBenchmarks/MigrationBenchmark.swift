@@ -122,23 +122,10 @@ enum MigrationBenchmark {
 
     // MARK: - Memory, in a child process
 
-    static func measureMemory(rows: Int) throws -> Memory {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [childFlag, String(rows)]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0,
-              let line = text.split(separator: "\n").last(where: { $0.hasPrefix("migration-result ") }) else {
-            throw BenchError("migration: the child for \(rows) rows exited with \(process.terminationStatus): \(text)")
-        }
-        let fields = line.split(separator: " ")
-        guard fields.count == 3, let baseline = Int(fields[1]), let peak = Int(fields[2]) else {
-            throw BenchError("migration: cannot read the child's report `\(line)`")
+    static func measureMemory(rows: Int) async throws -> Memory {
+        let fields = try await ChildProcess.report([childFlag, String(rows)], prefix: "migration-result", fields: 3, task: "migration")
+        guard let baseline = Int(fields[1]), let peak = Int(fields[2]) else {
+            throw BenchError("migration: cannot read the child's report `\(fields.joined(separator: " "))`")
         }
         return Memory(rows: rows, baselineKiB: baseline, peakKiB: peak)
     }
