@@ -41,11 +41,7 @@ public struct StackDidMerge: Sendable {
     ///
     /// - Throws: ``NotificationPayloadError`` for any other notification.
     public init(_ notification: Notification) throws {
-        guard notification.name == StackManager.didMergeNotification,
-              let payload = notification.userInfo?[Self.key] as? StackDidMerge else {
-            throw NotificationPayloadError(name: notification.name, expected: "StackDidMerge")
-        }
-        self = payload
+        self = try notification.payload(of: StackManager.didMergeNotification, at: Self.key)
     }
 
     init(source: Source, save: ContextDidSave, merged: Bool, refreshedObjectIDs: Set<ObjectID>,

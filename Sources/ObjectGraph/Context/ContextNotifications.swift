@@ -93,11 +93,7 @@ public struct ContextDidSave: Sendable, Equatable {
     ///
     /// - Throws: ``NotificationPayloadError`` for any other notification.
     public init(_ notification: Notification) throws {
-        guard notification.name == ManagedObjectContext.didSaveNotification,
-              let payload = notification.userInfo?[ManagedObjectContext.payloadKey] as? ContextDidSave else {
-            throw NotificationPayloadError(name: notification.name, expected: "ContextDidSave")
-        }
-        self = payload
+        self = try notification.payload(of: ManagedObjectContext.didSaveNotification, at: ManagedObjectContext.payloadKey)
     }
 }
 
@@ -123,11 +119,7 @@ public struct ObjectsDidChange: Sendable, Equatable {
     ///
     /// - Throws: ``NotificationPayloadError`` for any other notification.
     public init(_ notification: Notification) throws {
-        guard notification.name == ManagedObjectContext.objectsDidChangeNotification,
-              let payload = notification.userInfo?[ManagedObjectContext.payloadKey] as? ObjectsDidChange else {
-            throw NotificationPayloadError(name: notification.name, expected: "ObjectsDidChange")
-        }
-        self = payload
+        self = try notification.payload(of: ManagedObjectContext.objectsDidChangeNotification, at: ManagedObjectContext.payloadKey)
     }
 
     var isEmpty: Bool {
@@ -147,4 +139,17 @@ public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible
     }
 
     public var description: String { "notification \(name.rawValue) does not carry a \(expected)" }
+}
+
+extension Notification {
+    /// The payload stored under `key` of a notification named `expected`,
+    /// for the payload types' `init(_ notification:)`.
+    ///
+    /// - Throws: ``NotificationPayloadError`` for another notification, or one without that payload.
+    package func payload<Payload>(of expected: Notification.Name, at key: String) throws -> Payload {
+        guard name == expected, let payload = userInfo?[key] as? Payload else {
+            throw NotificationPayloadError(name: name, expected: "\(Payload.self)")
+        }
+        return payload
+    }
 }

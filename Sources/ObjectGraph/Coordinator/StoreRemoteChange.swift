@@ -49,10 +49,6 @@ public struct StoreRemoteChange: Sendable, Hashable {
     ///
     /// - Throws: ``NotificationPayloadError`` for any other notification.
     public init(_ notification: Notification) throws {
-        guard notification.name == PersistentStoreCoordinator.storeRemoteChangeNotification,
-              let payload = notification.userInfo?[Self.key] as? StoreRemoteChange else {
-            throw NotificationPayloadError(name: notification.name, expected: "StoreRemoteChange")
-        }
-        self = payload
+        self = try notification.payload(of: PersistentStoreCoordinator.storeRemoteChangeNotification, at: Self.key)
     }
 }
