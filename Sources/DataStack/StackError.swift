@@ -15,6 +15,8 @@ public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
         case notSetUp
         /// An entity or property the operation was given is not in the stack's model.
         case notInModel
+        /// An upsert's keys are of another type than the attribute that holds them.
+        case keyTypeMismatch
     }
 
     public var code: Code

@@ -31,7 +31,7 @@ extension StackManager {
     ///   - key: the key of an input.
     ///   - body: updates the input's object (new objects already hold their key).
     /// - Throws: ``StackError`` when the entity or attribute is not in the
-    ///   model; otherwise what ``performImport(_:chunkSize:_:progress:)`` throws.
+    ///   model, or stored keys are of another type than `Key`; otherwise what ``performImport(_:chunkSize:_:progress:)`` throws.
     @discardableResult
     public func performImport<Inputs: Sequence, Object: ManagedObject, Key: Hashable & Sendable>(
         _ inputs: Inputs,
@@ -44,8 +44,9 @@ extension StackManager {
     ) async throws -> ImportProgress where Inputs.Element: Sendable {
         let entity = try upsertEntity(for: type, attribute: attribute)
         return try await performChunkedImport(inputs, chunkSize: chunkSize, progress: progress) { chunk, context in
+            let keys = chunk.map(key)
             var request = FetchRequest<ManagedObject>(entityName: entity.name)
-            request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [attribute, Array(Set(chunk.map(key)))])
+            request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [attribute, Array(Set(keys))])
             request.returnsObjectsAsFaults = false
             var objects: [Key: Object] = [:]
             for case let object as Object in try context.fetch(request) {
@@ -53,14 +54,13 @@ extension StackManager {
                 let stored = try object.value(forKey: attribute)
                 guard let value = Self.key(stored, as: Key.self) else {
                     let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
-                    throw StackError(.notInModel, """
+                    throw StackError(.keyTypeMismatch, """
                         \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
                         """)
                 }
                 objects[value] = object
             }
-            for input in chunk {
-                let value = key(input)
+            for (input, value) in zip(chunk, keys) {
                 let object: Object
                 if let existing = objects[value] {
                     object = existing
@@ -90,13 +90,15 @@ extension StackManager {
         guard let model = state.withLock({ $0.setup?.model }) else {
             throw StackError(.notSetUp, "performImport(_:upserting:by:key:_:) needs a stack that was set up")
         }
+        // By class over all entities: the model's class index leaves out entities
+        // of the plain `ManagedObject` class, which an upsert of them names.
         let entities = model.entities.filter { $0.managedObjectClass == type }
-        guard let entity = entities.first else {
-            throw StackError(.notInModel, "no entity of the model has the class \(type)")
-        }
-        guard entities.count == 1 else {
-            // A parent and a subentity sharing a class: the wrong one would miss the other's rows and insert them again.
-            throw StackError(.notInModel, "entities \(entities.map(\.name).sorted().joined(separator: ", ")) all have the class \(type): name one class per entity to upsert")
+        guard entities.count == 1, let entity = entities.first else {
+            // None, or several (a parent and a subentity sharing a class: the wrong one
+            // would miss the other's rows and insert them again).
+            let names = entities.map(\.name).sorted()
+            throw StackError(.notInModel, names.isEmpty ? "no entity of the model has the class \(type)"
+                : "entities \(names.joined(separator: ", ")) all have the class \(type): name one class per entity to upsert")
         }
         guard entity.attributesByName[attribute] != nil else {
             throw StackError(.notInModel, "entity \(entity.name) has no attribute \(attribute) to find existing objects by")
