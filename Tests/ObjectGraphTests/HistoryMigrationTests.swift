@@ -85,4 +85,25 @@ import Testing
             try context.save()
         }
     }
+
+    /// A store with Core Data's older history layout (names inline, no
+    /// `ATRANSACTIONSTRING`) is read-only with tracking; migrated, its history
+    /// is gone, so the layout goes too and the store takes recorded saves.
+    @Test func aMigratedStoreOfTheOlderLayoutTakesRecordedSaves() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("Inline.sqlite")
+        _ = try Self.makeStore(at: url)
+        try RawStore.execute(url, "DROP TABLE ATRANSACTIONSTRING")
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: MigrationTests.libraryV2())
+        try coordinator.addPersistentStore(type: .sqlite, at: url, options: Self.options(migrating: true))
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            let book = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Book")).first)
+            try book.setValue("Tome III", forKey: "heading")
+            try context.save()
+        }
+        let history = try coordinator.fetchHistory(.fetchHistory(after: nil))
+        #expect(history.map(\.transactionNumber) == [3], "numbers go on from Z_MAX")
+        #expect(history.first?.changes?.count == 1)
+    }
 }

@@ -5,11 +5,11 @@ import Foundation
 extension SQLiteHistoryLayout {
     /// Inserts one `ATRANSACTION` row stamped now, with the author and context
     /// given and this process's name and bundle, and returns its number.
-    static func insertTransaction(author: String?, contextName: String?, connection: Connection) throws -> Int64 {
+    static func insertTransaction(author: String?, contextName: String?, connection: Connection, url: URL?) throws -> Int64 {
         let process = ProcessInfo.processInfo.processName
         let bundle = Bundle.main.bundleIdentifier ?? process
-        let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection) } }
-        let transaction = try allocateKeys(1, entity: transactionEntity, connection: connection)
+        let strings = try [author, bundle, contextName, process].map { try $0.map { try internedString($0, connection: connection, url: url) } }
+        let transaction = try SQLiteStore.allocateKeys(1, entity: transactionEntity, connection: connection, url: url)
         let insert = try connection.cachedStatement("""
             INSERT INTO ATRANSACTION (Z_PK, Z_ENT, ZAUTHORTS, ZBUNDLEIDTS, ZCONTEXTNAMETS, ZPROCESSIDTS, ZTIMESTAMP) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
@@ -26,7 +26,7 @@ extension SQLiteHistoryLayout {
 
     /// The `ATRANSACTIONSTRING` key of a string, added when it is new: every
     /// author, context, process and bundle name is stored once.
-    private static func internedString(_ string: String, connection: Connection) throws -> Int64 {
+    private static func internedString(_ string: String, connection: Connection, url: URL?) throws -> Int64 {
         let find = try connection.cachedStatement("SELECT Z_PK FROM ATRANSACTIONSTRING WHERE ZNAME = ?")
         find.reset()
         try find.bind(string, at: 1)
@@ -35,7 +35,7 @@ extension SQLiteHistoryLayout {
             return find.int64(at: 0)
         }
         find.reset()
-        let key = try allocateKeys(1, entity: stringEntity, connection: connection)
+        let key = try SQLiteStore.allocateKeys(1, entity: stringEntity, connection: connection, url: url)
         let insert = try connection.cachedStatement("INSERT INTO ATRANSACTIONSTRING (Z_PK, Z_ENT, ZNAME) VALUES (?, ?, ?)")
         insert.reset()
         try insert.bind(key, at: 1)
@@ -43,16 +43,6 @@ extension SQLiteHistoryLayout {
         try insert.bind(string, at: 3)
         try insert.execute()
         return key
-    }
-
-    /// Adds `count` to a history entity's `Z_MAX` and returns the new maximum.
-    static func allocateKeys(_ count: Int64, entity: Int64, connection: Connection) throws -> Int64 {
-        let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
-        bump.reset()
-        try bump.bind(count, at: 1)
-        try bump.bind(entity, at: 2)
-        try bump.execute()
-        return try lastKey(of: entity, connection)
     }
 
     /// `Z_MAX` of a history entity: the last key handed out (for

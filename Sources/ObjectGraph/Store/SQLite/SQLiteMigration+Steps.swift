@@ -155,12 +155,18 @@ extension SQLiteMigration {
     /// numbers continue from where they were.
     static func restartHistory(_ connection: Connection, snapshot: StoreSchemaSnapshot, recordsMigration: Bool) throws {
         guard try connection.tableExists("ATRANSACTION") else { return }
-        try connection.execute("DELETE FROM ACHANGE; DELETE FROM ATRANSACTION")
-        guard try connection.tableExists("ATRANSACTIONSTRING") else { return }
-        try connection.execute("DELETE FROM ATRANSACTIONSTRING")
+        guard try connection.tableExists("ATRANSACTIONSTRING") else {
+            // Core Data's older layout (names inline), read here but not written: with its
+            // history gone nothing is left to read, and the next open with tracking makes
+            // the layout saves are recorded in (numbers go on from Z_MAX).
+            try connection.execute("DROP TABLE ACHANGE; DROP TABLE ATRANSACTION")
+            return
+        }
+        try connection.execute("DELETE FROM ACHANGE; DELETE FROM ATRANSACTION; DELETE FROM ATRANSACTIONSTRING")
         guard recordsMigration else { return }
         let digest = (snapshot.metadata[StoreMetadataKey.modelVersionHashesDigest] as? String).map { " from model with digest { \($0) }" }
         _ = try SQLiteHistoryLayout.insertTransaction(
-            author: "com.apple.coredata.schemamigrator: lightweight migration" + (digest ?? ""), contextName: nil, connection: connection)
+            author: "com.apple.coredata.schemamigrator: lightweight migration" + (digest ?? ""), contextName: nil,
+            connection: connection, url: nil)
     }
 }

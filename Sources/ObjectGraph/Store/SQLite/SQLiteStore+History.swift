@@ -144,10 +144,10 @@ extension SQLiteStore: PersistentHistoryStore {
     func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
                        writtenSlots: Set<Int> = [], author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
                        connection: Connection) throws -> PersistentHistoryToken {
-        let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection)
+        let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection, url: url)
 
         let count = request.insertedObjects.count + request.updatedObjects.count + request.deletedObjects.count
-        var next = try SQLiteHistoryLayout.allocateKeys(Int64(count), entity: SQLiteHistoryLayout.changeEntity, connection: connection) - Int64(count) + 1
+        var next = try Self.allocateKeys(Int64(count), entity: SQLiteHistoryLayout.changeEntity, connection: connection, url: url) - Int64(count) + 1
         let tombstones = layout.tombstoneColumnCount
         let tombstoneColumns = (0..<tombstones).map { ", ZTOMBSTONE\($0)" }.joined()
         let insertChange = try connection.cachedStatement("""
@@ -215,16 +215,11 @@ extension SQLiteStore: PersistentHistoryStore {
     private func recordInsertions(of nodes: [IncrementalStoreNode], keys: [Int64], firstKey: Int64, transaction: Int64,
                                   schema: SQLiteSchema, connection: Connection) throws -> Int64 {
         var keysByEntity: [ObjectIdentifier: (mapping: SQLiteSchema.EntityMapping, keys: [Int64])] = [:]
-        var current: (entity: ObjectIdentifier, mapping: SQLiteSchema.EntityMapping, keys: [Int64])?
         for (node, key) in zip(nodes, keys) {
             let entity = ObjectIdentifier(node.objectID.entity)
-            if current?.entity != entity {
-                if let current { keysByEntity[current.entity, default: (current.mapping, [])].keys += current.keys }
-                current = (entity, try keysByEntity[entity]?.mapping ?? schema.mapping(for: node.objectID.entity), [])
-            }
-            current?.keys.append(key)
+            if keysByEntity[entity] == nil { keysByEntity[entity] = (try schema.mapping(for: node.objectID.entity), []) }
+            keysByEntity[entity]?.keys.append(key)
         }
-        if let current { keysByEntity[current.entity, default: (current.mapping, [])].keys += current.keys }
         guard !keysByEntity.isEmpty else { return firstKey }
         // When the table's last key is the one before the block allocated for
         // this save (as it is unless history was deleted from its end), SQLite
@@ -326,11 +321,8 @@ extension SQLiteStore: PersistentHistoryStore {
                 if request.includesChanges {
                     // Only the changes of the transactions the filter kept: a run of
                     // another author's transactions in between is not read.
-                    var changes: [Int64: [PersistentHistoryChange]] = [:]
-                    for run in Self.runs(of: transactions.map(\.transactionNumber)) {
-                        changes.merge(try readChanges(from: run.lowerBound, through: run.upperBound, layout: layout,
-                                                      connection: connection)) { $1 }
-                    }
+                    let changes = try readChanges(in: Self.runs(of: transactions.map(\.transactionNumber)), layout: layout,
+                                                  connection: connection)
                     for index in transactions.indices {
                         transactions[index].changes = changes[transactions[index].transactionNumber] ?? []
                     }
@@ -368,41 +360,46 @@ extension SQLiteStore: PersistentHistoryStore {
         return last
     }
 
-    /// The changes of the transactions in a range, by transaction number, in
+    /// The changes of the transactions in `runs`, by transaction number, in
     /// the order they were recorded. Changes of entities the store's model
     /// does not hold (another configuration's) are left out: they have no ID here.
-    private func readChanges(from first: Int64, through last: Int64, layout: SQLiteHistoryLayout,
+    private func readChanges(in runs: [ClosedRange<Int64>], layout: SQLiteHistoryLayout,
                              connection: Connection) throws -> [Int64: [PersistentHistoryChange]] {
+        var changes: [Int64: [PersistentHistoryChange]] = [:]
+        guard !runs.isEmpty else { return changes }
         let tombstoneCount = try Self.tombstoneColumns(connection)
         let tombstoneColumns = (0..<tombstoneCount).map { ", ZTOMBSTONE\($0)" }.joined()
-        let select = try connection.prepare("""
+        let select = try connection.cachedStatement("""
             SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS\(tombstoneColumns) FROM ACHANGE \
             WHERE ZTRANSACTIONID BETWEEN ? AND ? ORDER BY Z_PK
             """)
-        try select.bind(first, at: 1)
-        try select.bind(last, at: 2)
+        defer { select.reset() }
         let identity = identity
-        var changes: [Int64: [PersistentHistoryChange]] = [:]
-        while try select.step() {
-            // A change of an entity the model lacks is left out, as documented above.
-            guard let entity = layout.entitiesByNumber[select.int64(at: 2)] else { continue }
-            guard let type = PersistentHistoryChange.ChangeType(rawValue: select.int64(at: 1)) else {
-                throw PersistentStoreError(.notAStore, url: url, message: "ACHANGE row \(select.int64(at: 0)) has the unknown change type \(select.int64(at: 1))")
-            }
-            var change = PersistentHistoryChange(
-                changeID: select.int64(at: 0),
-                changedObjectID: ObjectID(entity: entity.entity, store: identity, primaryKey: select.int64(at: 3)),
-                changeType: type, transactionNumber: select.int64(at: 4))
-            if type == .update { change.updatedProperties = entity.properties(in: select.data(at: 5) ?? Data()) }
-            if type == .delete && !entity.tombstoneSlots.isEmpty {
-                var tombstone: [String: PropertyValue] = [:]
-                for (index, slot) in entity.tombstoneSlots.enumerated() where index < tombstoneCount {
-                    guard let attribute = entity.entity.slotProperties[slot] as? AttributeDescription else { continue }
-                    tombstone[attribute.name] = select.attributeValue(at: Int32(6 + index), type: attribute.type)
+        for run in runs {
+            select.reset()
+            try select.bind(run.lowerBound, at: 1)
+            try select.bind(run.upperBound, at: 2)
+            while try select.step() {
+                // A change of an entity the model lacks is left out, as documented above.
+                guard let entity = layout.entitiesByNumber[select.int64(at: 2)] else { continue }
+                guard let type = PersistentHistoryChange.ChangeType(rawValue: select.int64(at: 1)) else {
+                    throw PersistentStoreError(.notAStore, url: url, message: "ACHANGE row \(select.int64(at: 0)) has the unknown change type \(select.int64(at: 1))")
                 }
-                change.tombstone = tombstone
+                var change = PersistentHistoryChange(
+                    changeID: select.int64(at: 0),
+                    changedObjectID: ObjectID(entity: entity.entity, store: identity, primaryKey: select.int64(at: 3)),
+                    changeType: type, transactionNumber: select.int64(at: 4))
+                if type == .update { change.updatedProperties = entity.properties(in: select.data(at: 5) ?? Data()) }
+                if type == .delete && !entity.tombstoneSlots.isEmpty {
+                    var tombstone: [String: PropertyValue] = [:]
+                    for (index, slot) in entity.tombstoneSlots.enumerated() where index < tombstoneCount {
+                        guard let attribute = entity.entity.slotProperties[slot] as? AttributeDescription else { continue }
+                        tombstone[attribute.name] = select.attributeValue(at: Int32(6 + index), type: attribute.type)
+                    }
+                    change.tombstone = tombstone
+                }
+                changes[change.transactionNumber, default: []].append(change)
             }
-            changes[change.transactionNumber, default: []].append(change)
         }
         return changes
     }

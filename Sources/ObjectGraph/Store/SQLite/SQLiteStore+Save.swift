@@ -217,6 +217,26 @@ extension SQLiteStore {
         return objectIDs.map { mapping[$0] ?? $0 }
     }
 
+    /// Adds `count` to an entity's `Z_MAX` in `Z_PRIMARYKEY` and returns the
+    /// new maximum, the last of the `count` keys now handed out: for rows of
+    /// the model's entities and of the history's alike.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/ioFailure`` when the table has no
+    ///   row for the entity, rather than make keys up.
+    static func allocateKeys(_ count: Int64, entity: Int64, connection: Connection, url: URL?) throws -> Int64 {
+        let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
+        try bump.bind(count, at: 1)
+        try bump.bind(entity, at: 2)
+        try bump.execute()
+        let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+        defer { read.reset() }
+        try read.bind(entity, at: 1)
+        guard try read.step() else {
+            throw PersistentStoreError(.ioFailure, url: url, message: "Z_PRIMARYKEY has no row for entity number \(entity)")
+        }
+        return read.int64(at: 0)
+    }
+
     /// Hands out one block of primary keys per root entity, inside the caller's transaction.
     ///
     /// - Returns: the permanent ID of each temporary one, and every node's
@@ -238,17 +258,7 @@ extension SQLiteStore {
         var permanentIDs: [ObjectID: ObjectID] = [:]
         permanentIDs.reserveCapacity(nodes.count)
         for (rootNumber, positions) in byRoot {
-            let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
-            try bump.bind(Int64(positions.count), at: 1)
-            try bump.bind(rootNumber, at: 2)
-            try bump.execute()
-            let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
-            try read.bind(rootNumber, at: 1)
-            guard try read.step() else {
-                throw PersistentStoreError(.ioFailure, url: url, message: "Z_PRIMARYKEY has no row for entity number \(rootNumber)")
-            }
-            let last = read.int64(at: 0)
-            read.reset()
+            let last = try Self.allocateKeys(Int64(positions.count), entity: rootNumber, connection: connection, url: url)
             var next = last - Int64(positions.count) + 1
             for position in positions {
                 let id = nodes[position].objectID
