@@ -137,8 +137,14 @@ extension StackManager {
         do {
             transactions = try setup.mainCoordinator.fetchHistory(request)
         } catch let error as PersistentStoreError where error.code == .historyExpired || error.code == .historyTokenMismatch {
-            // Unreadable now: the bookmark becomes nil and the next notification reads all remaining history.
-            let current = try? setup.mainCoordinator.currentPersistentHistoryToken()
+            let current: PersistentHistoryToken?
+            do {
+                current = try setup.mainCoordinator.currentPersistentHistoryToken()
+            } catch {
+                // Unreadable now: the bookmark becomes nil and the next notification reads all remaining history.
+                current = nil
+                state.withLock { $0.historyMergeError = error }
+            }
             state.withLock { $0.lastReadHistoryToken = current }
             setup.mainContext.perform { self.mergeExpiredHistory(into: setup, resumingAfter: current) }
             return
@@ -150,7 +156,8 @@ extension StackManager {
         let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
         state.withLock { state in
             state.historyMergeError = nil
-            state.lastReadHistoryToken = newest
+            // An importer's save posted meanwhile may have moved it further already.
+            state.lastReadHistoryToken = Self.later(state.lastReadHistoryToken, newest)
         }
         setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
     }
@@ -166,8 +173,16 @@ extension StackManager {
             merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
         }
         state.withLock { state in
-            state.lastMergedHistoryToken = [state.lastMergedHistoryToken, newest].compactMap { $0 }.max()
+            state.lastMergedHistoryToken = Self.later(state.lastMergedHistoryToken, newest)
         }
+    }
+
+    /// The later of two bookmarks of one store; a token of another store (the
+    /// file replaced) takes the place of the old one rather than be ordered
+    /// against it (tokens of different stores order by store, not by time).
+    static func later(_ bookmark: PersistentHistoryToken?, _ token: PersistentHistoryToken?) -> PersistentHistoryToken? {
+        guard let bookmark, let token else { return token ?? bookmark }
+        return bookmark.storeIdentifier == token.storeIdentifier ? max(bookmark, token) : token
     }
 
     /// The history after the bookmark is gone (purged, or the store was replaced):
