@@ -110,7 +110,9 @@ package final class Connection {
                 // Closing the last connection would checkpoint the log into the main
                 // file: a write, so it waits until the caller has looked. (With an
                 // empty log the close only removes the -wal and -shm it created.)
-                csqlite_set_no_checkpoint_on_close(handle.db, 1)
+                // The result is not checked: an SQLite without the option (before 3.28)
+                // checkpoints on close, which changes the main file's bytes, not its data.
+                _ = csqlite_set_no_checkpoint_on_close(handle.db, 1)
             }
         } catch var error as SQLiteError {
             error.message += " at \(path)"
@@ -153,7 +155,7 @@ package final class Connection {
             }
         }
         _ = try Self.pragma(handle, "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
-        csqlite_set_no_checkpoint_on_close(handle.db, 0)
+        _ = csqlite_set_no_checkpoint_on_close(handle.db, 0)
         settingsApplied = true
     }
 

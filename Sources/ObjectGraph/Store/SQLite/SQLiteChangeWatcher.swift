@@ -62,14 +62,19 @@ final class SQLiteChangeWatcher: @unchecked Sendable {
             self.slowDownOnceSettled()
             if self.check() { onChange() }
         }
-        events = !usesFileEvents ? nil : StoreFileEvents(storeURL: storeURL, queue: queue) { [weak self] in
-            guard let self else { return }
-            self.speedUp()
-            if self.check() { onChange() }
+        // On the queue, so that no file event is handled before the timer is scheduled
+        // (it would speed the timer up, and the first schedule slow it down again).
+        queue.sync {
+            events = !usesFileEvents ? nil : StoreFileEvents(storeURL: storeURL, queue: queue) { [weak self] in
+                guard let self else { return }
+                self.speedUp()
+                // At once too, not only at the next tick: most commits are visible by now.
+                if self.check() { onChange() }
+            }
+            let start = events == nil ? Self.interval : Self.idleInterval
+            timer.schedule(deadline: .now() + start, repeating: start, leeway: .milliseconds(5))
+            timer.activate()
         }
-        let start = events == nil ? Self.interval : Self.idleInterval
-        timer.schedule(deadline: .now() + start, repeating: start, leeway: .milliseconds(5))
-        timer.activate()
     }
 
     /// Whether file events wake the watcher (else it polls every 10 ms); not
