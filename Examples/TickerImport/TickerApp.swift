@@ -221,7 +221,7 @@ final class TickerApp: Sendable {
                 return counters
             }
             // Posted on the main queue, where the main context and the view live.
-            self.view?.render(snapshot)
+            self.view?.render(snapshot, companiesInserted: merge.save.insertedObjectIDs.contains { $0.entityName == "Company" })
         }
     }
 

@@ -113,11 +113,13 @@ final class WatchlistView: @unchecked Sendable {
     /// Reads the watched companies and the top movers again: new rows on
     /// success; on failure the last rows stay and `readError` says why, until
     /// a read succeeds.
-    private func refresh() {
+    ///
+    /// - Parameter companiesMayHaveArrived: whether the merge inserted companies,
+    ///   which may be watched ones another process created.
+    private func refresh(companiesMayHaveArrived: Bool) {
         do {
-            // Companies another process created since the last merge join the
-            // list; while none is missing, this costs nothing.
-            if companies.count < symbols.count { try fetchWatchedCompanies() }
+            // After a failed read too: the companies that arrived then are still to be found.
+            if (companiesMayHaveArrived || readError != nil) && companies.count < symbols.count { try fetchWatchedCompanies() }
             let watched = try readRows(of: companies)
             moverRows = try readRows(of: movers?.companies ?? [])
             rows = watched
@@ -144,14 +146,14 @@ final class WatchlistView: @unchecked Sendable {
         return fresh
     }
 
-    func render(_ counters: TickerApp.Counters) {
-        refresh()
+    func render(_ counters: TickerApp.Counters, companiesInserted: Bool) {
+        refresh(companiesMayHaveArrived: companiesInserted)
         draw(counters, final: false, failure: nil)
     }
 
     /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
     func finish(_ counters: TickerApp.Counters, failure: String?) {
-        refresh()
+        refresh(companiesMayHaveArrived: true)
         draw(counters, final: true, failure: failure)
         if !json {
             let summary = viewOnly ? "stopped: \(grouped(counters.importedObjects)) objects merged from \(counters.saves) saves of other processes."
