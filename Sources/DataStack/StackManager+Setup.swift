@@ -15,8 +15,9 @@ extension StackManager {
     ///     `.inMemory` (or any other type) uses one coordinator for everything.
     ///   - options: how the store is opened; the default,
     ///     ``ObjectGraph/StoreOptions/stackDefaults``, migrates a store written
-    ///     with an older model version. Both coordinators open the migrated
-    ///     file. Progress of a migration reaches `options.migrationProgress`
+    ///     with an older model version, records persistent history (which grows
+    ///     until ``purgeHistory(olderThan:)``) and merges other processes'
+    ///     saves. Both coordinators open the migrated file. Progress of a migration reaches `options.migrationProgress`
     ///     and ``migrationProgress``.
     /// - Throws: ``StackError/Code/alreadySetUp`` on a second call,
     ///   ``PersistentStoreError`` saying what is wrong with the location or the
