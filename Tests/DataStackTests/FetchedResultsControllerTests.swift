@@ -7,17 +7,6 @@ import DataStack
 /// the background: the list follows every merge, by keyed diffs, at a cost that
 /// depends on the merge and not on the store.
 @Suite struct FetchedResultsControllerTests {
-    /// A controller on the main context and the log of what it delivered.
-    // @unchecked Sendable: both are used only on the main queue, inside main.perform.
-    final class Panel: @unchecked Sendable {
-        let controller: FetchedResultsController<Ticker>
-        let log = ListChangeLog()
-        init(_ controller: FetchedResultsController<Ticker>) {
-            self.controller = controller
-            controller.delegate = log
-        }
-    }
-
     /// What the panel shows against what a fresh fetch returns, read on the main queue.
     struct Reading: Sendable {
         var ids: [ObjectID]
@@ -36,18 +25,8 @@ import DataStack
         return request
     }
 
-    private func makePanel(_ stack: StackManager, _ request: FetchRequest<Ticker>, sectionNameKeyPath: String? = nil) async throws -> Panel {
-        let main = stack.mainContext
-        return try await main.perform {
-            let panel = Panel(FetchedResultsController(fetchRequest: request, managedObjectContext: main, sectionNameKeyPath: sectionNameKeyPath))
-            try panel.controller.performFetch()
-            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
-            return panel
-        }
-    }
-
     /// Reads the panel (loading its objects, as a view would) and a fresh fetch of the same request.
-    private func read(_ panel: Panel, _ stack: StackManager, _ request: FetchRequest<Ticker>) async throws -> Reading {
+    private func read(_ panel: ListPanel, _ stack: StackManager, _ request: FetchRequest<Ticker>) async throws -> Reading {
         let main = stack.mainContext
         return try await main.perform {
             var ids = FetchRequest<ObjectID>(entityName: "Ticker")
@@ -89,7 +68,7 @@ import DataStack
         let (stack, _) = try await makeStack()
         let recorder = MergeRecorder(stack)
         let request = topTen()
-        let panel = try await makePanel(stack, request)
+        let panel = try await ListPanel.make(stack, request)
         let store = try #require(stack.mainCoordinator.persistentStores.first as? SQLiteStore)
         let sql = StackStatementLog()
         store.traceStatements { sql.append($0) }
@@ -153,7 +132,7 @@ import DataStack
         let (stack, _) = try await makeStack()
         let recorder = MergeRecorder(stack)
         let request = topTen()
-        let panel = try await makePanel(stack, request)
+        let panel = try await ListPanel.make(stack, request)
         let prices = Prices()
         let inserted = try await stack.performImport(0..<10_000, chunkSize: 500) { index, context in
             let ticker = Ticker(context: context)
@@ -195,7 +174,7 @@ import DataStack
         }
         await recorder.wait(for: 1)
         let request = topTen()
-        let panel = try await makePanel(stack, request)
+        let panel = try await ListPanel.make(stack, request)
         _ = try await read(panel, stack, request)   // the top ten are loaded, as on screen
         try await importer.perform {
             for id in [ids[49], ids[45], ids[3]] { importer.delete(try importer.existingObject(with: id)) }
@@ -228,7 +207,7 @@ import DataStack
         await recorder.wait(for: 1)
         var request = FetchRequest<Ticker>()
         request.sortDescriptors = [FetchSort(key: "name"), FetchSort(key: "price", ascending: false)]
-        let panel = try await makePanel(stack, request, sectionNameKeyPath: "name")
+        let panel = try await ListPanel.make(stack, request, sectionNameKeyPath: "name")
         try await importer.perform {
             (try importer.existingObject(with: ids[0]) as! Ticker).name = "C"    // a new section
             (try importer.existingObject(with: ids[1]) as! Ticker).price = 10    // moves to the top of "A"
@@ -261,7 +240,7 @@ import DataStack
         }
         await recorder.wait(for: 1)
         let request = topTen()
-        let panel = try await makePanel(stack, request)
+        let panel = try await ListPanel.make(stack, request)
         _ = try await read(panel, stack, request)
         // The stack stops merging, an import changes the top, then main is reset.
         stack.mergesIncomingSavedObjects = false

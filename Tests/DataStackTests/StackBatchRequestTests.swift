@@ -6,16 +6,6 @@ import DataStack
 /// save does (registered objects refreshed or removed), so a list on main
 /// follows rows a batch moves into or out of it.
 @Suite struct StackBatchRequestTests {
-    // @unchecked Sendable: used only on the main queue, inside mainContext.perform.
-    final class Panel: @unchecked Sendable {
-        let controller: FetchedResultsController<Ticker>
-        let log = ListChangeLog()
-        init(_ controller: FetchedResultsController<Ticker>) {
-            self.controller = controller
-            controller.delegate = log
-        }
-    }
-
     private func listRequest() throws -> FetchRequest<Ticker> {
         var request = FetchRequest<Ticker>(entityName: "Ticker", predicate: try FetchPredicate(format: "price >= 5"))
         request.sortDescriptors = [FetchSort(key: "price", ascending: true)]
@@ -23,7 +13,7 @@ import DataStack
     }
 
     /// The list's symbols and prices, loading its objects as a view would, and the same fetched fresh.
-    private func shown(_ panel: Panel, _ stack: StackManager) async throws -> (list: [String], fresh: [String], failures: [String]) {
+    private func shown(_ panel: ListPanel, _ stack: StackManager) async throws -> (list: [String], fresh: [String], failures: [String]) {
         let main = stack.mainContext
         let request = try listRequest()
         return try await main.perform {
@@ -41,14 +31,7 @@ import DataStack
         let recorder = MergeRecorder(stack)
         _ = try await importTickers(stack, count: 10)
         await recorder.wait(for: 1)
-        let main = stack.mainContext
-        let request = try listRequest()
-        let panel = try await main.perform {
-            let panel = Panel(FetchedResultsController(fetchRequest: request, managedObjectContext: main))
-            try panel.controller.performFetch()
-            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
-            return panel
-        }
+        let panel = try await ListPanel.make(stack, try listRequest())
         #expect(try await shown(panel, stack).list == ["T5=5.0", "T6=6.0", "T7=7.0", "T8=8.0", "T9=9.0"])
 
         let importer = stack.importerContext()
@@ -77,14 +60,7 @@ import DataStack
         let recorder = MergeRecorder(stack)
         let ids = try await importTickers(stack, count: 10)
         await recorder.wait(for: 1)
-        let main = stack.mainContext
-        let request = try listRequest()
-        let panel = try await main.perform {
-            let panel = Panel(FetchedResultsController(fetchRequest: request, managedObjectContext: main))
-            try panel.controller.performFetch()
-            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
-            return panel
-        }
+        let panel = try await ListPanel.make(stack, try listRequest())
         _ = try await shown(panel, stack)
         let importer = stack.importerContext()
         try await importer.perform {
@@ -96,6 +72,7 @@ import DataStack
         #expect(after.list == ["T5=5.0", "T7=7.0", "T9=9.0"])
         #expect(after.list == after.fresh)
         #expect(after.failures.isEmpty, "\(after.failures)")
+        let main = stack.mainContext
         let registered = await main.perform { main.registeredObjects.map(\.objectID) }
         #expect(Set(registered).isDisjoint(with: [ids[6], ids[8]]))
     }

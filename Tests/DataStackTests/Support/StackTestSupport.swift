@@ -137,6 +137,30 @@ final class ObjectHolder: @unchecked Sendable {
 
 /// Carries a fetched results controller into its context's `perform` blocks, as a screen holds its list.
 // @unchecked Sendable: the controller is only used on its context's queue.
+/// A fetched results controller on the main context, as a list on screen
+/// holds one, with a log of the changes it reports.
+// @unchecked Sendable: touched only on the main context's queue, inside perform blocks.
+final class ListPanel: @unchecked Sendable {
+    let controller: FetchedResultsController<Ticker>
+    let log = ListChangeLog()
+
+    init(_ controller: FetchedResultsController<Ticker>) {
+        self.controller = controller
+        controller.delegate = log
+    }
+
+    /// A panel on `stack`'s main context showing `request`, fetched once.
+    static func make(_ stack: StackManager, _ request: FetchRequest<Ticker>, sectionNameKeyPath: String? = nil) async throws -> ListPanel {
+        let main = stack.mainContext
+        return try await main.perform {
+            let panel = ListPanel(FetchedResultsController(fetchRequest: request, managedObjectContext: main, sectionNameKeyPath: sectionNameKeyPath))
+            try panel.controller.performFetch()
+            panel.log.previous = panel.controller.snapshot ?? FetchedResultsSnapshot()
+            return panel
+        }
+    }
+}
+
 final class ControllerBox<Object: ManagedObject>: @unchecked Sendable {
     let controller: FetchedResultsController<Object>
     init(_ controller: FetchedResultsController<Object>) { self.controller = controller }
