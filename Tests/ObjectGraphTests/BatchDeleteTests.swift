@@ -172,6 +172,34 @@ import Testing
         #expect(try deleteAll("Team", where: "TRUEPREDICATE", in: graph, as: .count) == .count(1))
         #expect(try graph.version(of: member) == 1)
     }
+
+    @Test(arguments: allStoreTypes)
+    func rowsWithoutDeleteRulesLeaveNoJoinRowsBehind(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let context = graph.context()
+        let (shelf, kept) = try context.performAndWait {
+            let shelf = Shelf(context: context)
+            shelf.name = "top"
+            let labels = ["old", "new", "older"].map { text -> Label in
+                let label = Label(context: context)
+                label.text = text
+                return label
+            }
+            shelf.labels = Set(labels)
+            try context.save()
+            return (shelf.objectID, labels[1].objectID)
+        }
+        #expect(try deleteAll("Label", where: "text BEGINSWITH 'old'", in: graph, as: .count) == .count(2))
+        let reader = graph.context()
+        let labels = try reader.performAndWait { try #require(reader.existingObject(with: shelf) as? Shelf).labels.map(\.objectID) }
+        #expect(labels == [kept])
+        #expect(try graph.version(of: shelf) == 1, "a to-many losing a member changes no column of its owner")
+        if type == .sqlite, let url = graph.coordinator.persistentStores.first?.url {
+            let raw = try SQLiteReference(url)
+            let table = try #require(try raw.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'Z!_%LABELS' ESCAPE '!'").first?.first ?? nil)
+            #expect(try raw.rows("SELECT COUNT(*) FROM \(table)") == [["1"]], "the deleted labels' join rows go with them")
+        }
+    }
 }
 
 extension BatchDeleteRequest {

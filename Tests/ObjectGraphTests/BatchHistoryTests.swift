@@ -108,4 +108,38 @@ import Testing
         let rows = try raw.rows("SELECT ZSYMBOL, ZNAME, Z_OPT FROM ZCOMPANY ORDER BY ZSYMBOL")
         #expect(rows == [["ACME", nil, "1"], ["BETA", nil, "1"]], "\(rows)")
     }
+
+    @Test func aDeleteWithoutRulesCopiesEachRowsTombstoneAndKeysContinueAfterAPurge() throws {
+        let directory = TemporaryDirectory()
+        let model = TestModel.make()
+        let company = try #require(model.entitiesByName["Company"])
+        (company.properties.first { $0.name == "symbol" } as? AttributeDescription)?.preservesValueInHistoryOnDeletion = true
+        // No rules: the rows are deleted and recorded by their condition, not read one by one.
+        for entity in model.entities {
+            for case let relationship as RelationshipDescription in entity.properties { relationship.deleteRule = .noAction }
+        }
+        let (coordinator, acme, beta) = try seeded(directory, model: model)
+        // Every change deleted: the next change key is Z_MAX + 1, not the table's own next key.
+        #expect(try coordinator.deleteHistory(.deleteHistory(before: Date.distantFuture)) > 0)
+        let raw = try SQLiteReference(directory.file("Batch.sqlite"))
+        let lastKey = try #require(try raw.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'CHANGE'").first?.first ?? nil)
+
+        let context = PersistentHistoryTests.context(coordinator, author: "cleaner")
+        var request = BatchDeleteRequest(fetchRequest: FetchRequest<Company>(entityName: "Company", predicate: try FetchPredicate(format: "symbol != nil")))
+        request.resultType = .objectIDs
+        let result = try context.performAndWait { try context.execute(request) }
+
+        let changes = try raw.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTOMBSTONE0, ZCOLUMNS FROM ACHANGE ORDER BY Z_PK")
+        let first = try #require(Int(lastKey)) + 1
+        // In the rows' key order, numbered from there.
+        let deleted = [(acme, "ACME"), (beta, "BETA")].sorted { ($0.0.primaryKey ?? 0) < ($1.0.primaryKey ?? 0) }
+        #expect(changes == deleted.enumerated().map { offset, row in
+            ["\(first + offset)", "2", "1", "\(row.0.primaryKey ?? 0)", row.1, nil]
+        })
+        #expect(try raw.rows("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_NAME = 'CHANGE'") == [["\(first + 1)"]])
+        let last = try #require(try coordinator.fetchHistory(.fetchHistory(after: nil)).last)
+        #expect(result == .objectIDs(ContextDidSave(deletedObjectIDs: [acme, beta], historyTokens: [last.token])))
+        #expect(last.changes?.map(\.tombstone) == deleted.map { ["symbol": .string($0.1)] })
+        #expect(try raw.rows("SELECT COUNT(*) FROM ZSTOCKUPDATE WHERE ZCOMPANY IS NOT NULL") == [["3"]], "no action leaves the updates alone")
+    }
 }

@@ -165,4 +165,33 @@ final class SaveLog: @unchecked Sendable {
     private var saves: [ContextDidSave] = []
     func append(_ save: ContextDidSave) { lock.withLock { saves.append(save) } }
     var all: [ContextDidSave] { lock.withLock { saves } }
+
+    @Test(arguments: allStoreTypes)
+    func aPredicateThroughAToOneSelectsByTheRelatedRow(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let context = graph.context()
+        let (inRock, inJazz) = try context.performAndWait {
+            func playlist(_ name: String) -> Track {
+                let list = Playlist(context: context)
+                list.name = name
+                let track = Track(context: context)
+                track.title = "untitled"
+                track.playlist = list
+                return track
+            }
+            let rock = playlist("rock"), jazz = playlist("jazz")
+            try context.save()
+            return (rock.objectID, jazz.objectID)
+        }
+        var request = BatchUpdateRequest(entityName: "Track", predicate: try FetchPredicate(format: "playlist.name == %@", "rock"),
+                                         propertiesToUpdate: ["title": "Rock 1"])
+        request.resultType = .objectIDs
+        #expect(try context.performAndWait { try context.execute(request) } == .objectIDs(ContextDidSave(updatedObjectIDs: [inRock])))
+        let reader = graph.context()
+        let titles = try reader.performAndWait {
+            try [inRock, inJazz].map { try #require(reader.existingObject(with: $0) as? Track).title }
+        }
+        #expect(titles == ["Rock 1", "untitled"])
+        #expect(try [inRock, inJazz].map { try graph.version(of: $0) } == [2, 1])
+    }
 }

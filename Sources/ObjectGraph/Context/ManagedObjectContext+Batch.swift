@@ -193,7 +193,7 @@ extension ManagedObjectContext {
     /// changed, and tells listeners as a save would.
     private func executeBatch(_ request: StoreBatchRequest, on store: any BatchRequestStore) throws -> BatchChanges {
         let changes = try store.execute(request, in: self)
-        persistentStoreCoordinator?.rowCache.remove(Set(changes.updatedObjectIDs), Set(changes.deletedObjectIDs))
+        persistentStoreCoordinator?.rowCache.remove(changes.updatedObjectIDs, changes.deletedObjectIDs)
         if !changes.updatedObjectIDs.isEmpty || !changes.deletedObjectIDs.isEmpty {
             post(.didSave(changes.asSave))
         }

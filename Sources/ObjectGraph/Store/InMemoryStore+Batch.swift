@@ -18,7 +18,7 @@ extension InMemoryStore: BatchRequestStore {
             let after = try before.map { try updated($0, by: update) }
             try checkUniqueness(of: after, changing: update)
             _ = try execute(.save(SaveChangesRequest(updatedObjects: after)), in: nil)
-            return BatchChanges(updatedObjectIDs: before.map(\.objectID))
+            return BatchChanges(updatedObjectIDs: Set(before.map(\.objectID)))
         case .delete(let delete):
             let matched: [IncrementalStoreNode]
             switch delete {

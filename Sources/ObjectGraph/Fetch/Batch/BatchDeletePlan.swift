@@ -94,7 +94,7 @@ package struct BatchDeletePlan {
 
     /// What the delete changes, for the caller to merge.
     package func changes(historyToken: PersistentHistoryToken?) -> BatchChanges {
-        BatchChanges(updatedObjectIDs: cleared.map(\.row.objectID) + touched, deletedObjectIDs: deleted.map(\.objectID),
+        BatchChanges(updatedObjectIDs: Set(cleared.map(\.row.objectID) + touched), deletedObjectIDs: Set(deleted.map(\.objectID)),
                      historyToken: historyToken)
     }
 }

@@ -27,12 +27,14 @@ public enum BatchResult: Sendable, Equatable {
 
 /// What a store's batch changed, by object ID.
 package struct BatchChanges: Sendable {
-    package var updatedObjectIDs: [ObjectID] = []
-    package var deletedObjectIDs: [ObjectID] = []
+    // Sets, as a did-save carries them: a million IDs are hashed once, not
+    // again for the row cache and again for the notification.
+    package var updatedObjectIDs: Set<ObjectID> = []
+    package var deletedObjectIDs: Set<ObjectID> = []
     /// The history transaction the store recorded, if it tracks history.
     package var historyToken: PersistentHistoryToken?
 
-    package init(updatedObjectIDs: [ObjectID] = [], deletedObjectIDs: [ObjectID] = [], historyToken: PersistentHistoryToken? = nil) {
+    package init(updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [], historyToken: PersistentHistoryToken? = nil) {
         self.updatedObjectIDs = updatedObjectIDs
         self.deletedObjectIDs = deletedObjectIDs
         self.historyToken = historyToken
@@ -40,7 +42,7 @@ package struct BatchChanges: Sendable {
 
     /// The changes as a save, for merging.
     package var asSave: ContextDidSave {
-        ContextDidSave(updatedObjectIDs: Set(updatedObjectIDs), deletedObjectIDs: Set(deletedObjectIDs),
+        ContextDidSave(updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
                        historyTokens: historyToken.map { [$0] } ?? [])
     }
 }
