@@ -254,9 +254,14 @@ import DataStack
         #expect(try TickerStoreContents(directory.storeURL).companiesWithMismatchedCounters == 0)
     }
 
-    /// Two importers that start together on one store both create the market:
-    /// the symbol's uniqueness constraint settles the race at save, and both
-    /// go on importing into the same forty companies.
+    /// Two importers that start together on one store both upsert the market:
+    /// the one that saves second finds the first one's companies — or, when
+    /// the two saves cross, the symbol's uniqueness constraint settles it at
+    /// save — and both go on importing into the same forty companies.
+    ///
+    /// Measured here, the second finds the first's companies: opening the
+    /// store serializes the two. The crossing itself, which a process test
+    /// cannot time, is `UpsertImportTests.racingImportersEndWithOneRowPerKey`.
     @Test func twoImportersStartingAtOnceLeaveOneCompanyPerSymbol() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
         let directory = StackDirectory()
