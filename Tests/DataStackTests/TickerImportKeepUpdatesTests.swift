@@ -37,7 +37,7 @@ import DataStack
         try #require(FileManager.default.isExecutableFile(atPath: TickerImportProcess.executable.path), "build ticker-import first (swift build)")
         let directory = StackDirectory()
         let store = ["--import-only", "--json", "--tickers", "30", "--batch", "\(Self.batch)", "--store", directory.storeURL.path]
-        let grown = try TickerImportProcess.run(store + ["--duration", "0.5"])
+        let grown = try TickerImportProcess.run(store + ["--duration", "1"])
         #expect(grown.status == 0, "stderr: \(grown.stderr)")
         let connection = try Connection(path: directory.storeURL.path)
         let before = try Self.integer(connection, "SELECT count(*) FROM ZSTOCKUPDATE")
