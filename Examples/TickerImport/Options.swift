@@ -19,6 +19,9 @@ struct Options: Sendable {
     var batch = 500
     /// Whether `--batch` was given: refused with `--view-only`, which imports nothing.
     private var batchGiven = false
+    /// `--keep-updates N`: after each save the importer deletes the oldest
+    /// price updates beyond the newest N (a batch delete); nil keeps them all.
+    var keepUpdates: Int?
     var watch: [String] = []
     /// How many companies the watchlist shows without `--watch`: the first of the market.
     var watchCount = 10
@@ -45,6 +48,9 @@ struct Options: Sendable {
           --duration SECONDS   stop after this long (default: run until Ctrl-C)
           --tickers N          companies in the simulated market (default 300)
           --batch N            price updates per importer save (default 500)
+          --keep-updates N     after each save, delete all but the newest N price updates
+                               (one batch delete), so a long run's store stays bounded:
+                               at most N + --batch updates (default: keep every update)
           --watch SYM,SYM,...  tickers to show (default: the first 10 of the market;
                                with --view-only, shown once another process creates them)
           --store PATH         the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
@@ -92,6 +98,7 @@ struct Options: Sendable {
             case "--batch":
                 options.batch = try positive(flag)
                 options.batchGiven = true
+            case "--keep-updates": options.keepUpdates = try positive(flag)
             case "--watch":
                 options.watch = try value(for: flag).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }.filter { !$0.isEmpty }
                 if options.watch.isEmpty { throw UsageError(description: "--watch needs at least one symbol") }
@@ -116,6 +123,9 @@ struct Options: Sendable {
         }
         if options.mode == .viewOnly && options.batchGiven {
             throw UsageError(description: "--batch sizes the import's saves, and --view-only imports nothing")
+        }
+        if options.mode == .viewOnly && options.keepUpdates != nil {
+            throw UsageError(description: "--keep-updates trims what the import saves, and --view-only imports nothing")
         }
         return options
     }

@@ -18,8 +18,11 @@ import Synchronization
 /// objects it wrote, `stockUpdates` and `imported` the totals of the run so
 /// far (the keys mean what they mean in the watchlist's lines, so a
 /// `--view-only` process that saw the whole run ends with the same totals),
-/// and `savedAt` when the save returned, in seconds since 1970. The last line
-/// has `"final": true`, the totals, and `"error"` when a save failed.
+/// and `savedAt` when the save returned, in seconds since 1970. With
+/// `--keep-updates` a line is written once the save's trim ran too, and
+/// `trimmed` says how many old updates it deleted (0 when the trim failed: the
+/// error is on stderr, and the next trim deletes what this one left). The
+/// last line has `"final": true`, the totals, and `"error"` when a save failed.
 final class SaveLog: Sendable {
     private struct Totals {
         var saves = 0
@@ -38,6 +41,8 @@ final class SaveLog: Sendable {
         var stockUpdates: Int
         var imported: Int
         var savedAt: Double?
+        /// Old updates the trim after this save deleted; nil without `--keep-updates`.
+        var trimmed: Int?
         var final: Bool
         var error: String?
     }
@@ -55,9 +60,10 @@ final class SaveLog: Sendable {
         record { _ in (inserted, updated, 0) }
     }
 
-    /// Reports the import loop's latest save, from the loop's running progress.
-    func recordImportSave(_ progress: ImportProgress) {
-        record { totals in
+    /// Reports the import loop's latest save, from the loop's running progress,
+    /// and how many old updates the trim after it deleted (nil without `--keep-updates`).
+    func recordImportSave(_ progress: ImportProgress, trimmed: Int? = nil) {
+        record(trimmed: trimmed) { totals in
             let inserted = progress.insertedObjects - totals.loopInserted
             let updated = progress.updatedObjects - totals.loopUpdated
             totals.loopInserted = progress.insertedObjects
@@ -81,7 +87,7 @@ final class SaveLog: Sendable {
     /// Counts one save — `counts` gives its inserted and updated objects and
     /// stock updates — and writes its line, under the lock so that lines come
     /// out in the order of the saves.
-    private func record(_ counts: (inout Totals) -> (inserted: Int, updated: Int, stockUpdates: Int)) {
+    private func record(trimmed: Int? = nil, _ counts: (inout Totals) -> (inserted: Int, updated: Int, stockUpdates: Int)) {
         totals.withLock { totals in
             let save = counts(&totals)
             totals.saves += 1
@@ -90,10 +96,11 @@ final class SaveLog: Sendable {
             let savedAt = Date().timeIntervalSince1970
             if json {
                 write(Line(saved: totals.saves, inserted: save.inserted, updated: save.updated, stockUpdates: totals.stockUpdates,
-                           imported: totals.imported, savedAt: savedAt, final: false))
+                           imported: totals.imported, savedAt: savedAt, trimmed: trimmed, final: false))
             } else {
                 write("save \(totals.saves) on disk: \(save.inserted) inserted, \(save.updated) updated"
-                      + " · \(totals.imported) objects, \(totals.stockUpdates) stock updates so far")
+                      + " · \(totals.imported) objects, \(totals.stockUpdates) stock updates so far"
+                      + (trimmed.map { " · \($0) old updates deleted" } ?? ""))
             }
         }
     }

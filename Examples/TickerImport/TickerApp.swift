@@ -23,6 +23,8 @@ final class TickerApp: Sendable {
         var saves = 0
         var started = ContinuousClock.now
         var lastMergeMillis = 0.0
+        /// Stock updates deleted by `--keep-updates` trims, as merged (not counted as saves or imports).
+        var trimmedUpdates = 0
         /// Where the last merged save came from: this process's importer or another process.
         var lastSource: StackDidMerge.Source?
     }
@@ -53,14 +55,14 @@ final class TickerApp: Sendable {
             try await showWatchlist(options.watch.isEmpty ? defaultWatch : options.watch)
             run { await Self.waitUntilCancelled() }
         case .importOnly:
-            let market = try await prepareCompanies(feed.listings)
-            run { [self, feed] in await importFeed(feed, into: market.byListing) }
+            _ = try await prepareCompanies(feed.listings)
+            run { [self, feed] in await importFeed(feed) }
         case .importAndView:
-            let market = try await prepareCompanies(feed.listings)
-            let watched = (options.watch.isEmpty ? defaultWatch : options.watch).filter { market.bySymbol[$0] != nil }
+            let stored = try await prepareCompanies(feed.listings)
+            let watched = (options.watch.isEmpty ? defaultWatch : options.watch).filter(stored.contains)
             if watched.isEmpty { throw Options.UsageError(description: "none of the watched symbols is in the market") }
             try await showWatchlist(watched)
-            run { [self, feed] in await importFeed(feed, into: market.byListing) }
+            run { [self, feed] in await importFeed(feed) }
         }
         if let duration = options.duration {
             Task.detached {
@@ -120,13 +122,22 @@ final class TickerApp: Sendable {
     }
 
     /// Imports the feed until cancelled, a save per `--batch` quotes; returns the error that stopped it.
-    private func importFeed(_ feed: MarketFeed, into companies: [ObjectID]) async -> (any Error)? {
+    ///
+    /// Each quote upserts its company by symbol — each save finds the
+    /// companies of its quotes with one query — and inserts a stock update.
+    /// With `--keep-updates`, each save is followed by a trim (``UpdateRetention``).
+    private func importFeed(_ feed: MarketFeed) async -> (any Error)? {
         var feed = feed
+        let listings = feed.listings
         let quotes = AnySequence { AnyIterator { feed.next(1).first } }
+        let clock = UpdateClock()
+        let retention = options.keepUpdates.map { UpdateRetention(stack: stack, limit: $0) }
         do {
-            try await stack.performImport(quotes, chunkSize: options.batch) { quote, context in
-                guard let company = context.object(with: companies[quote.listing]) as? Company else { return }
-                let now = Date()
+            try await stack.performImport(quotes, chunkSize: options.batch, upserting: Company.self, by: "symbol",
+                                          key: { listings[$0.listing].symbol }) { quote, company, context in
+                // New only if it was deleted since prepareCompanies: it is listed again.
+                if company.isInserted { Self.list(company, as: listings[quote.listing]) }
+                let now = clock.next()
                 company.price = quote.price
                 company.lastUpdate = now
                 company.updateCount += 1
@@ -136,8 +147,10 @@ final class TickerApp: Sendable {
                 update.time = now
                 update.company = company
             } progress: { [saveLog, stack] progress in
-                // Called once the chunk's save returned: the line stands for a save on disk.
-                saveLog?.recordImportSave(progress)
+                // Called once the chunk's save returned: the line stands for a save on disk
+                // (and, with --keep-updates, for its trim).
+                let trimmed = retention.map { Self.trim(with: $0) }
+                saveLog?.recordImportSave(progress, trimmed: trimmed)
                 if progress.savedChunks % Self.historyPurgeInterval == 0 { Self.purgeHistory(of: stack) }
             }
             return nil
@@ -145,6 +158,20 @@ final class TickerApp: Sendable {
             return nil
         } catch {
             return error
+        }
+    }
+
+    /// Runs one trim of `--keep-updates`; returns how many updates it deleted.
+    ///
+    /// A failed trim does not stop the import: the saves are on disk, and the
+    /// next trim deletes everything beyond the newest N, so it catches up with
+    /// what this one left. The error goes to stderr, and 0 is reported.
+    private static func trim(with retention: UpdateRetention) -> Int {
+        do {
+            return try retention.trim()
+        } catch {
+            FileHandle.standardError.write(Data("ticker-import: deleting old price updates failed: \(error)\n".utf8))
+            return 0
         }
     }
 
@@ -178,41 +205,61 @@ final class TickerApp: Sendable {
         task?.cancel()
     }
 
-    /// Creates the listings the store does not have yet; returns every company's ID.
-    private func prepareCompanies(_ listings: [MarketFeed.Listing]) async throws -> (bySymbol: [String: ObjectID], byListing: [ObjectID]) {
+    /// Creates the listings the store does not have yet, and fills in what a
+    /// store of the model's first version lacks, with one upsert of the
+    /// companies by symbol: one save, whose one query (`symbol IN …`) finds
+    /// the companies the store has; returns the symbols of every company
+    /// the store then holds.
+    ///
+    /// Running twice on one store, or two importers starting at once, ends
+    /// with one company per symbol: `Company.symbol` is declared unique, so a
+    /// company another importer saved after that query is settled at save —
+    /// the two become one row, with this save's values
+    /// (``MergePolicy/mergeByPropertyObjectTrump``, the importers' policy).
+    private func prepareCompanies(_ listings: [MarketFeed.Listing]) async throws -> Set<String> {
+        // One chunk: the market appears in one save, as a viewer then shows it.
+        try await stack.performImport(listings, chunkSize: listings.count, upserting: Company.self, by: "symbol",
+                                      key: { $0.symbol }) { listing, company, _ in
+            if company.isInserted {
+                Self.list(company, as: listing)
+            } else if company.sector == nil {
+                // Companies from a store of the model's first version have no sector yet.
+                company.sector = listing.sector
+            }
+        } progress: { [saveLog] progress in
+            // A run on a store that has the market saves nothing here, and reports nothing.
+            if progress.insertedObjects + progress.updatedObjects > 0 {
+                saveLog?.recordListingSave(inserted: progress.insertedObjects, updated: progress.updatedObjects)
+            }
+        }
+        // Every company, the market's and any other the store has (`--watch` may name them).
         let importer = stack.importerContext()
         return try await importer.perform {
-            var bySymbol: [String: ObjectID] = [:]
-            var request = FetchRequest<Company>()
-            request.returnsObjectsAsFaults = false
-            let sectors = Dictionary(listings.map { ($0.symbol, $0.sector) }, uniquingKeysWith: { first, _ in first })
-            for company in try importer.fetch(request) {
-                bySymbol[company.symbol] = company.objectID
-                // Companies from a store of the model's first version have no sector yet.
-                if company.sector == nil { company.sector = sectors[company.symbol] }
-            }
-            var created: [Company] = []
-            for listing in listings where bySymbol[listing.symbol] == nil {
-                let company = Company(context: importer)
-                company.symbol = listing.symbol
-                company.name = listing.name
-                company.sector = listing.sector
-                company.price = listing.openingPrice
-                company.previousClose = listing.openingPrice
-                created.append(company)
-            }
-            let (inserted, updated) = (importer.insertedObjects.count, importer.updatedObjects.count)
-            try importer.save()
-            if inserted + updated > 0 { self.saveLog?.recordListingSave(inserted: inserted, updated: updated) }
-            for company in created { bySymbol[company.symbol] = company.objectID }
-            return (bySymbol, listings.compactMap { bySymbol[$0.symbol] })
+            var request = FetchRequest<[String: Any]>(entityName: "Company")
+            request.resultType = .dictionary
+            request.propertiesToFetch = ["symbol"]
+            return Set(try importer.fetch(request).compactMap { $0["symbol"] as? String })
         }
+    }
+
+    /// Fills in a new company from its listing (its symbol is set by the upsert).
+    private static func list(_ company: Company, as listing: MarketFeed.Listing) {
+        company.name = listing.name
+        company.sector = listing.sector
+        company.price = listing.openingPrice
+        company.previousClose = listing.openingPrice
     }
 
     private func observeMerges() {
         _ = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { notification in
             guard let merge = try? StackDidMerge(notification) else { return }
             let snapshot = self.counters.withLock { counters -> Counters in
+                // A trim of --keep-updates (here or in another process) only deletes
+                // stock updates: it is neither a save of the import nor an import.
+                if merge.save.insertedObjectIDs.isEmpty && !merge.save.deletedObjectIDs.isEmpty {
+                    counters.trimmedUpdates += merge.save.deletedObjectIDs.count
+                    return counters
+                }
                 counters.importedObjects += merge.save.insertedObjectIDs.count + merge.save.updatedObjectIDs.count
                 counters.stockUpdates += merge.save.insertedObjectIDs.reduce(0) { $0 + ($1.entityName == "StockUpdate" ? 1 : 0) }
                 counters.saves += 1

@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// The watchlist on screen: the main context's companies, drawn after every merge,
-/// with the top movers panel beside it.
+/// with the top movers panel beside it and the market by sector below
+/// (``SectorSummary``, one grouped fetch per merge).
 ///
 /// It watches symbols, not objects: with `--view-only` another process may
 /// create the companies after the screen starts, and a watched symbol shows
@@ -60,6 +61,8 @@ final class WatchlistView: @unchecked Sendable {
     private var movers: TopMoversPanel?
     /// The top movers' rows, read like the watchlist's (kept on a failed read).
     private var moverRows: [Row] = []
+    /// The market by sector, read like the watchlist's (kept on a failed read).
+    private var sectorRows: [SectorSummary.Row] = []
     private var storePath = ""
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
@@ -85,6 +88,7 @@ final class WatchlistView: @unchecked Sendable {
         self.symbols = symbols.filter { seen.insert($0).inserted }
         try fetchWatchedCompanies()
         rows = companies.map(Row.init)
+        sectorRows = try SectorSummary.read(in: context)
         // Written at once, as the frames are (print would hold it in stdout's buffer until the end).
         if !json { FileHandle.standardOutput.write(Data("\u{1B}[?25l\u{1B}[2J".utf8)) }
     }
@@ -121,8 +125,11 @@ final class WatchlistView: @unchecked Sendable {
             // After a failed read too: the companies that arrived then are still to be found.
             if (companiesMayHaveArrived || readError != nil) && companies.count < symbols.count { try fetchWatchedCompanies() }
             let watched = try readRows(of: companies)
-            moverRows = try readRows(of: movers?.companies ?? [])
-            rows = watched
+            let moving = try readRows(of: movers?.companies ?? [])
+            // One query, computed by the store: what the merge brought is in it.
+            let sectors = try context.map(SectorSummary.read(in:)) ?? []
+            // Kept together: a failed read changes none of the three.
+            (rows, moverRows, sectorRows) = (watched, moving, sectors)
             rowsReadAt = Date()
             readError = nil
         } catch {
@@ -175,7 +182,8 @@ final class WatchlistView: @unchecked Sendable {
             "ticker-import\(viewOnly ? " --view-only" : "") — \(storePath)",
             String(format: "\(viewOnly ? "merged" : "imported") %@ objects in %d saves · %.1f imports/s · last merge %.2f ms · registered in main: %d",
                    grouped(counters.importedObjects), counters.saves, Double(counters.saves) / elapsed,
-                   counters.lastMergeMillis, registeredInMain),
+                   counters.lastMergeMillis, registeredInMain)
+                + (counters.trimmedUpdates > 0 ? " · old updates deleted: \(grouped(counters.trimmedUpdates))" : ""),
         ]
         if viewOnly {
             lines.append(counters.lastSource.map { "last save merged from \(Self.describe($0))" }
@@ -210,6 +218,13 @@ final class WatchlistView: @unchecked Sendable {
         } else {
             lines += table + (panel.isEmpty ? [] : [""] + panel)
         }
+        if !sectorRows.isEmpty {
+            lines += ["", "BY SECTOR", pad("SECTOR", 14) + lpad("COMPANIES", 10) + lpad("UPDATES", 10) + lpad("AVG PRICE", 11)]
+            for sector in sectorRows {
+                lines.append(pad(sector.sector ?? "—", 14) + lpad(String(sector.companies), 10)
+                             + lpad(grouped(Int(sector.updates)), 10) + lpad(String(format: "%.2f", sector.averagePrice), 11))
+            }
+        }
         if !final { lines += ["", "Ctrl-C stops after the current save."] }
         // Redraw in place: home, each line cleared to its end, then clear below. No full clear, no flicker.
         var frame = "\u{1B}[H"
@@ -239,6 +254,10 @@ final class WatchlistView: @unchecked Sendable {
         var author: String?
         var watchlist: [Entry]
         var topMovers: [Entry]
+        /// The market by sector after this merge (``SectorSummary``).
+        var sectors: [SectorSummary.Row]
+        /// Stock updates deleted by `--keep-updates` so far, as merged.
+        var trimmed: Int
         var final: Bool
         /// Why the run stopped, on the final line of a failed run.
         var error: String?
@@ -255,6 +274,7 @@ final class WatchlistView: @unchecked Sendable {
                         topMovers: moverRows.map {
                             .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
                         },
+                        sectors: sectorRows, trimmed: counters.trimmedUpdates,
                         final: final, error: failure, readError: readError)
         // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }

@@ -104,7 +104,8 @@ import DataStack
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
         for arguments in [["--bogus"], ["--duration", "abc"], ["--tickers", "0"], ["--batch"], ["--watch", ","],
                           ["--import-only", "--view-only"], ["--view-only", "--json", "--import-only"],
-                          ["--import-only", "--watch", "ABC"], ["--view-only", "--batch", "10"]] {
+                          ["--import-only", "--watch", "ABC"], ["--view-only", "--batch", "10"],
+                          ["--keep-updates", "0"], ["--view-only", "--keep-updates", "10"]] {
             let result = try run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.contains("usage: ticker-import"), "\(arguments)")
@@ -230,6 +231,98 @@ import DataStack
         let index = try connection.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND sql LIKE '%ZSECTOR%'")
         _ = try index.step()
         #expect(index.int64(at: 0) == 1, "the new index exists")
+    }
+
+    /// The market is upserted by symbol: a second run on the store finds every
+    /// company (its first save is one of stock updates only) and adds none.
+    @Test func twoRunsOnOneStoreLeaveOneCompanyPerSymbol() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let arguments = ["--import-only", "--json", "--duration", "0.5", "--tickers", "40", "--batch", "50", "--store", directory.storeURL.path]
+        let first = try run(arguments)
+        let second = try run(arguments)
+        #expect((first.status, second.status) == (0, 0), "stderr: \(first.stderr) \(second.stderr)")
+        let firstSaves = TickerImportProcess.lines(in: Data(first.stdout.utf8), as: TickerImportProcess.SaveLine.self)
+        let secondSaves = TickerImportProcess.lines(in: Data(second.stdout.utf8), as: TickerImportProcess.SaveLine.self)
+        #expect(firstSaves.first?.inserted == 40, "the market, in one save")
+        #expect(secondSaves.first?.inserted == 50, "the second run's first save inserts stock updates only")
+        #expect(secondSaves.first?.updated ?? 0 > 0)
+        let connection = try Connection(path: directory.storeURL.path)
+        let companies = try connection.prepare("SELECT count(*), count(DISTINCT ZSYMBOL) FROM ZCOMPANY")
+        _ = try companies.step()
+        #expect((companies.int64(at: 0), companies.int64(at: 1)) == (40, 40))
+        #expect(try TickerStoreContents(directory.storeURL).companiesWithMismatchedCounters == 0)
+    }
+
+    /// Two importers that start together on one store both upsert the market:
+    /// the one that saves second finds the first one's companies — or, when
+    /// the two saves cross, the symbol's uniqueness constraint settles it at
+    /// save — and both go on importing into the same forty companies.
+    ///
+    /// Measured here, the second finds the first's companies: opening the
+    /// store serializes the two. The crossing itself, which a process test
+    /// cannot time, is `UpsertImportTests.racingImportersEndWithOneRowPerKey`.
+    @Test func twoImportersStartingAtOnceLeaveOneCompanyPerSymbol() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        // The store exists, empty, so the two race on the companies rather than on creating the file.
+        let created = try run(["--view-only", "--json", "--duration", "0.3", "--store", directory.storeURL.path])
+        #expect(created.status == 0, "stderr: \(created.stderr)")
+        let arguments = ["--import-only", "--json", "--tickers", "40", "--batch", "50", "--store", directory.storeURL.path]
+        let importers = try (0..<2).map {
+            try TickerImportChild(arguments: arguments, stderr: directory.url.appendingPathComponent("importer-\($0).txt"))
+        }
+        for importer in importers {
+            #expect(importer.waitForLines(TickerImportProcess.SaveLine.self, count: 5, timeout: .seconds(10)).count >= 5,
+                    "stderr: \(importer.stderrText)")
+        }
+        for importer in importers { importer.send(SIGINT) }
+        for importer in importers {
+            try #require(importer.waitForExit(timeout: .seconds(10)))
+            #expect(importer.exitStatus == 0, "stderr: \(importer.stderrText)")
+            #expect(importer.lines(TickerImportProcess.SaveLine.self).last?.error == nil)
+        }
+        let connection = try Connection(path: directory.storeURL.path)
+        let companies = try connection.prepare("SELECT count(*), count(DISTINCT ZSYMBOL), count(ZSECTOR) FROM ZCOMPANY")
+        _ = try companies.step()
+        #expect((companies.int64(at: 0), companies.int64(at: 1), companies.int64(at: 2)) == (40, 40, 40))
+        #expect(try connection.integrityCheck() == ["ok"])
+    }
+
+    /// The sector lines of each merge come from one grouped fetch after the
+    /// merge: they add up to the market and to at least the updates merged so
+    /// far, and the last one equals the store's rows summed here, in Swift.
+    @Test func theSectorLinesEqualTheStoresCompaniesSummedIndependently() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let directory = StackDirectory()
+        let result = try run(["--json", "--duration", "1.5", "--tickers", "40", "--batch", "100", "--store", directory.storeURL.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let lines = result.lines
+        let last = try #require(lines.last)
+        try #require(last.final && last.saved > 1)
+        let totals = lines.map { line in line.sectors.reduce(0) { $0 + $1.updates } }
+        #expect(lines.allSatisfy { $0.sectors.reduce(0) { $0 + $1.companies } == 40 })
+        #expect(zip(lines, totals).allSatisfy { $1 >= Int64($0.stockUpdates) }, "a line left out updates merged before it")
+        #expect(zip(totals, totals.dropFirst()).allSatisfy { $0 <= $1 })
+        #expect(totals.last == Int64(last.stockUpdates), "a fresh store: each update counts once, in its company")
+
+        // The same numbers from the rows themselves, added up here rather than by SQL.
+        let connection = try Connection(path: directory.storeURL.path)
+        let rows = try connection.prepare("SELECT ZSECTOR, ZUPDATECOUNT, ZPRICE FROM ZCOMPANY")
+        var bySector: [String: (companies: Int, updates: Int64, prices: Double)] = [:]
+        while try rows.step() {
+            let sector = rows.string(at: 0) ?? "—"
+            bySector[sector, default: (0, 0, 0)].companies += 1
+            bySector[sector, default: (0, 0, 0)].updates += rows.int64(at: 1)
+            bySector[sector, default: (0, 0, 0)].prices += rows.double(at: 2)
+        }
+        #expect(last.sectors.map { $0.sector ?? "—" } == bySector.keys.sorted())
+        for line in last.sectors {
+            let expected = try #require(bySector[line.sector ?? "—"])
+            #expect((line.companies, line.updates) == (expected.companies, expected.updates), "\(line.sector ?? "—")")
+            let average = expected.prices / Double(expected.companies)
+            #expect(abs(line.averagePrice - average) <= 1e-9 * average, "\(line.sector ?? "—"): \(line.averagePrice) ≠ \(average)")
+        }
     }
 
     @Test func aSymbolWatchedTwiceIsShownOnce() throws {

@@ -11,6 +11,13 @@ enum TickerImportProcess {
             var price: Double
             var updates: Int64
         }
+        /// One sector of the market, as the line's grouped fetch computed it.
+        struct Sector: Decodable {
+            var sector: String?
+            var companies: Int
+            var updates: Int64
+            var averagePrice: Double
+        }
         var imported: Int
         var stockUpdates: Int
         var saved: Int
@@ -19,6 +26,9 @@ enum TickerImportProcess {
         var source: String?
         var author: String?
         var watchlist: [Entry]
+        var sectors: [Sector]
+        /// Stock updates deleted by `--keep-updates` so far, as merged.
+        var trimmed: Int
         var final: Bool
         var error: String?
         var readError: String?
@@ -34,6 +44,8 @@ enum TickerImportProcess {
         var imported: Int
         /// When the save returned, in seconds since 1970.
         var savedAt: Double?
+        /// Old updates the trim after this save deleted; nil without `--keep-updates`.
+        var trimmed: Int?
         var final: Bool
         var error: String?
     }
