@@ -8,7 +8,7 @@ import Foundation
 /// becomes the condition itself, so SQLite scans the table (or uses an index)
 /// as it would for the same statement written by hand; one that follows a
 /// to-one becomes `t0.Z_PK IN (SELECT … JOIN …)`.
-struct BatchSelection {
+struct BatchSelection: Sendable {
     /// The table holding the rows.
     let table: String
     /// The `Z_ENT` numbers of the entities selected: the fetch's entity and, when it includes them, its subentities.

@@ -4,20 +4,18 @@ import Foundation
 
 extension SQLiteStore: BatchRequestStore {
     /// Runs a batch request in one `BEGIN IMMEDIATE` transaction, set-based:
-    /// the selected rows' keys are read with one `SELECT`, then a batch update
-    /// is one `UPDATE … AS t0 SET …, Z_OPT = Z_OPT + 1 WHERE <the fetch's
-    /// condition>` — SQLite scans the table once, as for the statement written
-    /// by hand — and a batch delete of an entity without delete rules one
-    /// `DELETE`. With persistent history the change rows are copied from the
+    /// a batch update is one `UPDATE … AS t0 SET …, Z_OPT = Z_OPT + 1 WHERE
+    /// <the fetch's condition>` — SQLite scans the table once, as for the
+    /// statement written by hand — and a batch delete of an entity without
+    /// delete rules one `DELETE`. With persistent history the change rows are copied from the
     /// selected rows by one `INSERT … SELECT` per entity before they are
     /// written (``BatchHistory``). A delete whose rows have delete rules, or
     /// that names its rows by ID, reads them first and follows the rules
     /// (``BatchDeletePlan``), then deletes by key, 500 keys a statement. Any
     /// error rolls all of it back.
     ///
-    /// The keys are read by a `SELECT` of their own rather than the writing
-    /// statement's `RETURNING`: SQLite buffers returned rows in a temporary
-    /// table, which made a million-row update 1.6 times slower.
+    /// The selected rows' keys and IDs are read on the reader connection
+    /// meanwhile (``BatchSelectedRows``).
     package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         let schema = try schema
         let history = state.withLock { $0.history }
@@ -28,19 +26,21 @@ extension SQLiteStore: BatchRequestStore {
             switch request {
             case .update(let update):
                 let selection = try BatchSelection(update.fetch, schema: schema)
-                let keys = try SelectedKeys(selection, connection: connection)
-                guard !keys.isEmpty else { return BatchChanges() }
+                guard let selected = try BatchSelectedRows.read(selection, store: self, schema: schema, identity: identity) else {
+                    return BatchChanges()
+                }
                 let token = try record.recordUpdates(of: selection, slots: update.values.map(\.attribute.index), store: self,
                                                      schema: schema, connection: connection)
-                try batchUpdate(update, selection: selection, keys: keys, schema: schema, connection: connection)
-                return BatchChanges(updatedObjectIDs: try keys.objectIDs(schema: schema, identity: identity, url: url), historyToken: token)
+                let rows = try batchUpdate(update, selection: selection, selected: selected, schema: schema, connection: connection)
+                return BatchChanges(updatedObjectIDs: rows.ids, historyToken: token)
             case .delete(.matching(let fetch)) where !Self.hasDeleteRules(fetch):
                 let selection = try BatchSelection(fetch, schema: schema)
-                let keys = try SelectedKeys(selection, connection: connection)
-                guard !keys.isEmpty else { return BatchChanges() }
+                guard let selected = try BatchSelectedRows.read(selection, store: self, schema: schema, identity: identity) else {
+                    return BatchChanges()
+                }
                 let token = try record.recordDeletes(of: selection, store: self, schema: schema, connection: connection)
-                try batchDelete(selection, keys: keys, schema: schema, connection: connection)
-                return BatchChanges(deletedObjectIDs: try keys.objectIDs(schema: schema, identity: identity, url: url), historyToken: token)
+                let rows = try batchDelete(selection, selected: selected, schema: schema, connection: connection)
+                return BatchChanges(deletedObjectIDs: rows.ids, historyToken: token)
             case .delete(let delete):
                 let matched: [IncrementalStoreNode]
                 switch delete {
@@ -105,9 +105,9 @@ extension SQLiteStore: BatchRequestStore {
 
     // MARK: Writing
 
-    /// Updates the selected rows (whose keys are `keys`) with one statement.
-    private func batchUpdate(_ update: StoreBatchUpdate, selection: BatchSelection, keys: SelectedKeys, schema: SQLiteSchema,
-                             connection: Connection) throws {
+    /// Updates the selected rows with one statement; returns them.
+    private func batchUpdate(_ update: StoreBatchUpdate, selection: BatchSelection, selected: BatchSelectedRows,
+                             schema: SQLiteSchema, connection: Connection) throws -> BatchSelectedRows.Rows {
         let entity = update.fetch.entity
         let mapping = try schema.mapping(for: entity)
         var bindings = selection.bindings
@@ -134,24 +134,27 @@ extension SQLiteStore: BatchRequestStore {
             let constraint = entity.rootEntity.selfAndDescendants.lazy.flatMap(\.uniquenessConstraints)
                 .first { !names.isDisjoint(with: $0) } ?? []
             throw ObjectGraphError.uniquenessConflict([
-                UniquenessConflict(entityName: entity.name, constraint: constraint,
-                                   objectIDs: Array(try keys.objectIDs(schema: schema, identity: identity, url: url)), databaseObjectID: nil),
+                UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: Array(try selected.value().ids),
+                                   databaseObjectID: nil),
             ])
         }
-        try keys.check(changed: connection.changes, url: url)
-        try checkRanges(of: update, in: mapping, keys: keys, connection: connection)
+        let changed = connection.changes
+        let rows = try selected.value()
+        try rows.check(changed: changed, url: url)
+        try checkRanges(of: update, in: mapping, rows: rows, connection: connection)
+        return rows
     }
 
     /// Throws if a computed value does not fit its narrower integer attribute
     /// (16 or 32 bits), as a constant is checked not to: SQLite would keep it,
     /// and it would read back truncated to another number. Runs inside the
     /// batch's transaction, which the error rolls back.
-    private func checkRanges(of update: StoreBatchUpdate, in mapping: SQLiteSchema.EntityMapping, keys: SelectedKeys,
+    private func checkRanges(of update: StoreBatchUpdate, in mapping: SQLiteSchema.EntityMapping, rows: BatchSelectedRows.Rows,
                              connection: Connection) throws {
         for (attribute, value) in update.values {
             guard let range = attribute.type.integerRange, range != Int64.min...Int64.max,
                   !value.node.isConstant, let column = mapping.columns[attribute.index]?.name else { continue }
-            try keys.forEachChunk { chunk in
+            try rows.forEachChunk { chunk in
                 let statement = try connection.prepare("""
                     SELECT \(column) FROM \(mapping.table) WHERE Z_PK IN (\(chunk.map(String.init).joined(separator: ", "))) \
                     AND \(column) NOT BETWEEN \(range.lowerBound) AND \(range.upperBound) LIMIT 1
@@ -164,20 +167,24 @@ extension SQLiteStore: BatchRequestStore {
         }
     }
 
-    /// Deletes the selected rows (whose keys are `keys`), and the join-table
-    /// rows that name them, by their condition. For entities without delete rules.
-    private func batchDelete(_ selection: BatchSelection, keys: SelectedKeys, schema: SQLiteSchema, connection: Connection) throws {
-        let selected = "SELECT t0.Z_PK FROM \(selection.table) t0\(selection.whereClause)"
+    /// Deletes the selected rows, and the join-table rows that name them, by
+    /// their condition; returns them. For entities without delete rules.
+    private func batchDelete(_ selection: BatchSelection, selected: BatchSelectedRows, schema: SQLiteSchema,
+                             connection: Connection) throws -> BatchSelectedRows.Rows {
+        let keys = "SELECT t0.Z_PK FROM \(selection.table) t0\(selection.whereClause)"
         for table in schema.joinTables {
             if table.ownerTable == selection.table {
-                try selection.prepare("DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(selected))", on: connection).execute()
+                try selection.prepare("DELETE FROM \(table.name) WHERE \(table.ownerColumn) IN (\(keys))", on: connection).execute()
             }
             if table.memberTable == selection.table {
-                try selection.prepare("DELETE FROM \(table.name) WHERE \(table.memberColumn) IN (\(selected))", on: connection).execute()
+                try selection.prepare("DELETE FROM \(table.name) WHERE \(table.memberColumn) IN (\(keys))", on: connection).execute()
             }
         }
         try selection.prepare("DELETE FROM \(selection.table) AS t0\(selection.whereClause)", on: connection).execute()
-        try keys.check(changed: connection.changes, url: url)
+        let changed = connection.changes
+        let rows = try selected.value()
+        try rows.check(changed: changed, url: url)
+        return rows
     }
 
     private func batchDelete(_ plan: BatchDeletePlan, schema: SQLiteSchema, connection: Connection) throws {
@@ -223,52 +230,5 @@ extension SQLiteStore: BatchRequestStore {
             }
             try statement.execute()
         }
-    }
-}
-
-/// The keys and entity numbers of the rows a batch selects, read before it
-/// writes them, kept as integers and made IDs once their number is known: a
-/// million IDs go into a set sized for them, without the rehashing of a set
-/// grown one by one.
-private struct SelectedKeys {
-    private var keys: [Int64] = []
-    private var entities: [Int64] = []
-
-    init(_ selection: BatchSelection, connection: Connection) throws {
-        let statement = try selection.prepare("SELECT t0.Z_PK, t0.Z_ENT FROM \(selection.table) t0\(selection.whereClause)", on: connection)
-        while try statement.step() {
-            keys.append(statement.int64(at: 0))
-            entities.append(statement.int64(at: 1))
-        }
-    }
-
-    var isEmpty: Bool { keys.isEmpty }
-
-    /// Throws unless the statement that wrote the rows changed as many as were selected:
-    /// the write lock held since they were read means no other count is possible.
-    func check(changed: Int, url: URL?) throws {
-        guard changed == keys.count else {
-            throw PersistentStoreError(.ioFailure, url: url, message: "a batch selected \(keys.count) rows but changed \(changed)")
-        }
-    }
-
-    /// Runs `body` on the keys, 500 at a time.
-    func forEachChunk(_ body: (ArraySlice<Int64>) throws -> Void) rethrows {
-        for start in stride(from: 0, to: keys.count, by: 500) { try body(keys[start..<min(start + 500, keys.count)]) }
-    }
-
-    func objectIDs(schema: SQLiteSchema, identity: StoreIdentity, url: URL?) throws -> Set<ObjectID> {
-        var ids = Set<ObjectID>(minimumCapacity: keys.count)
-        var last: (number: Int64, entity: EntityDescription)?
-        for (key, number) in zip(keys, entities) {
-            if last?.number != number {
-                guard let entity = schema.entitiesByNumber[number] else {
-                    throw PersistentStoreError(.ioFailure, url: url, message: "row \(key) has entity number \(number), which the model does not have")
-                }
-                last = (number, entity)
-            }
-            if let entity = last?.entity { ids.insert(ObjectID(entity: entity, store: identity, primaryKey: key)) }
-        }
-        return ids
     }
 }
