@@ -260,16 +260,29 @@ struct Benchmarks {
             results.append(try await MergeBenchmark.run(saveSize: size, registered: options.mergeRegistered,
                                                         repetitions: options.repetitions, chunkSize: options.chunkSize))
         }
-        print(Report.table(["merge: K saved", "registered in main", "refreshed", "merge (settled)",
+        // A batch update reaches main as a save does; up to the bulk task's row count (1M by default).
+        var batchResults: [MergeBenchmark.Result] = []
+        let batchSizes = options.mergeSizes + (options.bulkRows > options.mergeSizes.max() ?? 0 ? [options.bulkRows] : [])
+        for size in batchSizes {
+            batchResults.append(try await MergeBenchmark.run(saveSize: size, registered: options.mergeRegistered, change: .batchUpdate,
+                                                             repetitions: options.repetitions, chunkSize: options.chunkSize))
+        }
+        report(results)
+        report(batchResults)
+    }
+
+    private static func report(_ results: [MergeBenchmark.Result]) {
+        let change = results.first?.change.rawValue ?? "save"
+        print(Report.table(["merge: K changed by one \(change)", "registered in main", "refreshed", "merge (settled)",
                             "StackDidMerge.duration (live)", "first read of the shown objects",
-                            "save() → notification", "of which save()"],
+                            "change → notification", "of which the change"],
                            results.map { [String($0.saveSize), String($0.registered), String($0.refreshed),
                                           Report.milliseconds($0.steadyMerge), Report.milliseconds($0.mergeDuration),
                                           Report.milliseconds($0.firstRead), Report.milliseconds($0.wallTime),
                                           Report.milliseconds($0.saveTime)] }))
         if let first = results.first, let last = results.last, results.count > 1 {
-            print(String(format: "merge K=%d vs K=%d: settled %.2f×, live StackDidMerge.duration %.2f×, save() → notification %.2f×\n",
-                         last.saveSize, first.saveSize,
+            print(String(format: "merge after a %@, K=%d vs K=%d: settled %.2f×, live StackDidMerge.duration %.2f×, change → notification %.2f×\n",
+                         change, last.saveSize, first.saveSize,
                          last.steadyMerge.seconds / max(first.steadyMerge.seconds, 1e-9),
                          last.mergeDuration.seconds / max(first.mergeDuration.seconds, 1e-9),
                          last.wallTime.seconds / max(first.wallTime.seconds, 1e-9)))

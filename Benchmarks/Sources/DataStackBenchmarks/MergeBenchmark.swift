@@ -4,8 +4,19 @@ import Synchronization
 
 /// Task 4: the main context merges one importer save of K updated objects
 /// while it has a few objects registered; the cost must not grow with K.
+/// The same for a batch update of the K rows run by an importer context,
+/// which reaches the main context as its save would (issue #17).
 enum MergeBenchmark {
+    /// How the importer changes the K rows.
+    enum Change: String, Sendable {
+        /// Objects fetched, changed and saved.
+        case save
+        /// One `BatchUpdateRequest`, no objects.
+        case batchUpdate = "batch update"
+    }
+
     struct Result: Sendable {
+        var change: Change
         var saveSize: Int
         var registered: Int
         /// Best `StackDidMerge.duration` (the merge itself, on the main queue).
@@ -59,7 +70,7 @@ enum MergeBenchmark {
         let save = Mutex<ContextDidSave?>(nil)
     }
 
-    static func run(saveSize: Int, registered: Int, repetitions: Int, chunkSize: Int) async throws -> Result {
+    static func run(saveSize: Int, registered: Int, change: Change = .save, repetitions: Int, chunkSize: Int) async throws -> Result {
         let directory = ScratchDirectory("merge")
         let (stack, watcher) = try await DataStackBench.open(directory.file("Merge.sqlite"))
         let chunks = try await DataStackBench.insert(TickerValues.rows(saveSize), chunkSize: chunkSize, into: stack)
@@ -80,24 +91,32 @@ enum MergeBenchmark {
         }
 
         let lastSave = LastSave()
-        var result = Result(saveSize: saveSize, registered: registered, mergeDuration: .seconds(1_000_000),
+        var result = Result(change: change, saveSize: saveSize, registered: registered, mergeDuration: .seconds(1_000_000),
                             wallTime: .seconds(1_000_000), saveTime: .seconds(1_000_000), refreshed: 0,
                             firstRead: .seconds(1_000_000))
         for repetition in 1...repetitions {
-            // One importer save that updates all K objects.
+            // One importer save, or batch update, that changes all K objects.
             let importer = stack.importerContext()
             let expected = watcher.count + 1
             let (saveStart, saveEnd) = try await importer.perform {
-                var request = FetchRequest<BenchTicker>()
-                request.returnsObjectsAsFaults = false
-                for ticker in try importer.fetch(request) { ticker.price += Double(repetition) }
+                if change == .save {
+                    var request = FetchRequest<BenchTicker>()
+                    request.returnsObjectsAsFaults = false
+                    for ticker in try importer.fetch(request) { ticker.price += Double(repetition) }
+                }
                 let observer = NotificationCenter.default.addObserver(
                     forName: ManagedObjectContext.didSaveNotification, object: importer, queue: nil) { notification in
                     lastSave.save.withLock { $0 = try? ContextDidSave(notification) }
                 }
                 defer { NotificationCenter.default.removeObserver(observer) }
                 let start = ContinuousClock.now
-                try importer.save()
+                switch change {
+                case .save:
+                    try importer.save()
+                case .batchUpdate:
+                    try importer.execute(BatchUpdateRequest(entityName: BenchModel.entityName,
+                                                            propertiesToUpdate: ["price": .keyPath("price") + .constant(.double(Double(repetition)))]))
+                }
                 return (start, ContinuousClock.now)
             }
             let merge = try await watcher.wait(for: expected)[expected - 1]
