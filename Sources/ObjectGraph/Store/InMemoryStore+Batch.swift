@@ -27,9 +27,14 @@ extension InMemoryStore: BatchRequestStore {
             }
             let plan = try BatchDeletePlan(matched: matched,
                                            rows: { try newValues(forObjectsWith: $0, in: nil) },
-                                           toMany: { relationship, id in
-                                               guard case .objects(let ids) = try newValue(forRelationship: relationship, forObjectWith: id, in: nil) else { return [] }
-                                               return ids
+                                           toMany: { relationship, owners in
+                                               var destinations: [ObjectID: [ObjectID]] = [:]
+                                               for owner in owners {
+                                                   if case .objects(let ids) = try newValue(forRelationship: relationship, forObjectWith: owner, in: nil) {
+                                                       destinations[owner] = ids
+                                                   }
+                                               }
+                                               return destinations
                                            })
             guard !plan.deleted.isEmpty else { return BatchChanges() }
             _ = try execute(.save(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted)), in: nil)

@@ -31,21 +31,33 @@ package struct BatchDeletePlan {
     /// - Parameters:
     ///   - matched: the rows the request selects.
     ///   - rows: reads rows by ID (IDs without a row left out).
-    ///   - toMany: the destinations of a to-many relationship of a row.
+    ///   - toMany: the destinations of a to-many relationship of several rows,
+    ///     by row (rows without any may be left out): called once per
+    ///     relationship and round of cascades, so a store answers with a
+    ///     query per relationship rather than per row.
     package init(matched: [IncrementalStoreNode], rows: ([ObjectID]) throws -> [IncrementalStoreNode],
-                 toMany: (RelationshipDescription, ObjectID) throws -> [ObjectID]) throws {
+                 toMany: (RelationshipDescription, [ObjectID]) throws -> [ObjectID: [ObjectID]]) throws {
         var deletedIDs = Set<ObjectID>()
         var nullified: [(relationship: RelationshipDescription, destinations: [ObjectID])] = []
         var round = matched.filter { deletedIDs.insert($0.objectID).inserted }
         while !round.isEmpty {
             deleted += round
+            // The round's to-many destinations, one call per relationship.
+            var owners: [ObjectIdentifier: (relationship: RelationshipDescription, ids: [ObjectID])] = [:]
+            for row in round {
+                for relationship in Self.ruled(row.objectID.entity) where relationship.isToMany {
+                    owners[ObjectIdentifier(relationship), default: (relationship, [])].ids.append(row.objectID)
+                }
+            }
+            var toManyDestinations: [ObjectIdentifier: [ObjectID: [ObjectID]]] = [:]
+            for (key, entry) in owners { toManyDestinations[key] = try toMany(entry.relationship, entry.ids) }
+
             var cascaded: [ObjectID] = []
             for row in round {
-                for case let relationship as RelationshipDescription in row.objectID.entity.slotProperties where !relationship.isTransient {
-                    guard relationship.deleteRule != .noAction else { continue }
+                for relationship in Self.ruled(row.objectID.entity) {
                     let destinations: [ObjectID]
                     if relationship.isToMany {
-                        destinations = try toMany(relationship, row.objectID)
+                        destinations = toManyDestinations[ObjectIdentifier(relationship)]?[row.objectID] ?? []
                     } else if case .object(let destination) = row.values[relationship.index] {
                         destinations = [destination]
                     } else {
@@ -81,6 +93,15 @@ package struct BatchDeletePlan {
         }
         cleared = try rows(Array(clearedByID.keys)).map { ($0, clearedByID[$0.objectID] ?? []) }
         self.touched = touched.subtracting(clearedByID.keys).sorted { $0.description < $1.description }
+    }
+
+    /// The stored relationships of an entity with a rule other than no action.
+    private static func ruled(_ entity: EntityDescription) -> [RelationshipDescription] {
+        entity.slotProperties.compactMap { property in
+            guard let relationship = property as? RelationshipDescription, !relationship.isTransient,
+                  relationship.deleteRule != .noAction else { return nil }
+            return relationship
+        }
     }
 
     /// The cleared rows with their to-ones set to nil, at the version they were read.

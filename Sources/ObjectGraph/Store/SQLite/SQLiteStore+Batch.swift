@@ -49,10 +49,7 @@ extension SQLiteStore: BatchRequestStore {
                 }
                 let plan = try BatchDeletePlan(matched: matched,
                                                rows: { try rows($0, schema: schema, connection: connection) },
-                                               toMany: { relationship, id in
-                                                   guard case .objects(let ids) = try toManyDestinations(relationship, of: id) else { return [] }
-                                                   return ids
-                                               })
+                                               toMany: { try toManyDestinations($0, of: $1, connection: connection) })
                 guard !plan.deleted.isEmpty else { return BatchChanges() }
                 try batchDelete(plan, schema: schema, connection: connection)
                 let token = try record.write(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted),

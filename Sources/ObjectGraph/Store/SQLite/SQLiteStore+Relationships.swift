@@ -7,38 +7,57 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
     /// (many-to-many), or from the destination's foreign key (one-to-many), in
     /// `Z_FOK_` order for an ordered relationship.
     func toManyDestinations(_ relationship: RelationshipDescription, of objectID: ObjectID) throws -> PropertyValue {
-        guard let pk = objectID.primaryKey else { return .objects([]) }
+        guard objectID.primaryKey != nil else { return .objects([]) }
+        return .objects(try read { try toManyDestinations(relationship, of: [objectID], connection: $0)[objectID] ?? [] })
+    }
+
+    /// The destinations of a to-many relationship of several rows, by owner
+    /// (owners without any left out), as ``toManyDestinations(_:of:)`` orders
+    /// them: one query per 500 owners, on `connection`.
+    func toManyDestinations(_ relationship: RelationshipDescription, of owners: [ObjectID],
+                            connection: Connection) throws -> [ObjectID: [ObjectID]] {
         let schema = try schema
         let identity = identity
         guard let destination = relationship.destinationEntity,
-              let destinationMapping = schema.mappings[ObjectIdentifier(destination)] else { return .objects([]) }
-        let sql: String
-        if let path = schema.joinPath(for: relationship) {
-            let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
-            sql = "SELECT t.Z_PK, t.Z_ENT FROM \(path.table.name) j JOIN \(path.destinationTable) t ON t.Z_PK = j.\(path.destinationColumn)"
-                + " WHERE j.\(path.sourceColumn) = ? ORDER BY \(order)"
-        } else if let inverse = relationship.inverseRelationship, !inverse.isToMany,
-                  let foreignKey = destinationMapping.columns[inverse.index]?.name {
-            var query = "SELECT Z_PK, Z_ENT FROM \(destinationMapping.table) WHERE \(foreignKey) = ?"
+              let destinationMapping = schema.mappings[ObjectIdentifier(destination)] else { return [:] }
+        func sql(placeholders: String) -> String? {
+            if let path = schema.joinPath(for: relationship) {
+                let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
+                return "SELECT t.Z_PK, t.Z_ENT, j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(path.destinationTable) t"
+                    + " ON t.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(placeholders))"
+                    + " ORDER BY j.\(path.sourceColumn), \(order)"
+            }
+            guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+                  let foreignKey = destinationMapping.columns[inverse.index]?.name else { return nil }
+            var query = "SELECT Z_PK, Z_ENT, \(foreignKey) FROM \(destinationMapping.table) WHERE \(foreignKey) IN (\(placeholders))"
             if let table = schema.table(named: destinationMapping.table), table.holdsSeveralEntities,
                destination.superentity != nil || destinationMapping.numbersWithDescendants.count > 1 {
                 query += " AND Z_ENT IN (\(destinationMapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
             }
-            query += schema.orderColumn(forOrdered: relationship).map { " ORDER BY \($0), Z_PK" } ?? " ORDER BY Z_PK"
-            sql = query
-        } else {
-            return .objects([])
+            return query + " ORDER BY \(foreignKey), " + (schema.orderColumn(forOrdered: relationship).map { "\($0), Z_PK" } ?? "Z_PK")
         }
-        return try read { connection in
-            let statement = try connection.cachedStatement(sql)
-            try statement.bind(pk, at: 1)
-            var ids: [ObjectID] = []
+        var ownerByKey: [Int64: ObjectID] = [:]
+        for id in owners { if let pk = id.primaryKey { ownerByKey[pk] = id } }
+        let keys = ownerByKey.keys.sorted()
+        var destinations: [ObjectID: [ObjectID]] = [:]
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)]
+            guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else { return [:] }
+            let statement = try connection.cachedStatement(query)
+            defer { statement.reset() }
+            for (offset, key) in chunk.enumerated() { try statement.bind(key, at: Int32(offset + 1)) }
             while try statement.step() {
-                guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
-                ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+                let number = statement.int64(at: 1)
+                guard let entity = schema.entitiesByNumber[number], let owner = ownerByKey[statement.int64(at: 2)] else {
+                    throw PersistentStoreError(.ioFailure, url: url, message: """
+                        \(relationship.entity?.name ?? "?").\(relationship.name) leads to row \(statement.int64(at: 0)) of entity number \(number), \
+                        which the model does not have
+                        """)
+                }
+                destinations[owner, default: []].append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
             }
-            return .objects(ids)
         }
+        return destinations
     }
 
     package func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
