@@ -194,4 +194,45 @@ final class SaveLog: @unchecked Sendable {
         #expect(titles == ["Rock 1", "untitled"])
         #expect(try [inRock, inJazz].map { try graph.version(of: $0) } == [2, 1])
     }
+
+    /// SQLite checks a unique index row by row as it writes, so moving unique
+    /// values past each other fails at the first row that takes a value
+    /// another still holds, as Core Data's batch update does on SQLite; the
+    /// in-memory store checks the result as a whole (documented on
+    /// ``BatchUpdateRequest``).
+    @Test(arguments: allStoreTypes)
+    func shiftingUniqueValuesPastEachOtherFailsInSQLiteOnly(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let context = graph.context()
+        try context.performAndWait {
+            for number in 1...3 {
+                let seat = Seat(context: context)
+                seat.row = "A"
+                seat.number = number
+            }
+            try context.save()
+        }
+        let before = try graph.rows()
+        let shift = BatchUpdateRequest(entityName: "Seat", propertiesToUpdate: ["number": .keyPath("number") + 1])
+        let outcome = context.performAndWait { () -> (any Error)? in
+            do { _ = try context.execute(shift) } catch { return error }
+            return nil
+        }
+        let numbers = try context.performAndWait {
+            try context.fetch(FetchRequest<Seat>(entityName: "Seat")).map(\.number).sorted()
+        }
+        switch type {
+        case .sqlite:
+            guard case ObjectGraphError.uniquenessConflict(let conflicts)? = outcome else {
+                Issue.record("expected a uniqueness conflict, got \(String(describing: outcome))")
+                return
+            }
+            #expect(conflicts.first?.constraint == ["row", "number"])
+            #expect(try graph.rows() == before)
+            #expect(numbers == [1, 2, 3])
+        default:
+            #expect(outcome == nil)
+            #expect(numbers == [2, 3, 4])
+        }
+    }
 }

@@ -24,6 +24,13 @@ import Foundation
 /// integers stay integers, `/` divides as floating point — and store the result
 /// as the attribute keeps it: truncated toward zero into an integer attribute.
 ///
+/// Uniqueness constraints are checked as the store checks them: SQLite checks
+/// its unique index row by row as it writes, so an update that moves unique
+/// values past each other (`number = number + 1` over 1, 2, 3) fails at the
+/// first row that takes a value another row still holds — as Core Data's
+/// batch update does on SQLite — while the in-memory store checks the result
+/// as a whole and succeeds. Either way a failure changes nothing.
+///
 /// A value is computed from the row's own attributes only: an aggregate or a
 /// key path through a relationship throws
 /// ``BatchRequestError/notComputedFromTheRow(key:entity:expression:)``, since an
