@@ -85,30 +85,43 @@ package struct BatchInsertRows {
     /// a couple of machine words) where a lookup per attribute would hash
     /// every name of every row.
     private mutating func read(_ row: [String: any Sendable]) throws {
-        for position in given.indices { given[position] = false }
-        var entry = 0
-        for (key, raw) in row {
-            defer { entry += 1 }
-            if entry == hints.count { hints.append(-1) }
-            let hint = hints[entry]
-            let position: Int
-            if hint >= 0, names[hint] == key {
-                position = hint
-            } else if let found = names.firstIndex(of: key) {
-                position = found
-                hints[entry] = found
-            } else {
-                try checkKey(key)
-                continue
+        // Worked on as local buffers, taken out of `self` and put back, so that no write checks for a copy.
+        var values = self.values, given = self.given, hints = self.hints
+        (self.values, self.given, self.hints) = ([], [], [])
+        defer { (self.values, self.given, self.hints) = (values, given, hints) }
+        if hints.count < row.count { hints += repeatElement(-1, count: row.count - hints.count) }
+        try values.withUnsafeMutableBufferPointer { values in
+            try given.withUnsafeMutableBufferPointer { given in
+                try hints.withUnsafeMutableBufferPointer { hints in
+                    given.update(repeating: false)
+                    var entry = 0
+                    for (key, raw) in row {
+                        defer { entry += 1 }
+                        let hint = hints[entry]
+                        let position: Int
+                        if hint >= 0, names[hint] == key {
+                            position = hint
+                        } else if let found = names.firstIndex(of: key) {
+                            position = found
+                            hints[entry] = found
+                        } else {
+                            try checkKey(key)
+                            continue
+                        }
+                        given[position] = true
+                        values[position] = try convert(raw, at: position)
+                    }
+                    for position in given.indices where !given[position] {
+                        values[position] = defaults[position]
+                        if !isOptional[position] && values[position].isNull {
+                            throw BatchRequestError.missingValue(key: names[position], entity: entityName, row: index)
+                        }
+                    }
+                    for position in given.indices where given[position] && !isOptional[position] && values[position].isNull {
+                        throw BatchRequestError.missingValue(key: names[position], entity: entityName, row: index)
+                    }
+                }
             }
-            given[position] = true
-            values[position] = try convert(raw, at: position)
-        }
-        for position in given.indices where !given[position] {
-            values[position] = defaults[position]
-        }
-        for position in given.indices where !isOptional[position] && values[position].isNull {
-            throw BatchRequestError.missingValue(key: names[position], entity: entityName, row: index)
         }
     }
 
