@@ -51,8 +51,10 @@ extension SQLiteStore {
         var next = first
         // The columns each upsert wrote into a row stored before the request, by its key.
         var updated: [Int64: Set<Int>] = [:]
+        // Without upserts every row takes the same statement: fetched once, not per row.
+        let single = statements.returnsKeys && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
         while try rows.next() {
-            let statement = try statements.statement(for: rows.given)
+            let statement = try single ?? statements.statement(for: rows.given)
             try statement.bind(next, at: 1)
             try rows.values.withUnsafeBufferPointer { values in
                 for position in values.indices { try statement.bind(values[position], at: Int32(position + 2)) }
