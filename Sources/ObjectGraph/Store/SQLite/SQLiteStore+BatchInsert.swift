@@ -44,6 +44,8 @@ extension SQLiteStore {
             guard positions.count == keys.count else { return nil }
             return BatchInsertConstraint(owner: owner, keys: keys, positions: positions)
         }
+        // Z_MAX of the root entity, read as the history reads its own entities' (0 without a row:
+        // then allocating at the end throws, and the transaction rolls back).
         let first = try SQLiteHistoryLayout.lastKey(of: mapping.rootNumber, connection) + 1
         var statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
                                                constraints: constraints, onConflict: insert.onConflict, connection: connection)
