@@ -77,6 +77,38 @@ import DataStack
         #expect(Set(registered).isDisjoint(with: [ids[6], ids[8]]))
     }
 
+    @Test func aListOnMainGainsTheRowsABatchInsertAdds() async throws {
+        let (stack, _) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        _ = try await importTickers(stack, count: 10)
+        await recorder.wait(for: 1)
+        let panel = try await ListPanel.make(stack, try listRequest())
+        #expect(try await shown(panel, stack).list == ["T5=5.0", "T6=6.0", "T7=7.0", "T8=8.0", "T9=9.0"])
+
+        let importer = stack.importerContext()
+        let inserted = try await importer.perform { () -> Set<ObjectID> in
+            // N1 and N3 fall in the list's range (N3 last), N2 does not.
+            let prices = [6.5, 1, 50]
+            var request = BatchInsertRequest(entityName: "Ticker") { index, row in
+                guard index < prices.count else { return true }
+                row["symbol"] = "N\(index + 1)"
+                row["price"] = prices[index]
+                return false
+            }
+            request.resultType = .objectIDs
+            guard case .objectIDs(let save) = try importer.execute(request) else { return [] }
+            return save.insertedObjectIDs
+        }
+        let merges = await recorder.wait(for: 2)
+        #expect(inserted.count == 3)
+        #expect(merges.last?.source == .importer)
+        #expect(merges.last?.save.insertedObjectIDs == inserted)
+        let after = try await shown(panel, stack)
+        #expect(after.list == ["T5=5.0", "T6=6.0", "N1=6.5", "T7=7.0", "T8=8.0", "T9=9.0", "N3=50.0"])
+        #expect(after.list == after.fresh)
+        #expect(after.failures.isEmpty, "\(after.failures)")
+    }
+
     @Test func aBatchByAnotherCoordinatorOnTheFileReachesMainThroughHistory() async throws {
         let (stack, directory) = try await makeStack()
         let recorder = MergeRecorder(stack)

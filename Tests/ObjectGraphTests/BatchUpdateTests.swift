@@ -218,8 +218,10 @@ final class SaveLog: @unchecked Sendable {
             do { _ = try context.execute(shift) } catch { return error }
             return nil
         }
-        let numbers = try context.performAndWait {
-            try context.fetch(FetchRequest<Seat>(entityName: "Seat")).map(\.number).sorted()
+        // A fresh context: the one that saved the seats still holds them as they were.
+        let reader = graph.context()
+        let numbers = try reader.performAndWait {
+            try reader.fetch(FetchRequest<Seat>(entityName: "Seat")).map(\.number).sorted()
         }
         switch type {
         case .sqlite:

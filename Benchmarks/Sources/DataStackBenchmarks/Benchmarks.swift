@@ -80,6 +80,7 @@ struct Benchmarks {
         if options.runs("migration") { try await runMigration(options) }
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
+        if options.runs("insert") { try runBatchInsert(options) }
         if options.runs("upsert") {
             let result = try await UpsertBenchmark.run(rows: options.upsertRows, chunkSize: options.chunkSize, repetitions: options.repetitions)
             print(Report.table(["upsert: N imported, N/2 stored before", "raw SQLite (INSERT … ON CONFLICT DO UPDATE)", "DataStack", "× raw"],
@@ -101,6 +102,20 @@ struct Benchmarks {
                                return [result.task, Report.milliseconds(result.raw), Report.milliseconds(result.dataStack),
                                        ratio(result.dataStack), result.dataStackWithHistory.map(Report.milliseconds) ?? "—",
                                        result.dataStackWithHistory.map(ratio) ?? "—"]
+                           }))
+        print("")
+    }
+
+    // MARK: - Batch insert
+
+    static func runBatchInsert(_ options: Options) throws {
+        let result = try BatchInsertBenchmark.run(rows: options.insertRows, repetitions: options.repetitions)
+        guard let raw = result.timings.first?.timing else { return }
+        func ratio(_ time: Duration, _ raw: Duration) -> String { String(format: "%.2f×", time.seconds / max(raw.seconds, 1e-9)) }
+        print(Report.table(["insert: \(result.rows) rows in one transaction", "wall", "× raw", "thread CPU", "× raw"],
+                           result.timings.map { contender, timing in
+                               [contender, Report.milliseconds(timing.wall), ratio(timing.wall, raw.wall),
+                                Report.milliseconds(timing.cpu), ratio(timing.cpu, raw.cpu)]
                            }))
         print("")
     }

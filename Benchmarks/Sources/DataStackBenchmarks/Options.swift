@@ -18,6 +18,8 @@ struct Options: Sendable {
     var bulkRows = 1_000_000
     /// Rows the upsert task imports (half of them stored before).
     var upsertRows = 100_000
+    /// Rows the insert task writes with one batch insert.
+    var insertRows = 100_000
     /// Saves the other process makes in the history task's latency measurement.
     var historySaves = 200
     /// Seconds the history task watches an idle store.
@@ -31,10 +33,10 @@ struct Options: Sendable {
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
-                               bulkRows: 20_000, upsertRows: 4_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
+                               bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -45,6 +47,7 @@ struct Options: Sendable {
           --history-saves N  saves by the other process in the history task (default 200)
           --bulk-rows N      rows of the store the bulk task (aggregate, batch update, batch delete) uses (default 1000000)
           --upsert-rows N    rows the upsert task imports, half of them stored before (default 100000)
+          --insert-rows N    rows the insert task writes with one batch insert (default 100000; --quick: 10000)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -65,7 +68,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -81,6 +84,7 @@ struct Options: Sendable {
             case "--history-saves": options.historySaves = try number(after: argument)
             case "--bulk-rows": options.bulkRows = try number(after: argument)
             case "--upsert-rows": options.upsertRows = try number(after: argument)
+            case "--insert-rows": options.insertRows = try number(after: argument)
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }

@@ -94,6 +94,68 @@ extension ManagedObjectContext {
         return Self.result(changes, as: request.resultType, count: changes.deletedObjectIDs.count)
     }
 
+    /// Inserts rows in the store, in one transaction, without managed objects
+    /// (Core Data: `execute(_:)` with an `NSBatchInsertRequest`).
+    ///
+    /// Each row is a row of the request's entity exactly (never a subentity),
+    /// at version (`Z_OPT`) 1, its primary key taken from one block allocated
+    /// for the whole request. Attributes a row leaves out get the model's
+    /// default; a non-optional attribute left without a value refuses the
+    /// request, naming the row and the key. No other validation runs, as in Core Data.
+    ///
+    /// Uniqueness constraints hold, and what a row does whose key is already
+    /// held — by a stored row or an earlier row of the request — follows this
+    /// context's ``mergePolicy``, as Core Data's batch insert follows the
+    /// executing context's (there is no policy on the request itself):
+    /// - ``MergePolicy/error`` (the default): the request fails with
+    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``
+    ///   and nothing is written.
+    /// - ``MergePolicy/mergeByPropertyObjectTrump`` and ``MergePolicy/overwrite``:
+    ///   an upsert. The values the row gives replace the holder's; the
+    ///   attributes it leaves out keep theirs (Core Data is reported to reset
+    ///   them to their defaults, which would make an upsert of a few columns
+    ///   wipe the rest). A stored row updated this way gets its version bumped
+    ///   and is reported, and merged, as updated; an earlier row of the same
+    ///   request simply takes the later values and stays an insert.
+    /// - ``MergePolicy/mergeByPropertyStoreTrump`` and ``MergePolicy/rollback``:
+    ///   the holder is kept as it is and the row dropped; it is not reported.
+    ///
+    /// A holder of another entity of the hierarchy (a `Truck` holding the plate
+    /// a `Car` row brings) is never overwritten, as its row has other columns:
+    /// under an object-trump policy the request fails with
+    /// ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``.
+    ///
+    /// History, the coordinator's cached rows, the did-save notification (now
+    /// with the inserted IDs, so a ``StackManager``'s main context and its
+    /// fetched results controllers see the rows appear) and merging are as for
+    /// ``execute(_:)-(BatchUpdateRequest)``; a store that tracks history records
+    /// one insert change per inserted row and one update change per upserted
+    /// row, naming the columns the upsert wrote.
+    ///
+    /// - Complexity: O(*n*) for *n* rows, each read, converted and written once;
+    ///   the SQLite store keeps one row in memory at a time (plus the IDs it reports).
+    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, ``BatchRequestError/abstractEntity(_:)``,
+    ///   ``ObjectGraphError/unknownKey(_:entity:)``, ``BatchRequestError/notAnAttribute(key:entity:)``
+    ///   (a relationship), ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)`` and
+    ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)`` (a value),
+    ///   ``BatchRequestError/missingValue(key:entity:row:)``,
+    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``, or
+    ///   ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
+    @discardableResult
+    public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
+        assertOnQueue()
+        let entity = try batchEntity(named: request.entityName)
+        guard !entity.isAbstract else { throw BatchRequestError.abstractEntity(entity.name) }
+        let onConflict: StoreBatchInsert.OnConflict = switch mergePolicy {
+        case .error: .fail
+        case .mergeByPropertyObjectTrump, .overwrite: .overwrite
+        case .mergeByPropertyStoreTrump, .rollback: .keep
+        }
+        let insert = StoreBatchInsert(entity: entity, rows: request.rows, onConflict: onConflict)
+        let changes = try executeBatch(.insert(insert), on: try batchStore(for: entity))
+        return Self.result(changes, as: request.resultType, count: changes.insertedObjectIDs.count + changes.updatedObjectIDs.count)
+    }
+
     /// Merges changes made elsewhere — a batch request, another process — into
     /// contexts (Core Data: `NSManagedObjectContext.mergeChanges(fromRemoteContextSave:into:)`).
     ///
@@ -193,8 +255,10 @@ extension ManagedObjectContext {
     /// changed, and tells listeners as a save would.
     private func executeBatch(_ request: StoreBatchRequest, on store: any BatchRequestStore) throws -> BatchChanges {
         let changes = try store.execute(request, in: self)
-        persistentStoreCoordinator?.rowCache.remove(changes.updatedObjectIDs, changes.deletedObjectIDs)
         if !changes.updatedObjectIDs.isEmpty || !changes.deletedObjectIDs.isEmpty {
+            persistentStoreCoordinator?.rowCache.remove(changes.updatedObjectIDs, changes.deletedObjectIDs)
+        }
+        if !changes.isEmpty {
             post(.didSave(changes.asSave))
         }
         return changes

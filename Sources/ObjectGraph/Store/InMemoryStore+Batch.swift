@@ -39,6 +39,7 @@ extension InMemoryStore: BatchRequestStore {
             guard !plan.deleted.isEmpty else { return BatchChanges() }
             _ = try execute(.save(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted)), in: nil)
             return plan.changes(historyToken: nil)
+        case .insert(let insert): return try executeBatchInsert(insert)
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A store that runs batch updates and deletes itself, in one transaction,
+/// A store that runs batch inserts, updates and deletes itself, in one transaction,
 /// without managed objects. ``SQLiteStore`` and ``InMemoryStore`` are.
 package protocol BatchRequestStore: PersistentStore {
     /// Runs a batch request checked against the model, atomically: every change or none.
@@ -11,6 +11,7 @@ package protocol BatchRequestStore: PersistentStore {
 package enum StoreBatchRequest: Sendable {
     case update(StoreBatchUpdate)
     case delete(StoreBatchDelete)
+    case insert(StoreBatchInsert)
 }
 
 /// A batch update checked against the model.
@@ -29,4 +30,41 @@ package enum StoreBatchDelete: Sendable {
     case matching(StoreFetch)
     /// These rows, all in this store.
     case objectIDs([ObjectID])
+}
+
+/// A batch insert checked against the model: a concrete entity, rows read
+/// and converted one at a time by ``BatchInsertRows``.
+package struct StoreBatchInsert: Sendable {
+    /// What a row does whose unique key is already held, by a stored row or
+    /// an earlier row of the same request (from the context's merge policy).
+    package enum OnConflict: Sendable, Equatable {
+        /// The request fails with ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``.
+        case fail
+        /// The row's given values replace the holder's (an upsert): object trump.
+        case overwrite
+        /// The holder is kept as it is and the row dropped: store trump.
+        case keep
+    }
+
+    package var entity: EntityDescription
+    package var rows: BatchInsertRequest.Rows
+    package var onConflict: OnConflict
+
+    package init(entity: EntityDescription, rows: BatchInsertRequest.Rows, onConflict: OnConflict) {
+        self.entity = entity
+        self.rows = rows
+        self.onConflict = onConflict
+    }
+
+    /// The uniqueness constraints a row of the entity must keep: its own and
+    /// its superentities', each with the entity that declares it.
+    package var constraints: [(owner: EntityDescription, keys: [String])] {
+        var result: [(owner: EntityDescription, keys: [String])] = []
+        var level: EntityDescription? = entity
+        while let current = level {
+            result += current.uniquenessConstraints.map { (current, $0) }
+            level = current.superentity
+        }
+        return result
+    }
 }

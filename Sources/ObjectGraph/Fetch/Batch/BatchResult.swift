@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a batch request returns (Core Data: `NSBatchUpdateRequestResultType`
-/// and `NSBatchDeleteRequestResultType`, without the prefix).
+/// What a batch request returns (Core Data: `NSBatchInsertRequestResultType`,
+/// `NSBatchUpdateRequestResultType` and `NSBatchDeleteRequestResultType`, without the prefix).
 public enum BatchResultType: Int, Sendable, Hashable, CaseIterable {
     /// Only whether it succeeded (which a returned result means).
     case statusOnly = 0
@@ -11,17 +11,19 @@ public enum BatchResultType: Int, Sendable, Hashable, CaseIterable {
     case count = 2
 }
 
-/// The outcome of a batch request (Core Data: `NSBatchUpdateResult`, `NSBatchDeleteResult`).
+/// The outcome of a batch request (Core Data: `NSBatchInsertResult`, `NSBatchUpdateResult`, `NSBatchDeleteResult`).
 ///
 /// The IDs come as a ``ContextDidSave`` because that is what a context merges:
 /// hand them to ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``.
 public enum BatchResult: Sendable, Equatable {
     /// For ``BatchResultType/statusOnly``.
     case statusOnly
-    /// For ``BatchResultType/count``: rows updated, or rows deleted (cascades included).
+    /// For ``BatchResultType/count``: rows inserted plus stored rows an upsert
+    /// updated, rows updated, or rows deleted (cascades included).
     case count(Int)
-    /// For ``BatchResultType/objectIDs``: the updated rows, or the deleted rows
-    /// (cascades included) and the rows whose to-one a nullify rule cleared.
+    /// For ``BatchResultType/objectIDs``: the inserted rows and the stored rows
+    /// an upsert updated, the updated rows, or the deleted rows (cascades
+    /// included) and the rows whose to-one a nullify rule cleared.
     case objectIDs(ContextDidSave)
 }
 
@@ -29,20 +31,26 @@ public enum BatchResult: Sendable, Equatable {
 package struct BatchChanges: Sendable {
     // Sets, as a did-save carries them: a million IDs are hashed once, not
     // again for the row cache and again for the notification.
+    package var insertedObjectIDs: Set<ObjectID> = []
     package var updatedObjectIDs: Set<ObjectID> = []
     package var deletedObjectIDs: Set<ObjectID> = []
     /// The history transaction the store recorded, if it tracks history.
     package var historyToken: PersistentHistoryToken?
 
-    package init(updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [], historyToken: PersistentHistoryToken? = nil) {
+    package init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
+                 historyToken: PersistentHistoryToken? = nil) {
+        self.insertedObjectIDs = insertedObjectIDs
         self.updatedObjectIDs = updatedObjectIDs
         self.deletedObjectIDs = deletedObjectIDs
         self.historyToken = historyToken
     }
 
+    /// Whether the batch changed no row.
+    package var isEmpty: Bool { insertedObjectIDs.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
+
     /// The changes as a save, for merging.
     package var asSave: ContextDidSave {
-        ContextDidSave(updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
+        ContextDidSave(insertedObjectIDs: insertedObjectIDs, updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
                        historyTokens: historyToken.map { [$0] } ?? [])
     }
 }

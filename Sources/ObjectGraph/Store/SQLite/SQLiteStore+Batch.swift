@@ -56,6 +56,7 @@ extension SQLiteStore: BatchRequestStore {
                                              before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
                                              connection: connection)
                 return plan.changes(historyToken: token)
+            case .insert(let insert): return try batchInsert(insert, history: history, author: author, contextName: contextName, schema: schema, connection: connection)
             }
         }
     }

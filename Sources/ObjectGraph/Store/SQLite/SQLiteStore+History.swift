@@ -220,7 +220,18 @@ extension SQLiteStore: PersistentHistoryStore {
             if keysByEntity[entity] == nil { keysByEntity[entity] = (try schema.mapping(for: node.objectID.entity), []) }
             keysByEntity[entity]?.keys.append(key)
         }
-        guard !keysByEntity.isEmpty else { return firstKey }
+        let runs = keysByEntity.values.map { (mapping: $0.mapping, runs: Self.runs(of: $0.keys.sorted())) }
+        return try recordInsertionRuns(runs, firstKey: firstKey, transaction: transaction, connection: connection)
+    }
+
+    /// Writes the `ACHANGE` rows of inserted rows given as runs of consecutive
+    /// primary keys per entity, one statement per run (see
+    /// ``recordInsertions(of:keys:firstKey:transaction:schema:connection:)``);
+    /// returns the next free `ACHANGE` key. A batch insert, whose rows are one
+    /// run, calls it directly.
+    func recordInsertionRuns(_ runsByEntity: [(mapping: SQLiteSchema.EntityMapping, runs: [ClosedRange<Int64>])], firstKey: Int64,
+                             transaction: Int64, connection: Connection) throws -> Int64 {
+        guard !runsByEntity.isEmpty else { return firstKey }
         // When the table's last key is the one before the block allocated for
         // this save (as it is unless history was deleted from its end), SQLite
         // picks the same keys itself and appends without a uniqueness seek per row.
@@ -228,12 +239,12 @@ extension SQLiteStore: PersistentHistoryStore {
         let key = appends ? "" : "Z_PK, "
         let keyValue = appends ? "" : "?3 + Z_PK - ?1, "
         var next = firstKey
-        for (mapping, keys) in keysByEntity.values.sorted(by: { $0.mapping.number < $1.mapping.number }) {
+        for (mapping, runs) in runsByEntity.sorted(by: { $0.mapping.number < $1.mapping.number }) {
             let insertRun = try connection.cachedStatement("""
                 INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) \
                 SELECT \(keyValue)?4, ?5, Z_ENT, Z_PK, ?6 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
                 """)
-            for run in Self.runs(of: keys.sorted()) {
+            for run in runs {
                 insertRun.reset()
                 try insertRun.bind(run.lowerBound, at: 1)
                 try insertRun.bind(run.upperBound, at: 2)

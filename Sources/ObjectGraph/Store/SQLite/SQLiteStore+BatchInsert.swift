@@ -1,0 +1,256 @@
+import Foundation
+
+// MARK: - Batch insert
+
+extension SQLiteStore {
+    /// Runs a batch insert inside the caller's `BEGIN IMMEDIATE` transaction
+    /// (``execute(_:in:)``): each row read and converted by ``BatchInsertRows``
+    /// and bound to one prepared `INSERT` reused for every row, its columns in
+    /// an order worked out once; primary keys taken from `Z_MAX + 1` on and
+    /// allocated as one block at the end (`Z_MAX` moves once, by the rows
+    /// inserted: the write lock keeps anyone else from allocating meanwhile);
+    /// `Z_ENT` and `Z_OPT = 1` written as a save writes them. With persistent
+    /// history, one transaction records an insert change per inserted row
+    /// (one `INSERT … SELECT` over the block, as a save records its inserts)
+    /// and an update change per upserted stored row. Any error rolls all of it back.
+    ///
+    /// Uniqueness constraints are kept by the entity's unique indexes, which
+    /// the statement meets as SQLite's conflict clauses:
+    /// - fail: a plain `INSERT`; the index refusing a row becomes
+    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``,
+    ///   naming the holder found by its values.
+    /// - overwrite: `INSERT … ON CONFLICT (key) DO UPDATE SET` the columns the
+    ///   row gives (one statement per set of given columns), bumping `Z_OPT`
+    ///   of rows stored before the request only, `WHERE` the holder is of the
+    ///   row's entity, `RETURNING Z_PK` to tell an insert from an update.
+    /// - keep: `INSERT … ON CONFLICT DO NOTHING RETURNING Z_PK`.
+    ///
+    /// Related SQLite documentation: <https://sqlite.org/lang_upsert.html>,
+    /// <https://sqlite.org/lang_returning.html>
+    func batchInsert(_ insert: StoreBatchInsert, history: SQLiteHistoryLayout?, author: String?, contextName: String?,
+                     schema: SQLiteSchema, connection: Connection) throws -> BatchChanges {
+        let entity = insert.entity
+        let mapping = try schema.mapping(for: entity)
+        var rows = BatchInsertRows(insert)
+        let columns = try rows.attributes.map { attribute in
+            guard let column = mapping.columns[attribute.index]?.name else {
+                throw ObjectGraphError.unknownKey(attribute.name, entity: entity.name)
+            }
+            return column
+        }
+        let constraints = insert.constraints.compactMap { owner, keys -> BatchInsertConstraint? in
+            let positions = keys.compactMap { key in rows.attributes.firstIndex { $0.name == key } }
+            // A constraint on a relationship has no attribute to take from a row (nor a unique index here).
+            guard positions.count == keys.count else { return nil }
+            return BatchInsertConstraint(owner: owner, keys: keys, positions: positions)
+        }
+        // Z_MAX of the root entity, read as the history reads its own entities' (0 without a row:
+        // then allocating at the end throws, and the transaction rolls back).
+        let first = try SQLiteHistoryLayout.lastKey(of: mapping.rootNumber, connection) + 1
+        var statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
+                                               constraints: constraints, onConflict: insert.onConflict, connection: connection)
+        let firstParameter = Int32(columns.count + 2)
+        var next = first
+        // The columns each upsert wrote into a row stored before the request, by its key.
+        var updated: [Int64: Set<Int>] = [:]
+        // Without upserts every row takes the same statement: fetched once, not per row.
+        let single = statements.returnsKeys && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
+        while try rows.next() {
+            let statement = try single ?? statements.statement(for: rows.given)
+            try statement.bind(next, at: 1)
+            try rows.values.withUnsafeBufferPointer { values in
+                for position in values.indices { try statement.bind(values[position], at: Int32(position + 2)) }
+            }
+            if statements.returnsKeys {
+                if insert.onConflict == .overwrite { try statement.bind(first, at: firstParameter) }
+                let returned: Int64?
+                do {
+                    returned = try statement.step() ? statement.int64(at: 0) : nil
+                    statement.reset()
+                } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
+                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
+                                           connection: connection) ?? error
+                }
+                switch returned {
+                case next?:
+                    next += 1
+                case let key? where key < first:
+                    let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
+                    updated[key, default: []].formUnion(written)
+                case .some:
+                    break   // An earlier row of this request, which stays an insert.
+                case nil where insert.onConflict == .overwrite:
+                    // DO UPDATE's WHERE refused the holder: a row of another entity of the hierarchy.
+                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
+                                           connection: connection)
+                        ?? PersistentStoreError(.ioFailure, url: url, message: "row \(rows.index) of the batch insert of \(entity.name) was neither inserted nor merged")
+                case nil:
+                    break   // Store trump: the holder stays as it is.
+                }
+            } else {
+                do {
+                    try statement.execute()
+                } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
+                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
+                                           connection: connection) ?? error
+                }
+                next += 1
+            }
+        }
+        guard next > first || !updated.isEmpty else { return BatchChanges() }
+        if next > first {
+            let last = try Self.allocateKeys(next - first, entity: mapping.rootNumber, connection: connection, url: url)
+            guard last == next - 1 else {
+                throw PersistentStoreError(.ioFailure, url: url, message: """
+                    Z_PRIMARYKEY of \(entity.rootEntity.name) moved during the batch insert: its last key is \(last), \
+                    the rows took \(first)...\(next - 1)
+                    """)
+            }
+        }
+        let identity = identity
+        let updatedKeys = updated.keys.sorted()
+        var token: PersistentHistoryToken?
+        if let history {
+            token = try recordBatchInsert(of: mapping, inserted: first..<next, updated: updatedKeys.map { ($0, updated[$0] ?? []) },
+                                          attributes: rows.attributes, layout: history, author: author, contextName: contextName,
+                                          connection: connection)
+        }
+        return BatchChanges(insertedObjectIDs: Set((first..<next).lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
+                            updatedObjectIDs: Set(updatedKeys.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
+                            historyToken: token)
+    }
+
+    /// The error for a row a unique index refused: the first constraint whose
+    /// values the row shares with a row of the table, and that row when it was
+    /// stored before the request (nil when none is found: the caller rethrows).
+    private func duplicateKey(of rows: BatchInsertRows, constraints: [BatchInsertConstraint], mapping: SQLiteSchema.EntityMapping,
+                              first: Int64, schema: SQLiteSchema, connection: Connection) throws -> BatchRequestError? {
+        for constraint in constraints {
+            let values = constraint.positions.map { rows.values[$0] }
+            guard !values.contains(where: \.isNull) else { continue }
+            let condition = constraint.positions.map { "\(mapping.columns[rows.attributes[$0].index]?.name ?? "NULL") = ?" }
+            let find = try connection.prepare("SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE \(condition.joined(separator: " AND ")) LIMIT 1")
+            for (offset, value) in values.enumerated() { try find.bind(value, at: Int32(offset + 1)) }
+            guard try find.step() else { continue }
+            let key = find.int64(at: 0)
+            let holder = schema.entitiesByNumber[find.int64(at: 1)] ?? mapping.entity
+            return .duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: values, row: rows.index,
+                                 storedObjectID: key < first ? ObjectID(entity: holder, store: identity, primaryKey: key) : nil)
+        }
+        return nil
+    }
+
+    /// Writes a batch insert's history transaction: an insert change per row of
+    /// `inserted`, then an update change per upserted row with the columns it wrote.
+    private func recordBatchInsert(of mapping: SQLiteSchema.EntityMapping, inserted: Range<Int64>, updated: [(key: Int64, positions: Set<Int>)],
+                                   attributes: [AttributeDescription], layout: SQLiteHistoryLayout, author: String?, contextName: String?,
+                                   connection: Connection) throws -> PersistentHistoryToken {
+        guard let entity = layout.entities[ObjectIdentifier(mapping.entity)] else {
+            throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record the batch insert: no history layout for entity \(mapping.entity.name)")
+        }
+        let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection, url: url)
+        let count = Int64(inserted.count + updated.count)
+        let firstChange = try Self.allocateKeys(count, entity: SQLiteHistoryLayout.changeEntity, connection: connection, url: url) - count + 1
+        var next = try recordInsertionRuns(inserted.isEmpty ? [] : [(mapping, [inserted.lowerBound...(inserted.upperBound - 1)])],
+                                           firstKey: firstChange, transaction: transaction, connection: connection)
+        if !updated.isEmpty {
+            let change = try connection.cachedStatement("""
+                INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
+            for (key, positions) in updated {
+                change.reset()
+                try change.bind(next, at: 1)
+                try change.bind(SQLiteHistoryLayout.changeEntity, at: 2)
+                try change.bind(PersistentHistoryChange.ChangeType.update.rawValue, at: 3)
+                try change.bind(entity.number, at: 4)
+                try change.bind(key, at: 5)
+                try change.bind(transaction, at: 6)
+                try change.bind(entity.columnsMask(slots: positions.sorted().map { attributes[$0].index }), at: 7)
+                try change.execute()
+                next += 1
+            }
+        }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: transaction)
+    }
+}
+
+/// A uniqueness constraint as a batch insert meets it: the positions of its
+/// keys among the row's attributes.
+private struct BatchInsertConstraint {
+    let owner: EntityDescription
+    let keys: [String]
+    let positions: [Int]
+}
+
+/// A batch insert's prepared statements: one `INSERT` for every row, or under
+/// the overwrite choice one upsert per set of given columns (most requests
+/// give the same columns in every row, so one), reused from row to row.
+///
+/// Parameters: `?1` the row's key, `?2…` its values in attribute order, and
+/// for an upsert the request's first key after them.
+private struct BatchInsertStatements {
+    let connection: Connection
+    let insertSQL: String
+    let columns: [String]
+    let constraints: [BatchInsertConstraint]
+    let onConflict: StoreBatchInsert.OnConflict
+    let entityNumber: Int64
+    /// Whether the statement returns the key of the row it wrote (`RETURNING Z_PK`).
+    let returnsKeys: Bool
+    /// The positions of every constraint's keys: an upsert does not rewrite them.
+    let keyPositions: Set<Int>
+    private var single: Statement?
+    private var last: (given: [Bool], statement: Statement)?
+    private var upserts: [[Bool]: Statement] = [:]
+
+    init(table: String, entityNumber: Int64, columns: [String], constraints: [BatchInsertConstraint],
+         onConflict: StoreBatchInsert.OnConflict, connection: Connection) {
+        self.connection = connection
+        self.columns = columns
+        self.constraints = constraints
+        self.onConflict = onConflict
+        self.entityNumber = entityNumber
+        keyPositions = Set(constraints.flatMap(\.positions))
+        insertSQL = "INSERT INTO \(table) (" + (["Z_PK", "Z_ENT", "Z_OPT"] + columns).joined(separator: ", ") + ") VALUES (?1, \(entityNumber), 1"
+            + columns.indices.map { ", ?\($0 + 2)" }.joined() + ")"
+        returnsKeys = onConflict != .fail && !constraints.isEmpty
+    }
+
+    /// The statement for a row giving these attributes, reset and ready to bind.
+    mutating func statement(for given: [Bool]) throws -> Statement {
+        if !returnsKeys || onConflict == .keep {
+            if let single { return single }
+            let sql = returnsKeys ? insertSQL + " ON CONFLICT DO NOTHING RETURNING Z_PK" : insertSQL
+            let statement = try connection.cachedStatement(sql)
+            single = statement
+            return statement
+        }
+        if let last, last.given == given { return last.statement }
+        let statement: Statement
+        if let known = upserts[given] {
+            statement = known
+        } else {
+            statement = try connection.cachedStatement(upsertSQL(given: given))
+            upserts[given] = statement
+        }
+        last = (given, statement)
+        return statement
+    }
+
+    /// `INSERT … ON CONFLICT (key) DO UPDATE SET` the given columns of the row
+    /// (not the key's), for each constraint; only a holder of the row's entity
+    /// is updated, and only a row stored before the request (key below the
+    /// request's first) gets a new version.
+    private func upsertSQL(given: [Bool]) -> String {
+        let firstParameter = columns.count + 2
+        let clauses = constraints.map { constraint in
+            let targets = constraint.positions.map { columns[$0] }.joined(separator: ", ")
+            let sets = columns.indices.filter { given[$0] && !constraint.positions.contains($0) }
+                .map { "\(columns[$0]) = excluded.\(columns[$0])" }
+            return " ON CONFLICT (\(targets)) DO UPDATE SET "
+                + (sets + ["Z_OPT = Z_OPT + (Z_PK < ?\(firstParameter))"]).joined(separator: ", ")
+                + " WHERE Z_ENT = \(entityNumber)"
+        }
+        return insertSQL + clauses.joined() + " RETURNING Z_PK"
+    }
+}
