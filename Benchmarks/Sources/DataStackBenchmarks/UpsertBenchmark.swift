@@ -4,12 +4,16 @@ import Foundation
 /// Task `upsert` (issue #17): N rows imported into a store that holds the
 /// first half of them already, each existing row updated and each new one
 /// inserted — raw SQLite's `INSERT … ON CONFLICT (symbol) DO UPDATE` against
-/// DataStack's `performImport(_:upserting:by:key:_:)` with `symbol` unique.
+/// DataStack's `performImport(_:upserting:by:key:_:)` with `symbol` unique,
+/// and against one `BatchInsertRequest` of dictionaries (built before the
+/// clock starts, as raw's values are) on an importer context, whose merge
+/// policy (object trump) makes it an upsert.
 enum UpsertBenchmark {
     struct Result: Sendable {
         var rows: Int
         var raw: Duration
         var dataStack: Duration
+        var batchInsert: Duration
     }
 
     static func run(rows count: Int, chunkSize: Int, repetitions: Int) async throws -> Result {
@@ -20,7 +24,7 @@ enum UpsertBenchmark {
             return changed
         }
         let expectedSum = incoming.reduce(0) { $0 + $1.price }
-        var raw = Duration.seconds(1_000_000), dataStack = raw
+        var raw = Duration.seconds(1_000_000), dataStack = raw, batchInsert = raw
         for _ in 0..<repetitions {
             let directory = ScratchDirectory("upsert")
             let db = try RawSQLite(path: directory.file("raw.sqlite").path)
@@ -45,8 +49,29 @@ enum UpsertBenchmark {
                 return (tickers.count, tickers.reduce(0) { $0 + $1.price })
             }
             try check("DataStack", read, count: count, sum: expectedSum)
+
+            let (batchStack, batchWatcher) = try await DataStackBench.open(directory.file("Batch.sqlite"),
+                                                                          model: BenchModel.make(uniqueSymbols: true))
+            let saved = try await DataStackBench.insert(stored, chunkSize: chunkSize, into: batchStack)
+            try await batchWatcher.wait(for: saved)
+            let importer = batchStack.importerContext()
+            let (duration, result) = try await importer.perform {
+                let request = BatchInsertRequest(entityName: BenchModel.entityName, objects: incoming.map { values in
+                    ["symbol": values.symbol, "name": values.name, "price": values.price, "volume": values.volume, "time": values.time]
+                })
+                let start = ContinuousClock.now
+                let result = try importer.execute(request)
+                return (ContinuousClock.now - start, result)
+            }
+            batchInsert = min(batchInsert, duration)
+            guard result == .statusOnly else { throw BenchError("upsert: the batch insert returned \(result)") }
+            let batchRead = try await importer.perform {
+                let tickers = try importer.fetch(FetchRequest<BenchTicker>())
+                return (tickers.count, tickers.reduce(0) { $0 + $1.price })
+            }
+            try check("DataStack batch insert", batchRead, count: count, sum: expectedSum)
         }
-        return Result(rows: count, raw: raw, dataStack: dataStack)
+        return Result(rows: count, raw: raw, dataStack: dataStack, batchInsert: batchInsert)
     }
 
     private static func check(_ contender: String, _ read: (Int, Double), count: Int, sum: Double) throws {
