@@ -235,6 +235,33 @@ import Testing
         }
     }
 
+    /// The store tells an upsert's insert from its update by the connection's
+    /// last inserted rowid; a request rolled back before leaves that rowid at
+    /// the key the next request starts from, which must not pass for an insert.
+    @Test(arguments: allStoreTypes)
+    func anUpsertAfterARolledBackRequestStillTellsUpdatesFromInserts(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let stored = try graph.saveListings([("A", 10), ("B", 20)])
+        let failing = graph.context(.error)
+        #expect(throws: BatchRequestError.self) {
+            try failing.performAndWait {
+                try failing.execute(BatchInsertRequest(entityName: "Listing", objects: [["symbol": "C"], ["symbol": "A"]]))
+            }
+        }
+        let context = graph.context(.mergeByPropertyObjectTrump)
+        var request = BatchInsertRequest(entityName: "Listing", objects: [["symbol": "A", "price": 11], ["symbol": "D", "price": 4]])
+        request.resultType = .objectIDs
+        let result = try context.performAndWait { try context.execute(request) }
+        guard case .objectIDs(let save) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(save.updatedObjectIDs == [stored[0]])
+        #expect(save.insertedObjectIDs.count == 1 && save.insertedObjectIDs.isDisjoint(with: stored))
+        #expect(try listings(graph.context()) == ["A - 11.0", "B - 20.0", "D - 4.0"])
+        #expect(try graph.version(of: stored[0]) == 2)
+    }
+
     @Test(arguments: allStoreTypes, [MergePolicy.mergeByPropertyStoreTrump, .rollback])
     func storeTrumpKeepsTheStoredRowAsItIs(type: StoreType, policy: MergePolicy) throws {
         let graph = try GraphStack(type)

@@ -292,6 +292,12 @@ extension Connection {
     package var lastInsertedRowID: Int64 {
         sqlite3_last_insert_rowid(db)
     }
+
+    /// Sets ``lastInsertedRowID`` to 0, so that after a statement that may or
+    /// may not insert (an upsert) it tells which it did.
+    package func resetLastInsertedRowID() {
+        sqlite3_set_last_insert_rowid(db, 0)
+    }
 }
 
 // MARK: - Transactions

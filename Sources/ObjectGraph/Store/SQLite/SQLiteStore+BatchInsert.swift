@@ -22,11 +22,12 @@ extension SQLiteStore {
     /// - overwrite: `INSERT … ON CONFLICT (key) DO UPDATE SET` the columns the
     ///   row gives (one statement per set of given columns), bumping `Z_OPT`
     ///   of rows stored before the request only, `WHERE` the holder is of the
-    ///   row's entity, `RETURNING Z_PK` to tell an insert from an update.
-    /// - keep: `INSERT … ON CONFLICT DO NOTHING RETURNING Z_PK`.
+    ///   row's entity. An insert is told from an update by the connection's
+    ///   last inserted rowid (reset before each row); an updated holder is
+    ///   found by its key values.
+    /// - keep: `INSERT … ON CONFLICT DO NOTHING`.
     ///
-    /// Related SQLite documentation: <https://sqlite.org/lang_upsert.html>,
-    /// <https://sqlite.org/lang_returning.html>
+    /// Related SQLite documentation: <https://sqlite.org/lang_upsert.html>
     func batchInsert(_ insert: StoreBatchInsert, history: SQLiteHistoryLayout?, author: String?, contextName: String?,
                      schema: SQLiteSchema, connection: Connection) throws -> BatchChanges {
         let entity = insert.entity
@@ -54,39 +55,41 @@ extension SQLiteStore {
         // The columns each upsert wrote into a row stored before the request, by its key.
         var updated: [Int64: Set<Int>] = [:]
         // Without upserts every row takes the same statement: fetched once, not per row.
-        let single = statements.returnsKeys && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
+        let single = statements.resolvesConflicts && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
         while try rows.next() {
             let statement = try single ?? statements.statement(for: rows.given)
             try statement.bind(next, at: 1)
             try rows.values.withUnsafeBufferPointer { values in
                 for position in values.indices { try statement.bind(values[position], at: Int32(position + 2)) }
             }
-            if statements.returnsKeys {
+            if statements.resolvesConflicts {
                 if insert.onConflict == .overwrite { try statement.bind(first, at: firstParameter) }
-                let returned: Int64?
+                // Which the row became is read from the connection, not from a
+                // `RETURNING Z_PK`: SQLite buffers returned rows in a temporary
+                // table, which cost more than the inserts themselves.
+                connection.resetLastInsertedRowID()
                 do {
-                    returned = try statement.step() ? statement.int64(at: 0) : nil
-                    statement.reset()
+                    try statement.execute()
                 } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
                     throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
                                            connection: connection) ?? error
                 }
-                switch returned {
-                case next?:
+                if connection.lastInsertedRowID == next {
                     next += 1
-                case let key? where key < first:
-                    let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
-                    updated[key, default: []].formUnion(written)
-                case .some:
-                    break   // An earlier row of this request, which stays an insert.
-                case nil where insert.onConflict == .overwrite:
-                    // DO UPDATE's WHERE refused the holder: a row of another entity of the hierarchy.
-                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
-                                           connection: connection)
-                        ?? PersistentStoreError(.ioFailure, url: url, message: "row \(rows.index) of the batch insert of \(entity.name) was neither inserted nor merged")
-                case nil:
-                    break   // Store trump: the holder stays as it is.
+                } else if insert.onConflict == .overwrite {
+                    // DO UPDATE wrote the holder, unless its WHERE refused it: a row of another entity of the hierarchy.
+                    guard connection.changes == 1, let key = try statements.holder(of: rows) else {
+                        throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
+                                               connection: connection)
+                            ?? PersistentStoreError(.ioFailure, url: url, message: "row \(rows.index) of the batch insert of \(entity.name) was neither inserted nor merged")
+                    }
+                    if key < first {
+                        let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
+                        updated[key, default: []].formUnion(written)
+                    }
+                    // A key from `first` on is an earlier row of this request, which stays an insert.
                 }
+                // Keep: the holder stays as it is.
             } else {
                 do {
                     try statement.execute()
@@ -190,20 +193,21 @@ private struct BatchInsertConstraint {
 /// for an upsert the request's first key after them.
 private struct BatchInsertStatements {
     let connection: Connection
+    let table: String
     let insertSQL: String
     let columns: [String]
     let constraints: [BatchInsertConstraint]
     let onConflict: StoreBatchInsert.OnConflict
     let entityNumber: Int64
-    /// Whether the statement returns the key of the row it wrote (`RETURNING Z_PK`).
-    let returnsKeys: Bool
+    /// Whether a row may meet a stored key without failing (an upsert, or keep).
+    let resolvesConflicts: Bool
     /// The positions of every constraint's keys: an upsert does not rewrite them.
     let keyPositions: Set<Int>
     private var single: Statement?
     private var last: (given: [Bool], statement: Statement)?
     private var upserts: [[Bool]: Statement] = [:]
 
-    init(table: String, entityNumber: Int64, columns: [String], constraints: [BatchInsertConstraint],
+    init(table tableName: String, entityNumber: Int64, columns: [String], constraints: [BatchInsertConstraint],
          onConflict: StoreBatchInsert.OnConflict, connection: Connection) {
         self.connection = connection
         self.columns = columns
@@ -211,16 +215,17 @@ private struct BatchInsertStatements {
         self.onConflict = onConflict
         self.entityNumber = entityNumber
         keyPositions = Set(constraints.flatMap(\.positions))
-        insertSQL = "INSERT INTO \(table) (" + (["Z_PK", "Z_ENT", "Z_OPT"] + columns).joined(separator: ", ") + ") VALUES (?1, \(entityNumber), 1"
+        insertSQL = "INSERT INTO \(tableName) (" + (["Z_PK", "Z_ENT", "Z_OPT"] + columns).joined(separator: ", ") + ") VALUES (?1, \(entityNumber), 1"
             + columns.indices.map { ", ?\($0 + 2)" }.joined() + ")"
-        returnsKeys = onConflict != .fail && !constraints.isEmpty
+        resolvesConflicts = onConflict != .fail && !constraints.isEmpty
+        table = tableName
     }
 
     /// The statement for a row giving these attributes, reset and ready to bind.
     mutating func statement(for given: [Bool]) throws -> Statement {
-        if !returnsKeys || onConflict == .keep {
+        if !resolvesConflicts || onConflict == .keep {
             if let single { return single }
-            let sql = returnsKeys ? insertSQL + " ON CONFLICT DO NOTHING RETURNING Z_PK" : insertSQL
+            let sql = resolvesConflicts ? insertSQL + " ON CONFLICT DO NOTHING" : insertSQL
             let statement = try connection.cachedStatement(sql)
             single = statement
             return statement
@@ -251,6 +256,22 @@ private struct BatchInsertStatements {
                 + (sets + ["Z_OPT = Z_OPT + (Z_PK < ?\(firstParameter))"]).joined(separator: ", ")
                 + " WHERE Z_ENT = \(entityNumber)"
         }
-        return insertSQL + clauses.joined() + " RETURNING Z_PK"
+        return insertSQL + clauses.joined()
+    }
+
+    /// The key of the row holding the row's values of the first constraint
+    /// that has a holder — the one SQLite's first matching `ON CONFLICT`
+    /// clause updated — or nil.
+    func holder(of rows: BatchInsertRows) throws -> Int64? {
+        for constraint in constraints {
+            let values = constraint.positions.map { rows.values[$0] }
+            guard !values.contains(where: \.isNull) else { continue }
+            let statement = try connection.cachedStatement(
+                "SELECT Z_PK FROM \(table) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND "))
+            defer { statement.reset() }
+            for (offset, value) in values.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
+            if try statement.step() { return statement.int64(at: 0) }
+        }
+        return nil
     }
 }
