@@ -13,7 +13,9 @@ enum UpsertBenchmark {
         var rows: Int
         var raw: Duration
         var dataStack: Duration
+        /// History tracked, as with the stack's defaults (raw SQLite writes none).
         var batchInsert: Duration
+        var batchInsertUntracked: Duration
     }
 
     static func run(rows count: Int, chunkSize: Int, repetitions: Int) async throws -> Result {
@@ -24,7 +26,7 @@ enum UpsertBenchmark {
             return changed
         }
         let expectedSum = incoming.reduce(0) { $0 + $1.price }
-        var raw = Duration.seconds(1_000_000), dataStack = raw, batchInsert = raw
+        var raw = Duration.seconds(1_000_000), dataStack = raw, batchInsert = raw, batchInsertUntracked = raw
         for _ in 0..<repetitions {
             let directory = ScratchDirectory("upsert")
             let db = try RawSQLite(path: directory.file("raw.sqlite").path)
@@ -50,28 +52,39 @@ enum UpsertBenchmark {
             }
             try check("DataStack", read, count: count, sum: expectedSum)
 
-            let (batchStack, batchWatcher) = try await DataStackBench.open(directory.file("Batch.sqlite"),
-                                                                          model: BenchModel.make(uniqueSymbols: true))
-            let saved = try await DataStackBench.insert(stored, chunkSize: chunkSize, into: batchStack)
-            try await batchWatcher.wait(for: saved)
-            let importer = batchStack.importerContext()
-            let (duration, result) = try await importer.perform {
-                let request = BatchInsertRequest(entityName: BenchModel.entityName, objects: incoming.map { values in
-                    ["symbol": values.symbol, "name": values.name, "price": values.price, "volume": values.volume, "time": values.time]
-                })
-                let start = ContinuousClock.now
-                let result = try importer.execute(request)
-                return (ContinuousClock.now - start, result)
-            }
-            batchInsert = min(batchInsert, duration)
-            guard result == .statusOnly else { throw BenchError("upsert: the batch insert returned \(result)") }
-            let batchRead = try await importer.perform {
-                let tickers = try importer.fetch(FetchRequest<BenchTicker>())
-                return (tickers.count, tickers.reduce(0) { $0 + $1.price })
-            }
-            try check("DataStack batch insert", batchRead, count: count, sum: expectedSum)
+            batchInsert = min(batchInsert, try await Self.batchInsert(incoming, over: stored, at: directory.file("Batch.sqlite"),
+                                                                      options: .stackDefaults, chunkSize: chunkSize, sum: expectedSum))
+            var untracked = StoreOptions.stackDefaults
+            untracked.persistentHistoryTracking = false
+            batchInsertUntracked = min(batchInsertUntracked, try await Self.batchInsert(
+                incoming, over: stored, at: directory.file("BatchUntracked.sqlite"), options: untracked, chunkSize: chunkSize, sum: expectedSum))
         }
-        return Result(rows: count, raw: raw, dataStack: dataStack, batchInsert: batchInsert)
+        return Result(rows: count, raw: raw, dataStack: dataStack, batchInsert: batchInsert, batchInsertUntracked: batchInsertUntracked)
+    }
+
+    /// One `BatchInsertRequest` of `incoming` on an importer context of a stack
+    /// over a store holding `stored`, timed; its rows checked afterwards.
+    private static func batchInsert(_ incoming: [TickerValues], over stored: [TickerValues], at url: URL, options: StoreOptions,
+                                    chunkSize: Int, sum: Double) async throws -> Duration {
+        let (stack, watcher) = try await DataStackBench.open(url, model: BenchModel.make(uniqueSymbols: true), options: options)
+        let saved = try await DataStackBench.insert(stored, chunkSize: chunkSize, into: stack)
+        try await watcher.wait(for: saved)
+        let importer = stack.importerContext()
+        let (duration, result) = try await importer.perform {
+            let request = BatchInsertRequest(entityName: BenchModel.entityName, objects: incoming.map { values in
+                ["symbol": values.symbol, "name": values.name, "price": values.price, "volume": values.volume, "time": values.time]
+            })
+            let start = ContinuousClock.now
+            let result = try importer.execute(request)
+            return (ContinuousClock.now - start, result)
+        }
+        guard result == .statusOnly else { throw BenchError("upsert: the batch insert returned \(result)") }
+        let read = try await importer.perform {
+            let tickers = try importer.fetch(FetchRequest<BenchTicker>())
+            return (tickers.count, tickers.reduce(0) { $0 + $1.price })
+        }
+        try check("DataStack batch insert", read, count: incoming.count, sum: sum)
+        return duration
     }
 
     private static func check(_ contender: String, _ read: (Int, Double), count: Int, sum: Double) throws {

@@ -154,24 +154,16 @@ extension SQLiteStore {
         let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection, url: url)
         let count = Int64(inserted.count + updated.count)
         let firstChange = try Self.allocateKeys(count, entity: SQLiteHistoryLayout.changeEntity, connection: connection, url: url) - count + 1
-        var next = try recordInsertionRuns(inserted.isEmpty ? [] : [(mapping, [inserted.lowerBound...(inserted.upperBound - 1)])],
-                                           firstKey: firstChange, transaction: transaction, connection: connection)
-        if !updated.isEmpty {
-            let change = try connection.cachedStatement("""
-                INSERT INTO ACHANGE (Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """)
-            for (key, positions) in updated {
-                change.reset()
-                try change.bind(next, at: 1)
-                try change.bind(SQLiteHistoryLayout.changeEntity, at: 2)
-                try change.bind(PersistentHistoryChange.ChangeType.update.rawValue, at: 3)
-                try change.bind(entity.number, at: 4)
-                try change.bind(key, at: 5)
-                try change.bind(transaction, at: 6)
-                try change.bind(entity.columnsMask(slots: positions.sorted().map { attributes[$0].index }), at: 7)
-                try change.execute()
-                next += 1
-            }
+        var next = try recordChangeRuns(inserted.isEmpty ? [] : [(mapping, [inserted.lowerBound...(inserted.upperBound - 1)])],
+                                        as: .insert, firstKey: firstChange, transaction: transaction, connection: connection)
+        // Upserted rows by the columns they were given (mostly one set), each
+        // set's rows copied by runs of consecutive keys as the inserted ones are.
+        var keysByPositions: [Set<Int>: [Int64]] = [:]
+        for (key, positions) in updated { keysByPositions[positions, default: []].append(key) }
+        for (positions, keys) in keysByPositions.sorted(by: { $0.value[0] < $1.value[0] }) {
+            next = try recordChangeRuns([(mapping, Self.runs(of: keys.sorted()))], as: .update,
+                                        columns: entity.columnsMask(slots: positions.sorted().map { attributes[$0].index }),
+                                        firstKey: next, transaction: transaction, connection: connection)
         }
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: transaction)
     }

@@ -221,16 +221,18 @@ extension SQLiteStore: PersistentHistoryStore {
             keysByEntity[entity]?.keys.append(key)
         }
         let runs = keysByEntity.values.map { (mapping: $0.mapping, runs: Self.runs(of: $0.keys.sorted())) }
-        return try recordInsertionRuns(runs, firstKey: firstKey, transaction: transaction, connection: connection)
+        return try recordChangeRuns(runs, as: .insert, firstKey: firstKey, transaction: transaction, connection: connection)
     }
 
-    /// Writes the `ACHANGE` rows of inserted rows given as runs of consecutive
-    /// primary keys per entity, one statement per run (see
+    /// Writes the `ACHANGE` rows of rows given as runs of consecutive primary
+    /// keys per entity, all changed the same way (`type`, and for an update
+    /// the `ZCOLUMNS` value), one statement per run (see
     /// ``recordInsertions(of:keys:firstKey:transaction:schema:connection:)``);
-    /// returns the next free `ACHANGE` key. A batch insert, whose rows are one
-    /// run, calls it directly.
-    func recordInsertionRuns(_ runsByEntity: [(mapping: SQLiteSchema.EntityMapping, runs: [ClosedRange<Int64>])], firstKey: Int64,
-                             transaction: Int64, connection: Connection) throws -> Int64 {
+    /// returns the next free `ACHANGE` key. A batch insert, whose inserted
+    /// rows are one run and whose upserted ones a few, calls it directly.
+    func recordChangeRuns(_ runsByEntity: [(mapping: SQLiteSchema.EntityMapping, runs: [ClosedRange<Int64>])],
+                          as type: PersistentHistoryChange.ChangeType, columns: [UInt8]? = nil, firstKey: Int64,
+                          transaction: Int64, connection: Connection) throws -> Int64 {
         guard !runsByEntity.isEmpty else { return firstKey }
         // When the table's last key is the one before the block allocated for
         // this save (as it is unless history was deleted from its end), SQLite
@@ -241,8 +243,8 @@ extension SQLiteStore: PersistentHistoryStore {
         var next = firstKey
         for (mapping, runs) in runsByEntity.sorted(by: { $0.mapping.number < $1.mapping.number }) {
             let insertRun = try connection.cachedStatement("""
-                INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID) \
-                SELECT \(keyValue)?4, ?5, Z_ENT, Z_PK, ?6 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
+                INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS) \
+                SELECT \(keyValue)?4, ?5, Z_ENT, Z_PK, ?6, ?8 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
                 """)
             for run in runs {
                 insertRun.reset()
@@ -250,15 +252,16 @@ extension SQLiteStore: PersistentHistoryStore {
                 try insertRun.bind(run.upperBound, at: 2)
                 if !appends { try insertRun.bind(next, at: 3) }
                 try insertRun.bind(SQLiteHistoryLayout.changeEntity, at: 4)
-                try insertRun.bind(PersistentHistoryChange.ChangeType.insert.rawValue, at: 5)
+                try insertRun.bind(type.rawValue, at: 5)
                 try insertRun.bind(transaction, at: 6)
                 try insertRun.bind(mapping.number, at: 7)
+                if let columns { try insertRun.bind(columns, at: 8) } else { try insertRun.bindNull(at: 8) }
                 try insertRun.execute()
                 let count = run.upperBound - run.lowerBound + 1
                 // A save's history must be whole: every key of the run is a row this save wrote.
                 guard connection.changes == count, !appends || connection.lastInsertedRowID == next + count - 1 else {
                     throw PersistentStoreError(.ioFailure, url: url, message: """
-                        the history of inserted \(mapping.entity.name) objects \(run) was not written whole: \(connection.changes) of \
+                        the history of \(type) \(mapping.entity.name) objects \(run) was not written whole: \(connection.changes) of \
                         \(count) changes, the last with key \(connection.lastInsertedRowID) instead of \(next + count - 1)
                         """)
                 }
@@ -269,7 +272,7 @@ extension SQLiteStore: PersistentHistoryStore {
     }
 
     /// Sorted keys as ranges of consecutive keys.
-    private static func runs(of sorted: [Int64]) -> [ClosedRange<Int64>] {
+    static func runs(of sorted: [Int64]) -> [ClosedRange<Int64>] {
         var runs: [ClosedRange<Int64>] = []
         for key in sorted {
             if let last = runs.last, key == last.upperBound + 1 {
