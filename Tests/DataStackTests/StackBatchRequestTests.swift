@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import DataStack
 
@@ -53,6 +54,41 @@ import DataStack
         #expect(after.list == ["T5=5.5", "T6=6.0", "T7=7.0", "T8=8.0", "T0=20.0", "T1=21.0"])
         #expect(after.list == after.fresh)
         #expect(after.failures.isEmpty, "\(after.failures)")
+    }
+
+    /// A batch over more rows than one store query checks (16,384) reaches a
+    /// list on main as one fetch of the list, not as checks binding every
+    /// changed ID: SQLite compiles a long `IN` list of numbered parameters in
+    /// quadratic time, on the main queue here.
+    @Test func aListOnMainFollowsABatchOverMoreRowsThanOneQueryChecksWithOneFetch() async throws {
+        let (stack, _) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        _ = try await importTickers(stack, count: 20_000)
+        await recorder.wait(for: 1)
+        var request = FetchRequest<Ticker>(entityName: "Ticker", predicate: try FetchPredicate(format: "price >= 19995"))
+        request.sortDescriptors = [FetchSort(key: "price", ascending: true)]
+        request.fetchLimit = 3
+        let panel = try await ListPanel.make(stack, request)
+        let main = stack.mainContext
+        func shown() async -> [String] {
+            await main.perform { (panel.controller.fetchedObjects ?? []).map { "\($0.symbol)=\($0.price)" } }
+        }
+        #expect(await shown() == ["T19995=19995.0", "T19996=19996.0", "T19997=19997.0"])
+
+        let store = try #require(main.persistentStoreCoordinator?.persistentStores.first as? SQLiteStore)
+        let parameters = Mutex(0)
+        store.traceStatements { sql in parameters.withLock { $0 += sql.count { $0 == "?" } } }
+        defer { store.traceStatements(nil) }
+        let importer = stack.importerContext()
+        try await importer.perform {
+            _ = try importer.execute(BatchUpdateRequest(entityName: "Ticker", propertiesToUpdate: ["price": .keyPath("price") + 2]))
+        }
+        await recorder.wait(for: 2)
+        #expect(await shown() == ["T19993=19995.0", "T19994=19996.0", "T19995=19997.0"])
+        #expect(parameters.withLock { $0 } < 100, "the merge bound the changed IDs instead of fetching the list")
+        let (failures, changes) = await main.perform { (panel.log.failures, panel.log.changes.count) }
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(changes == 1)
     }
 
     @Test func aListOnMainLosesRowsABatchDeleteRemoves() async throws {

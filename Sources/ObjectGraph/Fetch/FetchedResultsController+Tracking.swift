@@ -7,7 +7,9 @@ extension FetchedResultsController {
     /// merged save — into at most one change of the list.
     ///
     /// The objects named (for a merge: every object the save inserted, updated
-    /// or deleted, registered here or not) are narrowed to the list's entity.
+    /// or deleted, registered here or not) are narrowed to the list's entity;
+    /// a save naming more than 16,384 objects fetches the list again instead
+    /// (``reloadAfterLargeSave(_:_:_:_:)``).
     /// Deleted and invalidated ones leave. Registered, loaded ones are judged
     /// in memory; the rest in the store with one `SELF IN {ids} AND (predicate)`
     /// query per 16,384 IDs, limited to the list's `fetchLimit`, whose rows give
@@ -21,6 +23,11 @@ extension FetchedResultsController {
         guard let list, let plan else { return }
         if change.invalidatedAll {
             reloadAfterReset(list, plan)
+            return
+        }
+        if let save = change.mergedSave,
+           save.insertedObjectIDs.count + save.updatedObjectIDs.count + save.deletedObjectIDs.count > Self.idsPerQuery {
+            reloadAfterLargeSave(save, change, list, plan)
             return
         }
         var removed = Set<ObjectID>()
@@ -134,6 +141,24 @@ extension FetchedResultsController {
         window = []
         guard let fresh = try? load(plan) else { return }
         apply(fresh.list, rows: fresh.rows, touched: Set(old.ids))
+    }
+
+    /// Answers a merged save of more IDs than one store query checks — a batch
+    /// request over much of a table — with one fetch of the list (limited as
+    /// the list is), not a check of every ID: the work on the context's queue
+    /// follows the list's size rather than the save's, and no statement binds
+    /// tens of thousands of IDs (SQLite compiles a long `IN` list of numbered
+    /// parameters in quadratic time). Objects of the old list that the save or
+    /// the merge changed are reported as updated where they stay.
+    private func reloadAfterLargeSave(_ save: ContextDidSave, _ change: ObjectsDidChange, _ old: FetchedList, _ plan: FetchPlan) {
+        let touched = Set(old.ids.lazy.filter { id in
+            save.updatedObjectIDs.contains(id) || save.deletedObjectIDs.contains(id) || change.refreshedObjectIDs.contains(id)
+                || change.updatedObjectIDs.contains(id) || change.deletedObjectIDs.contains(id) || change.invalidatedObjectIDs.contains(id)
+        })
+        // As in contextDidChange(_:): a store that cannot answer leaves the list
+        // as it was — stale, not wrong — for the next change or performFetch() to redo.
+        guard let fresh = try? load(plan) else { return }
+        apply(fresh.list, rows: fresh.rows, touched: touched)
     }
 
     /// Makes `new` the list and delivers the difference, if there is one.
