@@ -16,8 +16,8 @@ extension StackManager {
     /// ```
     ///
     /// Each chunk finds its existing objects with one query (`attribute IN
-    /// keys`) per 1,000 keys, as RestKit's managed object cache does, rather
-    /// than a fetch per input; inputs with the same key in a chunk share one object. Two
+    /// keys`), as RestKit's managed object cache does, rather than a fetch per
+    /// input; inputs with the same key in a chunk share one object. Two
     /// importers — in this process or others — that insert the same new key
     /// at once both save: declare the attribute unique
     /// (``EntityDescription/uniquenessConstraints``) and the store settles the
@@ -61,36 +61,26 @@ extension StackManager {
         }
     }
 
-    /// Keys per lookup query: SQLite looks up each numbered parameter of an
-    /// `IN` list in a list of all of them while compiling the statement, so
-    /// one query of 10,000 keys costs it 50 million steps and ten queries of
-    /// 1,000 keys five million.
-    private static let keysPerLookup = 1_000
-
     /// The stored objects whose `attribute` holds one of `keys`, by key, loaded.
     ///
     /// - Throws: ``StackError/Code/keyTypeMismatch`` for a stored key of another
     ///   type than `Key`, which would look absent and be inserted again.
     private static func stored<Object: ManagedObject, Key: Hashable>(_ type: Object.Type, entity: EntityDescription, attribute: String,
                                                                      keys: [Key], in context: ManagedObjectContext) throws -> [Key: Object] {
-        let distinct = Array(Set(keys))
+        var request = FetchRequest<ManagedObject>(entityName: entity.name)
+        // One query: a long key list is bound as one JSON array (PredicateSQLList), not a parameter per key.
+        request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [attribute, Array(Set(keys))])
+        request.returnsObjectsAsFaults = false
         var objects: [Key: Object] = [:]
-        for start in stride(from: 0, to: distinct.count, by: keysPerLookup) {
-            var request = FetchRequest<ManagedObject>(entityName: entity.name)
-            request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [
-                attribute, Array(distinct[start..<min(start + keysPerLookup, distinct.count)]),
-            ])
-            request.returnsObjectsAsFaults = false
-            for case let object as Object in try context.fetch(request) {
-                let stored = try object.value(forKey: attribute)
-                guard let value = key(stored, as: Key.self) else {
-                    let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
-                    throw StackError(.keyTypeMismatch, """
-                        \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
-                        """)
-                }
-                objects[value] = object
+        for case let object as Object in try context.fetch(request) {
+            let stored = try object.value(forKey: attribute)
+            guard let value = key(stored, as: Key.self) else {
+                let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
+                throw StackError(.keyTypeMismatch, """
+                    \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
+                    """)
             }
+            objects[value] = object
         }
         return objects
     }

@@ -164,7 +164,7 @@ public struct FetchPredicate: Sendable {
     /// without compiling, for any predicate of the same ``shape``.
     package var sqlBindings: [PropertyValue] {
         var bindings: [PropertyValue] = []
-        expression.forEachConstant { bindings.append(PredicateScalar.binding(for: $0)) }
+        expression.forEachSQLBinding { bindings.append($0) }
         return bindings
     }
 }

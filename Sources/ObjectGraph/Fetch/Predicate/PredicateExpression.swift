@@ -124,26 +124,34 @@ package enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
 // MARK: - Traversal
 
 extension PredicateNode {
-    /// Calls `body` on every constant, in the order the SQL compiler numbers
-    /// its parameters (pre-order, left to right).
-    func forEachConstant(_ body: (PropertyValue) -> Void) {
+    /// Calls `body` on the value of every parameter the SQL compiler binds, in
+    /// the order it numbers them (pre-order, left to right): each constant in
+    /// its SQL form, a long `IN` list as its one JSON array (``PredicateSQLList``).
+    func forEachSQLBinding(_ body: (PropertyValue) -> Void) {
         switch self {
         case .truePredicate, .falsePredicate, .keyPath, .variable:
             break
         case .and(let children), .or(let children), .collection(let children):
-            for child in children { child.forEachConstant(body) }
+            for child in children { child.forEachSQLBinding(body) }
         case .not(let child):
-            child.forEachConstant(body)
+            child.forEachSQLBinding(body)
+        case .comparison(let lhs, .in, .collection(let elements), let options, _):
+            lhs.forEachSQLBinding(body)
+            if let list = PredicateSQLList.json(elements, options: options) {
+                body(.string(list.json))
+            } else {
+                for element in elements { element.forEachSQLBinding(body) }
+            }
         case .comparison(let lhs, _, let rhs, _, _):
-            lhs.forEachConstant(body)
-            rhs.forEachConstant(body)
+            lhs.forEachSQLBinding(body)
+            rhs.forEachSQLBinding(body)
         case .constant(let value):
-            body(value)
+            body(PredicateScalar.binding(for: value))
         case .aggregate(_, let collection, _):
-            collection.forEachConstant(body)
+            collection.forEachSQLBinding(body)
         case .subquery(let collection, _, let predicate):
-            collection.forEachConstant(body)
-            predicate.forEachConstant(body)
+            collection.forEachSQLBinding(body)
+            predicate.forEachSQLBinding(body)
         }
     }
 

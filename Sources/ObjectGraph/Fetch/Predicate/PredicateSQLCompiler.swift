@@ -157,6 +157,8 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     private enum Right {
         case scalar(Operand)
         case list([Operand])
+        /// A long list of constants bound as one JSON array (``PredicateSQLList``).
+        case json(Operand)
     }
 
     private mutating func comparison(_ lhs: PredicateNode, _ op: ComparisonOperator, _ rhs: PredicateNode,
@@ -180,7 +182,11 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
             left = try operand(lhs, context, many: nil)
         }
         let right: Right
-        if op == .in || op == .between, case .collection(let elements) = rhs {
+        if op == .in, case .collection(let elements) = rhs, let list = PredicateSQLList.json(elements, options: options) {
+            var array = bind(.string(list.json))
+            array.family = list.isText ? .text : .numeric
+            right = .json(array)
+        } else if op == .in || op == .between, case .collection(let elements) = rhs {
             right = .list(try elements.map { try operand($0, context, many: nil) })
         } else if rhsMany {
             let scope = Scope(parent: context.scope)
@@ -224,6 +230,12 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
             var operands = ([left] + items).map { folded($0, options) }
             neutralize(&operands)
             return "\(operands[0].sql) IN (" + operands.dropFirst().map(\.sql).joined(separator: ", ") + ")"
+        case (.in, .json(let array)):
+            var operands = [left, array]
+            neutralize(&operands)
+            return "\(operands[0].sql) IN (SELECT value FROM json_each(\(array.sql)))"
+        case (_, .json):
+            throw PredicateProblem("a collection {…} can only follow IN or BETWEEN")
         case (.in, .scalar(let r)):
             if rhsIsToMany { return equality(left, r, negated: false, options: options) }
             if r.isNil { return "NULL" }
