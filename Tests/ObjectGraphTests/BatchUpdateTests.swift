@@ -237,4 +237,42 @@ final class SaveLog: @unchecked Sendable {
             #expect(numbers == [2, 3, 4])
         }
     }
+
+    /// A batch reads its rows' IDs on the reader connection while the writer
+    /// writes them. In a rollback-journal store that reader's shared lock
+    /// keeps the writer from spilling its page cache into the file (SQLite
+    /// then keeps the pages in memory) and is released before the commit: a
+    /// busy mode that never waits and an update bigger than the cache must
+    /// not fail on the batch's own reading, in either journal mode.
+    @Test(arguments: [StoreOptions.JournalMode.delete, .wal])
+    func aLargeBatchSucceedsInEitherJournalModeWithoutWaiting(mode: StoreOptions.JournalMode) throws {
+        let directory = TemporaryDirectory()
+        var options = StoreOptions()
+        options.journalMode = mode
+        options.busyMode = .immediateError
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        try coordinator.addPersistentStore(type: .sqlite, at: directory.file("Journal.sqlite"), options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let count = 40_000
+        try context.performAndWait {
+            _ = try context.execute(BatchInsertRequest(entityName: "Listing") { index, row in
+                guard index < count else { return true }
+                row["symbol"] = "S\(index)"
+                row["name"] = String(repeating: "n", count: 60)
+                row["price"] = Double(index)
+                return false
+            })
+            var update = BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": .keyPath("price") * 2, "name": "renamed"])
+            update.resultType = .count
+            #expect(try context.execute(update) == .count(count))
+            var delete = BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing",
+                                                                                     predicate: try FetchPredicate(format: "price >= %@", Double(count))))
+            delete.resultType = .count
+            #expect(try context.execute(delete) == .count(count / 2))
+        }
+        let raw = try SQLiteReference(directory.file("Journal.sqlite"))
+        #expect(try raw.rows("SELECT COUNT(*), SUM(ZPRICE), MIN(Z_OPT), MAX(Z_OPT) FROM ZLISTING") == [
+            ["\(count / 2)", "\(Double((0..<count / 2).reduce(0, +) * 2))", "2", "2"],
+        ])
+    }
 }

@@ -16,8 +16,11 @@ import Synchronization
 /// writer changes anything — ``read(_:store:schema:identity:)`` waits for it.
 /// Holding the write lock, the writer's transaction began from the last
 /// commit, which is what the reader sees, and nothing else can commit in
-/// between. The writer holds its lock and waits for the reader's, the order
-/// a delete plan's to-many reads already take, never the reverse.
+/// between. The writer holds its lock and waits for the reader's, never the
+/// reverse. In a rollback-journal store the reader's shared lock keeps the
+/// writer from spilling its cache into the file meanwhile (SQLite keeps the
+/// pages in memory instead) and is gone before the writer commits, since the
+/// writer waits for the rows first.
 final class BatchSelectedRows: Sendable {
     /// What was read.
     struct Rows: Sendable {
