@@ -197,3 +197,51 @@ import Testing
         }
     }
 }
+
+/// `includesPropertyValues = false`: a fetch that reads identities only.
+@Suite struct PropertyValuesFetchTests {
+    private func listRequest() throws -> FetchRequest<Listing> {
+        var request = FetchRequest<Listing>(entityName: "Listing", predicate: try FetchPredicate(format: "price >= 3"))
+        request.sortDescriptors = [FetchSort(key: "price", ascending: false)]
+        request.fetchLimit = 4
+        return request
+    }
+
+    @Test(arguments: allStoreTypes)
+    func withoutPropertyValuesAFetchReadsIDsOnlyAndEachFaultFiresOnUse(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try graph.saveListings((0..<10).map { ("S\($0)", Double($0)) })
+        // A coordinator that has not read these rows yet (the save may have left them cached).
+        graph.coordinator.rowCache.removeAll()
+        let context = graph.context()
+        var request = try listRequest()
+        request.includesPropertyValues = false
+        request.returnsObjectsAsFaults = false   // ignored without property values, as in Core Data
+        let cached = graph.coordinator.rowCache.count
+        let (objects, statements) = try graph.countingStatements { try context.performAndWait { try context.fetch(request) } }
+        #expect(context.performAndWait { objects.allSatisfy(\.isFault) })
+        #expect(graph.coordinator.rowCache.count == cached, "no row was read, so none was cached")
+        if type == .sqlite {
+            #expect(statements.count == 1)
+            #expect(statements.first?.hasPrefix("SELECT t0.Z_PK, t0.Z_ENT FROM") == true, "\(statements)")
+        }
+        let (prices, fired) = graph.countingStatements { context.performAndWait { objects.map(\.price) } }
+        #expect(prices == [9, 8, 7, 6])
+        if type == .sqlite { #expect(fired.count == 4, "one query per fault fired: \(fired)") }
+        // The same objects, in the same order, as a fetch that reads the rows.
+        let plain = graph.context()
+        #expect(try plain.performAndWait { try plain.fetch(try listRequest()).map(\.objectID) } == objects.map(\.objectID))
+    }
+
+    @Test func withPropertyValuesTheRowsAreCachedAndFaultsFireWithoutAQuery() throws {
+        let graph = try GraphStack(.sqlite)
+        _ = try graph.saveListings((0..<10).map { ("S\($0)", Double($0)) })
+        graph.coordinator.rowCache.removeAll()
+        let context = graph.context()
+        let objects = try context.performAndWait { try context.fetch(try listRequest()) }
+        #expect(graph.coordinator.rowCache.count == 4)
+        let (prices, fired) = graph.countingStatements { context.performAndWait { objects.map(\.price) } }
+        #expect(prices == [9, 8, 7, 6])
+        #expect(fired.isEmpty, "\(fired)")
+    }
+}

@@ -22,6 +22,7 @@ extension ManagedObjectContext {
         let prefetching = try prefetchPaths(request.relationshipKeyPathsForPrefetching, from: fetch.entity)
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
                                       returnsObjectsAsFaults: request.returnsObjectsAsFaults,
+                                      includesPropertyValues: request.includesPropertyValues,
                                       batchSize: request.fetchBatchSize)
         if !prefetching.isEmpty, case .objects(let objects) = output {
             // ManagedObjectContext+Prefetching.swift: one query per key path step.
@@ -87,7 +88,7 @@ extension ManagedObjectContext {
 
     /// Runs a fetch against the parent store, folding in this context's pending changes.
     func executeFetch(_ fetch: StoreFetch, includesPendingChanges: Bool,
-                      returnsObjectsAsFaults: Bool, batchSize: Int) throws -> FetchOutput {
+                      returnsObjectsAsFaults: Bool, includesPropertyValues: Bool = true, batchSize: Int) throws -> FetchOutput {
         let pending = includesPendingChanges && fetch.resultType != .dictionary && hasPendingChanges(for: fetch)
         if pending {
             return try fetchMergingPendingChanges(fetch)
@@ -100,7 +101,9 @@ extension ManagedObjectContext {
         case .managedObjectID:
             return .objectIDs(try parentObjectIDs(fetch))
         case .managedObject:
-            if batchSize > 0 || parent != nil {
+            // IDs only: for batches, for a child context (its parent answers by
+            // IDs), and when the caller does not want the rows.
+            if batchSize > 0 || parent != nil || !includesPropertyValues {
                 let ids = try parentObjectIDs(fetch)
                 let objects = ids.map { object(with: $0) }
                 if batchSize > 0 {
@@ -109,7 +112,7 @@ extension ManagedObjectContext {
                         for id in batch.objectIDs where registry[id]?.isFault == true { faultBatches[id] = batch }
                     }
                 }
-                if !returnsObjectsAsFaults && batchSize == 0 { objects.forEach { $0.fireFault() } }
+                if !returnsObjectsAsFaults && batchSize == 0 && includesPropertyValues { objects.forEach { $0.fireFault() } }
                 return .objects(objects)
             }
             return .objects(try materialize(try parentNodes(fetch), asFaults: returnsObjectsAsFaults))

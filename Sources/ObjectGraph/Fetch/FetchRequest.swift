@@ -75,6 +75,15 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     public var includesSubentities = true
     /// Whether objects come back as faults, their values loaded on first access. The default is true.
     public var returnsObjectsAsFaults = true
+    /// Whether a `.managedObject` fetch reads the objects' rows at all. The
+    /// default is true: the rows go to the coordinator's row cache, so firing
+    /// one of the faults costs no query. With false only the IDs are read
+    /// (`SELECT Z_PK, Z_ENT`), nothing is cached, and each object is a fault
+    /// whatever ``returnsObjectsAsFaults`` says, firing with a query of its
+    /// own (or of its ``fetchBatchSize`` batch) — Core Data's
+    /// `includesPropertyValues = false`, for fetches that touch few of the
+    /// objects they return, or only their identity.
+    public var includesPropertyValues = true
     /// Relationship key paths (`"tracks"`, `"books.authors"`) whose destinations
     /// are loaded with `.managedObject` results: one query per step of each key
     /// path, whatever the number of objects, instead of one per object when the
