@@ -64,6 +64,9 @@ struct Benchmarks {
         var faultTime: Duration
         var fetched: Checksum
         var fired: Checksum
+        /// DataStack only: the fault task with `includesPropertyValues = false`
+        /// (IDs only, as the raw and GRDB contenders fetch them).
+        var faultIDsOnlyTime: Duration?
     }
 
     /// Fraction of faults fired in the fault task: 1%.
@@ -183,6 +186,9 @@ struct Benchmarks {
                 current.importTime = min(current.importTime, repetition.importTime)
                 current.fetchTime = min(current.fetchTime, repetition.fetchTime)
                 current.faultTime = min(current.faultTime, repetition.faultTime)
+                if let idsOnly = repetition.faultIDsOnlyTime {
+                    current.faultIDsOnlyTime = min(current.faultIDsOnlyTime ?? idsOnly, idsOnly)
+                }
                 best[contender] = current
             }
         }
@@ -193,6 +199,10 @@ struct Benchmarks {
                 guard let repetition = best[contender] else { continue }
                 let time = task == "import" ? repetition.importTime : task == "fetch" ? repetition.fetchTime : repetition.faultTime
                 measurements.append(Measurement(task: task, contender: contender.rawValue, best: time, objects: options.n))
+                if task == "fault", let idsOnly = repetition.faultIDsOnlyTime {
+                    measurements.append(Measurement(task: task, contender: contender.rawValue + " (includesPropertyValues = false)",
+                                                    best: idsOnly, objects: options.n))
+                }
             }
         }
         print(Report.results(measurements, repetitions: options.repetitions))
@@ -267,7 +277,15 @@ struct Benchmarks {
             let (faultTime, fired) = try await time {
                 try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: faulter.mainContext)
             }
-            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
+            let (idFaulter, _) = try await DataStackBench.open(url)
+            let (faultIDsOnlyTime, firedByID) = try await time {
+                try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: idFaulter.mainContext, includesPropertyValues: false)
+            }
+            guard firedByID.rows == fired.rows else {
+                throw BenchError("DataStack fired \(firedByID.rows) faults fetched by ID, \(fired.rows) fetched with their rows")
+            }
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired,
+                              faultIDsOnlyTime: faultIDsOnlyTime)
         }
     }
 

@@ -39,9 +39,12 @@ enum DataStackBench {
     }
 
     /// Every object fetched as a fault, then every `stride`-th one fired.
-    static func fetchFaultsThenFire(every stride: Int, in context: ManagedObjectContext) async throws -> Checksum {
+    static func fetchFaultsThenFire(every stride: Int, in context: ManagedObjectContext,
+                                    includesPropertyValues: Bool = true) async throws -> Checksum {
         try await context.perform {
-            let tickers = try context.fetch(FetchRequest<BenchTicker>())
+            var request = FetchRequest<BenchTicker>()
+            request.includesPropertyValues = includesPropertyValues
+            let tickers = try context.fetch(request)
             var checksum = Checksum()
             for index in Swift.stride(from: 0, to: tickers.count, by: stride) { read(tickers[index], into: &checksum) }
             return checksum
