@@ -245,3 +245,39 @@ import Testing
         #expect(fired.isEmpty, "\(fired)")
     }
 }
+
+/// Counting with pending changes registers no object per stored row.
+@Suite struct PendingCountTests {
+    @Test(arguments: allStoreTypes)
+    func aCountWithPendingChangesAsksTheStoreAndRegistersNothingMore(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let stored = try graph.saveListings((0..<300).map { ("S\($0)", Double($0)) })
+        let context = graph.context()
+        let request = FetchRequest<Listing>(entityName: "Listing", predicate: try FetchPredicate(format: "price >= 100"))
+        let (count, expected, registered, statements) = try context.performAndWait {
+            for index in 0..<20 {
+                let listing = Listing(context: context)
+                listing.symbol = "N\(index)"
+                listing.price = index.isMultiple(of: 2) ? 500 : 1   // 10 match
+            }
+            for id in stored[95..<105] {   // 95...99 come to match, 100...104 stop
+                let listing = try #require(try context.existingObject(with: id) as? Listing)
+                listing.price = listing.price < 100 ? 1_000 : 0
+            }
+            for id in stored[200..<205] { context.delete(try context.existingObject(with: id)) }   // 5 matching gone
+            let (count, statements) = try graph.countingStatements { try context.count(for: request) }
+            let registered = context.registeredObjectCount
+            // The count a fetch of the objects gives (which registers them).
+            let expected = try context.fetch(request).count
+            return (count, expected, registered, statements)
+        }
+        #expect(count == 200 + 10 + 5 - 5 - 5)
+        #expect(count == expected)
+        #expect(registered == 35, "only the 20 inserted, 10 updated and 5 deleted objects")
+        if type == .sqlite { #expect(statements.count == 2, "the count and the changed rows' count: \(statements)") }
+        var limited = request
+        limited.fetchLimit = 7
+        limited.fetchOffset = 203
+        #expect(try context.performAndWait { try context.count(for: limited) } == 2)
+    }
+}

@@ -163,6 +163,7 @@ extension ManagedObjectContext {
     /// The store's matches without this context's deletes and stale updates,
     /// plus its matching inserts and updates, then sorted, offset and limited.
     private func fetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
+        if fetch.resultType == .count { return .count(try countMergingPendingChanges(fetch)) }
         var storeFetch = fetch
         storeFetch.resultType = .managedObjectID
         storeFetch.fetchLimit = 0
@@ -191,6 +192,34 @@ extension ManagedObjectContext {
         case .managedObjectID: return .objectIDs(objects.map(\.objectID))
         default: return .objects(objects)
         }
+    }
+
+    /// What a fetch with pending changes counts, without an object for each
+    /// stored row: the store's count, less the changed (updated or deleted)
+    /// objects whose stored rows it counted — one more store count, limited to
+    /// their IDs — plus the inserted and updated objects that match now.
+    private func countMergingPendingChanges(_ fetch: StoreFetch) throws -> Int {
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        var whole = fetch
+        whole.fetchLimit = 0
+        whole.fetchOffset = 0
+        whole.sortDescriptors = []
+        var total = try parentCount(whole)
+        let changed = Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
+            .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
+        if !changed.isEmpty {
+            var stored = whole
+            let ids = FetchPredicate.objectIDs(in: Array(changed))
+            stored.predicate = whole.predicate.map { FetchPredicate.and([ids, $0]) } ?? ids
+            total -= try parentCount(stored)
+        }
+        var seen = Set<ObjectID>()
+        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
+        where entities.contains(ObjectIdentifier(candidate.entity)) && deletedObjectsByID[candidate.objectID] == nil {
+            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted { total += 1 }
+        }
+        total = max(0, total - fetch.fetchOffset)
+        return fetch.fetchLimit > 0 ? min(total, fetch.fetchLimit) : total
     }
 
     // MARK: - Parent store
