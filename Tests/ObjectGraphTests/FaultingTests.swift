@@ -281,3 +281,44 @@ import Testing
         #expect(try context.performAndWait { try context.count(for: limited) } == 2)
     }
 }
+
+/// A sorted, limited fetch with pending changes asks the store for its best rows only.
+@Suite struct PendingLimitedFetchTests {
+    @Test(arguments: allStoreTypes)
+    func aSortedLimitedFetchWithPendingChangesReadsTheStoresBestRowsInOneQuery(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let stored = try graph.saveListings((0..<500).map { ("S\($0)", Double($0)) })
+        graph.coordinator.rowCache.removeAll()
+        let context = graph.context()
+        var request = FetchRequest<Listing>(entityName: "Listing", predicate: try FetchPredicate(format: "price >= 10"))
+        request.sortDescriptors = [FetchSort(key: "price", ascending: false), FetchSort(key: "symbol")]
+        request.fetchLimit = 5
+        request.fetchOffset = 2
+        let (symbols, expected, statements) = try context.performAndWait {
+            for index in 0..<30 {
+                let listing = Listing(context: context)
+                listing.symbol = "N\(index)"
+                listing.price = index < 3 ? 497.5 : 5   // three land among the best
+            }
+            for id in stored[498...] {   // the two best stored rows drop out
+                let listing = try #require(try context.existingObject(with: id) as? Listing)
+                listing.price = 0
+            }
+            let updated = try #require(try context.existingObject(with: stored[7]) as? Listing)
+            updated.price = 600   // comes to the top
+            context.delete(try context.existingObject(with: stored[497]))
+            let (objects, statements) = try graph.countingStatements { try context.fetch(request) }
+            var everything = request
+            everything.fetchLimit = 0
+            everything.fetchOffset = 0
+            let expected = Array(try context.fetch(everything).dropFirst(2).prefix(5)).map(\.symbol)
+            return (objects.map(\.symbol), expected, statements)
+        }
+        #expect(symbols == expected)
+        #expect(symbols == ["N1", "N2", "S496", "S495", "S494"], "S7 (600) and N0 are the offset")
+        if type == .sqlite {
+            #expect(statements.count == 1, "\(statements)")
+            #expect(statements.first?.contains("LIMIT 7") == true, "\(statements)")
+        }
+    }
+}

@@ -164,6 +164,7 @@ extension ManagedObjectContext {
     /// plus its matching inserts and updates, then sorted, offset and limited.
     private func fetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
         if fetch.resultType == .count { return .count(try countMergingPendingChanges(fetch)) }
+        if fetch.fetchLimit > 0 && !fetch.sortDescriptors.isEmpty { return try limitedFetchMergingPendingChanges(fetch) }
         var storeFetch = fetch
         storeFetch.resultType = .managedObjectID
         storeFetch.fetchLimit = 0
@@ -194,6 +195,46 @@ extension ManagedObjectContext {
         }
     }
 
+    /// A sorted, limited fetch with pending changes: the store's best
+    /// `limit + offset` rows (one query, rows cached for the sort) among the
+    /// objects without changes here, merged with the inserted and updated
+    /// objects that match now, sorted, then cut — rather than every matching
+    /// ID, each fired to be sorted.
+    private func limitedFetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        var storeFetch = fetch
+        storeFetch.resultType = .managedObject
+        storeFetch.fetchLimit = fetch.fetchLimit + fetch.fetchOffset
+        storeFetch.fetchOffset = 0
+        let changed = changedStoredIDs(of: entities)
+        if !changed.isEmpty {
+            let others = FetchPredicate.not(FetchPredicate.objectIDs(in: Array(changed)))
+            storeFetch.predicate = fetch.predicate.map { FetchPredicate.and([others, $0]) } ?? others
+        }
+        var objects: [ManagedObject]
+        if parent == nil {
+            objects = try materialize(try parentNodes(storeFetch), asFaults: true)
+        } else {
+            objects = try parentObjectIDs(storeFetch).map { object(with: $0) }
+        }
+        var seen = Set(objects.map(\.objectID))
+        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
+        where entities.contains(ObjectIdentifier(candidate.entity)) && deletedObjectsByID[candidate.objectID] == nil {
+            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted {
+                objects.append(candidate)
+            }
+        }
+        objects = try FetchSort.sort(objects, by: fetch.sortDescriptors)
+        objects = Array(objects.dropFirst(fetch.fetchOffset).prefix(fetch.fetchLimit))
+        return fetch.resultType == .managedObjectID ? .objectIDs(objects.map(\.objectID)) : .objects(objects)
+    }
+
+    /// The stored objects of these entities with unsaved updates or deletions here.
+    private func changedStoredIDs(of entities: Set<ObjectIdentifier>) -> Set<ObjectID> {
+        Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
+            .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
+    }
+
     /// What a fetch with pending changes counts, without an object for each
     /// stored row: the store's count, less the changed (updated or deleted)
     /// objects whose stored rows it counted — one more store count, limited to
@@ -205,8 +246,7 @@ extension ManagedObjectContext {
         whole.fetchOffset = 0
         whole.sortDescriptors = []
         var total = try parentCount(whole)
-        let changed = Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
-            .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
+        let changed = changedStoredIDs(of: entities)
         if !changed.isEmpty {
             var stored = whole
             let ids = FetchPredicate.objectIDs(in: Array(changed))
