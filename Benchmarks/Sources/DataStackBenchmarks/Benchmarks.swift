@@ -84,6 +84,16 @@ struct Benchmarks {
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
         if options.runs("insert") { try runBatchInsert(options) }
+        if options.runs("pending") {
+            let result = try await PendingChangesBenchmark.run(stored: options.n, chunkSize: options.chunkSize, repetitions: options.repetitions)
+            func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%.2f×", a.seconds / max(b.seconds, 1e-9)) }
+            print(Report.table(["pending: N stored, 1,000 inserted + 1,000 updated unsaved", "no pending changes", "pending changes", "× (target ≤ 3×)"],
+                               [["fetch sorted, limit 20 (N = \(result.stored))", Report.milliseconds(result.fetchClean),
+                                 Report.milliseconds(result.fetchPending), ratio(result.fetchPending, result.fetchClean)],
+                                ["count", Report.milliseconds(result.countClean), Report.milliseconds(result.countPending),
+                                 ratio(result.countPending, result.countClean)]]))
+            print("")
+        }
         if options.runs("upsert") {
             let result = try await UpsertBenchmark.run(rows: options.upsertRows, chunkSize: options.chunkSize, repetitions: options.repetitions)
             func ratio(_ duration: Duration) -> String { String(format: "%.2f×", duration.seconds / max(result.raw.seconds, 1e-9)) }

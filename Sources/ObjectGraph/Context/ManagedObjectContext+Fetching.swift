@@ -196,27 +196,27 @@ extension ManagedObjectContext {
     }
 
     /// A sorted, limited fetch with pending changes: the store's best
-    /// `limit + offset` rows (one query, rows cached for the sort) among the
-    /// objects without changes here, merged with the inserted and updated
+    /// `limit + offset` rows among the objects without changes here (one
+    /// query, rows cached for the sort), merged with the inserted and updated
     /// objects that match now, sorted, then cut — rather than every matching
     /// ID, each fired to be sorted.
     private func limitedFetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
         let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        // The changed objects' stored rows may be among the store's best; asking
+        // for that many more rows and dropping them here costs SQLite's top-N
+        // sort a little, where excluding them in SQL costs a test per row.
+        let changed = changedStoredIDs(of: entities)
         var storeFetch = fetch
         storeFetch.resultType = .managedObject
-        storeFetch.fetchLimit = fetch.fetchLimit + fetch.fetchOffset
+        storeFetch.fetchLimit = fetch.fetchLimit + fetch.fetchOffset + changed.count
         storeFetch.fetchOffset = 0
-        let changed = changedStoredIDs(of: entities)
-        if !changed.isEmpty {
-            let others = FetchPredicate.not(FetchPredicate.objectIDs(in: Array(changed)))
-            storeFetch.predicate = fetch.predicate.map { FetchPredicate.and([others, $0]) } ?? others
-        }
         var objects: [ManagedObject]
         if parent == nil {
             objects = try materialize(try parentNodes(storeFetch), asFaults: true)
         } else {
             objects = try parentObjectIDs(storeFetch).map { object(with: $0) }
         }
+        objects.removeAll { changed.contains($0.objectID) }
         var seen = Set(objects.map(\.objectID))
         for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
         where entities.contains(ObjectIdentifier(candidate.entity)) && deletedObjectsByID[candidate.objectID] == nil {
