@@ -5,35 +5,87 @@ import Synchronization
 /// fetch that returns faults leaves its rows here, and firing a fault reads
 /// them without another query (Core Data's row cache).
 ///
-/// The cache is bounded: past ``capacity`` rows it starts again empty, so memory
-/// stays flat however much is fetched; a missed row is read from the store.
-/// Saves and merges remove the rows they make stale.
+/// The cache is bounded: past ``capacity`` rows it evicts by the CLOCK
+/// algorithm — a hand sweeps the slots, sparing once each row read since it
+/// last passed and evicting the first that was not — so memory stays flat
+/// however much is fetched, and rows in use outlive a large fetch that is
+/// never read. A missed row is read from the store. Saves and merges remove
+/// the rows they make stale.
 package final class RowCache: Sendable {
     private struct Entry {
         var node: IncrementalStoreNode
         var storedAt: UInt64
+        /// The row's slot on the clock.
+        var slot: Int
+        /// Read since the hand last passed it.
+        var referenced = false
+    }
+
+    private struct State {
+        var rows: [ObjectID: Entry] = [:]
+        /// The clock's slots: each the ID stored there, stale when that ID's entry names another slot or none.
+        var slots: [ObjectID] = []
+        var hand = 0
+        var hits = 0
+        var misses = 0
     }
 
     /// The most rows kept. The default is 200,000.
     package let capacity: Int
-    private let rows = Mutex<[ObjectID: Entry]>([:])
+    private let state = Mutex(State())
 
     package init(capacity: Int = 200_000) {
-        self.capacity = capacity
+        self.capacity = max(1, capacity)
     }
 
     /// Keeps rows for faults to fire from.
     package func store(_ nodes: [IncrementalStoreNode]) {
         let now = DispatchTime.now().uptimeNanoseconds
-        rows.withLock { rows in
-            if rows.count + nodes.count > capacity { rows.removeAll(keepingCapacity: true) }
-            for node in nodes.prefix(capacity) { rows[node.objectID] = Entry(node: node, storedAt: now) }
+        state.withLock { state in
+            for node in nodes.suffix(capacity) {
+                if let index = state.rows.index(forKey: node.objectID) {
+                    state.rows.values[index].node = node
+                    state.rows.values[index].storedAt = now
+                    continue
+                }
+                let slot = Self.freeSlot(in: &state, capacity: capacity)
+                state.rows[node.objectID] = Entry(node: node, storedAt: now, slot: slot)
+                if slot == state.slots.count { state.slots.append(node.objectID) } else { state.slots[slot] = node.objectID }
+            }
+        }
+    }
+
+    /// A slot for a new row: a new one while the clock has fewer than
+    /// `capacity`, else the first the hand finds stale or unreferenced (whose
+    /// row it evicts), sparing and clearing referenced ones on the way.
+    private static func freeSlot(in state: inout State, capacity: Int) -> Int {
+        if state.slots.count < capacity { return state.slots.count }
+        while true {
+            let slot = state.hand
+            state.hand = (state.hand + 1) % state.slots.count
+            let id = state.slots[slot]
+            guard let index = state.rows.index(forKey: id), state.rows.values[index].slot == slot else { return slot }
+            if state.rows.values[index].referenced {
+                state.rows.values[index].referenced = false
+            } else {
+                state.rows.remove(at: index)
+                return slot
+            }
         }
     }
 
     /// The cached row, if it is younger than `maxAge` seconds (negative: any age).
     package func node(for objectID: ObjectID, maxAge: TimeInterval) -> IncrementalStoreNode? {
-        guard let entry = rows.withLock({ $0[objectID] }) else { return nil }
+        let entry = state.withLock { state -> Entry? in
+            guard let index = state.rows.index(forKey: objectID) else {
+                state.misses += 1
+                return nil
+            }
+            state.hits += 1
+            state.rows.values[index].referenced = true
+            return state.rows.values[index]
+        }
+        guard let entry else { return nil }
         if maxAge >= 0 {
             let age = Double(DispatchTime.now().uptimeNanoseconds - entry.storedAt) / 1e9
             if age > maxAge { return nil }
@@ -43,24 +95,31 @@ package final class RowCache: Sendable {
 
     /// Drops rows made stale by a save or a merge, walking whichever is
     /// smaller: the cache or the sets. A merge of a large save into a small
-    /// cache stays cheap.
+    /// cache stays cheap. Their slots go stale, for the hand to reuse.
     package func remove(_ first: Set<ObjectID>, _ second: Set<ObjectID> = []) {
-        rows.withLock { rows in
-            if rows.isEmpty { return }
-            if rows.count < first.count + second.count {
-                rows = rows.filter { !first.contains($0.key) && !second.contains($0.key) }
+        state.withLock { state in
+            if state.rows.isEmpty { return }
+            if state.rows.count < first.count + second.count {
+                state.rows = state.rows.filter { !first.contains($0.key) && !second.contains($0.key) }
             } else {
-                for id in first { rows[id] = nil }
-                for id in second { rows[id] = nil }
+                for id in first { state.rows[id] = nil }
+                for id in second { state.rows[id] = nil }
             }
         }
     }
 
     /// Drops every row.
     package func removeAll() {
-        rows.withLock { $0.removeAll() }
+        state.withLock { state in
+            state.rows.removeAll()
+            state.slots.removeAll()
+            state.hand = 0
+        }
     }
 
     /// How many rows are cached.
-    package var count: Int { rows.withLock { $0.count } }
+    package var count: Int { state.withLock { $0.rows.count } }
+
+    /// How many lookups found their row, and how many did not, since the cache was made.
+    package var statistics: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
 }
