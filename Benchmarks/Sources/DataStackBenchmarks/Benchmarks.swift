@@ -67,6 +67,8 @@ struct Benchmarks {
         /// DataStack only: the fault task with `includesPropertyValues = false`
         /// (IDs only, as the raw and GRDB contenders fetch them).
         var faultIDsOnlyTime: Duration?
+        /// DataStack only: the row cache's hits and misses while the fault task fired its faults.
+        var faultCache: (hits: Int, misses: Int)?
     }
 
     /// Fraction of faults fired in the fault task: 1%.
@@ -216,7 +218,12 @@ struct Benchmarks {
             }
         }
         print(Report.results(measurements, repetitions: options.repetitions))
-        print("(fault: N fetched as faults or IDs, then 1% fired or read by ID)\n")
+        print("(fault: N fetched as faults or IDs, then 1% fired or read by ID)")
+        if let cache = best[.dataStack]?.faultCache {
+            print(String(format: "(DataStack fault: row cache %d hits, %d misses while firing, %.1f %% hit rate)",
+                         cache.hits, cache.misses, 100 * Double(cache.hits) / Double(max(1, cache.hits + cache.misses))))
+        }
+        print("")
     }
 
     /// Every contender reads the same values back.
@@ -284,18 +291,18 @@ struct Benchmarks {
             let (reader, _) = try await DataStackBench.open(url)
             let (fetchTime, fetched) = try await time { try await DataStackBench.fetchAll(in: reader.mainContext) }
             let (faulter, _) = try await DataStackBench.open(url)
-            let (faultTime, fired) = try await time {
+            let (faultTime, (fired, cache)) = try await time {
                 try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: faulter.mainContext)
             }
             let (idFaulter, _) = try await DataStackBench.open(url)
-            let (faultIDsOnlyTime, firedByID) = try await time {
+            let (faultIDsOnlyTime, (firedByID, _)) = try await time {
                 try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: idFaulter.mainContext, includesPropertyValues: false)
             }
             guard firedByID.rows == fired.rows else {
                 throw BenchError("DataStack fired \(firedByID.rows) faults fetched by ID, \(fired.rows) fetched with their rows")
             }
             return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired,
-                              faultIDsOnlyTime: faultIDsOnlyTime)
+                              faultIDsOnlyTime: faultIDsOnlyTime, faultCache: cache)
         }
     }
 

@@ -39,15 +39,19 @@ enum DataStackBench {
     }
 
     /// Every object fetched as a fault, then every `stride`-th one fired.
-    static func fetchFaultsThenFire(every stride: Int, in context: ManagedObjectContext,
-                                    includesPropertyValues: Bool = true) async throws -> Checksum {
+    /// Fetches every ticker as a fault and fires every `stride`-th; returns what
+    /// they read and the row cache's hits and misses while firing.
+    static func fetchFaultsThenFire(every stride: Int, in context: ManagedObjectContext, includesPropertyValues: Bool = true)
+        async throws -> (Checksum, cache: (hits: Int, misses: Int)) {
         try await context.perform {
             var request = FetchRequest<BenchTicker>()
             request.includesPropertyValues = includesPropertyValues
             let tickers = try context.fetch(request)
             var checksum = Checksum()
+            let before = context.persistentStoreCoordinator?.rowCacheStatistics
             for index in Swift.stride(from: 0, to: tickers.count, by: stride) { read(tickers[index], into: &checksum) }
-            return checksum
+            let after = context.persistentStoreCoordinator?.rowCacheStatistics
+            return (checksum, (hits: (after?.hits ?? 0) - (before?.hits ?? 0), misses: (after?.misses ?? 0) - (before?.misses ?? 0)))
         }
     }
 }

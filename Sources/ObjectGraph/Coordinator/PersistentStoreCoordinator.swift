@@ -23,6 +23,11 @@ public final class PersistentStoreCoordinator: Sendable {
     public let managedObjectModel: ManagedObjectModel
     /// Rows read recently, for faults to fire from.
     package let rowCache: RowCache
+
+    /// How the row cache shared by this coordinator's contexts has served
+    /// faults so far (hits, misses, rows held): a diagnostic, as a fetch that
+    /// returns faults leaves its rows there for them.
+    public var rowCacheStatistics: RowCacheStatistics { rowCache.statistics }
     /// The stores, each with the identity its object IDs carry (looked up once, when added).
     private let stores = Mutex<[(store: any PersistentStore, identity: StoreIdentity)]>([])
 

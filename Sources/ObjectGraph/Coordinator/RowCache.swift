@@ -120,6 +120,21 @@ package final class RowCache: Sendable {
     /// How many rows are cached.
     package var count: Int { state.withLock { $0.rows.count } }
 
-    /// How many lookups found their row, and how many did not, since the cache was made.
-    package var statistics: (hits: Int, misses: Int) { state.withLock { ($0.hits, $0.misses) } }
+    /// Lookups that found their row and lookups that did not since the cache was made, and the rows it holds.
+    package var statistics: RowCacheStatistics {
+        state.withLock { RowCacheStatistics(hits: $0.hits, misses: $0.misses, rows: $0.rows.count, capacity: capacity) }
+    }
+}
+
+/// How a coordinator's row cache has served faults: for diagnostics and
+/// benchmarks (``PersistentStoreCoordinator/rowCacheStatistics``).
+public struct RowCacheStatistics: Sendable, Hashable {
+    /// Faults fired (and rows looked up) that found their row cached.
+    public var hits: Int
+    /// Lookups that had to read the store.
+    public var misses: Int
+    /// Rows cached now.
+    public var rows: Int
+    /// The most rows the cache keeps before it evicts.
+    public var capacity: Int
 }
