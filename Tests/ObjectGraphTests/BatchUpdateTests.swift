@@ -196,8 +196,8 @@ final class SaveLog: @unchecked Sendable {
     }
 
     /// SQLite checks a unique index row by row as it writes, so moving unique
-    /// values past each other fails at the first row that takes a value
-    /// another still holds, as Core Data's batch update does on SQLite; the
+    /// values past each other fails at the first row (in its scan order) that
+    /// takes a value another still holds, as Core Data's batch update does on SQLite; the
     /// in-memory store checks the result as a whole (documented on
     /// ``BatchUpdateRequest``).
     @Test(arguments: allStoreTypes)
@@ -205,12 +205,14 @@ final class SaveLog: @unchecked Sendable {
         let graph = try GraphStack(type)
         let context = graph.context()
         try context.performAndWait {
+            // One save per seat, so the keys (SQLite's scan order) follow the numbers:
+            // in the reverse order every row would move to a value already left.
             for number in 1...3 {
                 let seat = Seat(context: context)
                 seat.row = "A"
                 seat.number = number
+                try context.save()
             }
-            try context.save()
         }
         let before = try graph.rows()
         let shift = BatchUpdateRequest(entityName: "Seat", propertiesToUpdate: ["number": .keyPath("number") + 1])

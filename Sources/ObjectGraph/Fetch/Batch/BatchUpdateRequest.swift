@@ -27,9 +27,11 @@ import Foundation
 /// Uniqueness constraints are checked as the store checks them: SQLite checks
 /// its unique index row by row as it writes, so an update that moves unique
 /// values past each other (`number = number + 1` over 1, 2, 3) fails at the
-/// first row that takes a value another row still holds — as Core Data's
-/// batch update does on SQLite — while the in-memory store checks the result
-/// as a whole and succeeds. Either way a failure changes nothing.
+/// first row that takes a value another row still holds — so whether it
+/// fails depends on the order SQLite visits the rows in (by key, for a
+/// scan), as for Core Data's batch update on SQLite — while the in-memory
+/// store checks the result as a whole and succeeds. Either way a failure
+/// changes nothing.
 ///
 /// A value is computed from the row's own attributes only: an aggregate or a
 /// key path through a relationship throws
