@@ -86,6 +86,14 @@ struct Benchmarks {
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
         if options.runs("insert") { try runBatchInsert(options) }
+        if options.runs("tomany") {
+            let result = try ToManyPredicateBenchmark.run(companies: max(100, options.n / 10), repetitions: options.repetitions)
+            print(Report.table(["tomany: \(result.companies) companies, 10 updates and 3 of 50 tags each", "matches",
+                                "raw SQLite (EXISTS by hand)", "DataStack", "× raw"],
+                               result.rows.map { [$0.task, String($0.matches), Report.milliseconds($0.raw), Report.milliseconds($0.dataStack),
+                                                  String(format: "%.2f×", $0.dataStack.seconds / max($0.raw.seconds, 1e-9))] }))
+            print("")
+        }
         if options.runs("pending") {
             let result = try await PendingChangesBenchmark.run(stored: options.n, chunkSize: options.chunkSize, repetitions: options.repetitions)
             func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%.2f×", a.seconds / max(b.seconds, 1e-9)) }
