@@ -86,6 +86,15 @@ struct Benchmarks {
         if options.runs("history") { try await runHistory(options) }
         if options.runs("bulk") { try runBulk(options) }
         if options.runs("insert") { try runBatchInsert(options) }
+        if options.runs("window") {
+            let result = try await WindowBenchmark.run(rows: options.n, chunkSize: options.chunkSize)
+            print(Report.table(["window: N imported, a list of the 10 best on main", "merges", "merges' total without the list",
+                                "with the list", "the list's share", "list changes"],
+                               [[String(result.rows), String(result.merges), Report.milliseconds(result.withoutList),
+                                 Report.milliseconds(result.withList), Report.milliseconds(result.withList - result.withoutList),
+                                 String(result.listChanges)]]))
+            print("")
+        }
         if options.runs("tomany") {
             let result = try ToManyPredicateBenchmark.run(companies: max(100, options.n / 10), repetitions: options.repetitions)
             print(Report.table(["tomany: \(result.companies) companies, 10 updates and 3 of 50 tags each", "matches",
