@@ -18,44 +18,16 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
                             connection: Connection) throws -> [ObjectID: [ObjectID]] {
         let schema = try schema
         let identity = identity
-        guard let destination = relationship.destinationEntity,
-              let destinationMapping = schema.mappings[ObjectIdentifier(destination)] else { return [:] }
-        func sql(placeholders: String) -> String? {
-            if let path = schema.joinPath(for: relationship) {
-                let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
-                return "SELECT t.Z_PK, t.Z_ENT, j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(path.destinationTable) t"
-                    + " ON t.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(placeholders))"
-                    + " ORDER BY j.\(path.sourceColumn), \(order)"
-            }
-            guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
-                  let foreignKey = destinationMapping.columns[inverse.index]?.name else { return nil }
-            var query = "SELECT Z_PK, Z_ENT, \(foreignKey) FROM \(destinationMapping.table) WHERE \(foreignKey) IN (\(placeholders))"
-            if let table = schema.table(named: destinationMapping.table), table.holdsSeveralEntities,
-               destination.superentity != nil || destinationMapping.numbersWithDescendants.count > 1 {
-                query += " AND Z_ENT IN (\(destinationMapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
-            }
-            return query + " ORDER BY \(foreignKey), " + (schema.orderColumn(forOrdered: relationship).map { "\($0), Z_PK" } ?? "Z_PK")
-        }
         var ownerByKey: [Int64: ObjectID] = [:]
         for id in owners { if let pk = id.primaryKey { ownerByKey[pk] = id } }
-        let keys = ownerByKey.keys.sorted()
         var destinations: [ObjectID: [ObjectID]] = [:]
-        for start in stride(from: 0, to: keys.count, by: 500) {
-            let chunk = keys[start..<min(start + 500, keys.count)]
-            guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else { return [:] }
-            let statement = try connection.cachedStatement(query)
-            defer { statement.reset() }
-            for (offset, key) in chunk.enumerated() { try statement.bind(key, at: Int32(offset + 1)) }
-            while try statement.step() {
-                let number = statement.int64(at: 1)
-                guard let entity = schema.entitiesByNumber[number], let owner = ownerByKey[statement.int64(at: 2)] else {
-                    throw PersistentStoreError(.ioFailure, url: url, message: """
-                        \(relationship.entity?.name ?? "?").\(relationship.name) leads to row \(statement.int64(at: 0)) of entity number \(number), \
-                        which the model does not have
-                        """)
-                }
-                destinations[owner, default: []].append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+        try readToMany(relationship, owners: ownerByKey.keys.sorted(), columns: "t0.Z_PK, t0.Z_ENT", ownerPosition: 2,
+                       schema: schema, connection: connection) { statement, owner in
+            let number = statement.int64(at: 1)
+            guard let entity = schema.entitiesByNumber[number], let owner = ownerByKey[owner] else {
+                throw unreadableDestination(relationship, key: statement.int64(at: 0), entity: number)
             }
+            destinations[owner, default: []].append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
         }
         return destinations
     }
@@ -68,9 +40,32 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
               let table = schema.table(named: mapping.table) else { return RelationshipPrefetch() }
         var ownerByKey: [Int64: ObjectID] = [:]
         for id in objectIDs { if let pk = id.primaryKey { ownerByKey[pk] = id } }
-        let keys = Array(ownerByKey.keys).sorted()
-        let columns = schema.selectColumns(of: table, alias: "t0")
-        let ownerPosition = Int32(3 + table.columns.count)
+        return try read { connection in
+            var decoder = RowDecoder(schema: schema, identity: identity)
+            var result = RelationshipPrefetch()
+            try readToMany(relationship, owners: ownerByKey.keys.sorted(), columns: schema.selectColumns(of: table, alias: "t0"),
+                           ownerPosition: Int32(3 + table.columns.count), schema: schema, connection: connection) { statement, owner in
+                guard let node = decoder.node(from: statement), let owner = ownerByKey[owner] else {
+                    throw unreadableDestination(relationship, key: statement.int64(at: 0), entity: statement.int64(at: 1))
+                }
+                result.destinations[owner, default: []].append(node.objectID)
+                result.nodes.append(node)
+            }
+            return result
+        }
+    }
+
+    /// Reads the destination rows of a to-many relationship of the owners
+    /// `keys`, 500 owners a query, from its join table (many-to-many) or the
+    /// destination's foreign key (one-to-many): `columns` of each row (alias
+    /// `t0`), then at `ownerPosition` its owner's key; by owner, then in the
+    /// relationship's order (`Z_FOK_` or the join table's for an ordered one,
+    /// else by key). Reads nothing for a relationship kept in neither place.
+    private func readToMany(_ relationship: RelationshipDescription, owners keys: [Int64], columns: String, ownerPosition: Int32,
+                            schema: SQLiteSchema, connection: Connection,
+                            _ row: (_ statement: Statement, _ owner: Int64) throws -> Void) throws {
+        guard let destination = relationship.destinationEntity, let mapping = schema.mappings[ObjectIdentifier(destination)],
+              let table = schema.table(named: mapping.table) else { return }
         func sql(placeholders: String) -> String? {
             if let path = schema.joinPath(for: relationship) {
                 let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
@@ -87,25 +82,22 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
             let order = schema.orderColumn(forOrdered: relationship).map { "t0.\($0), " } ?? ""
             return sql + " ORDER BY t0.\(foreignKey), \(order)t0.Z_PK"
         }
-        return try read { connection in
-            var decoder = RowDecoder(schema: schema, identity: identity)
-            var result = RelationshipPrefetch()
-            for start in stride(from: 0, to: keys.count, by: 500) {
-                let chunk = keys[start..<min(start + 500, keys.count)]
-                guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else {
-                    return result
-                }
-                let statement = try connection.cachedStatement(query)
-                for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
-                while try statement.step() {
-                    guard let node = decoder.node(from: statement),
-                          let owner = ownerByKey[statement.int64(at: ownerPosition)] else { continue }
-                    result.destinations[owner, default: []].append(node.objectID)
-                    result.nodes.append(node)
-                }
-            }
-            return result
+        for start in stride(from: 0, to: keys.count, by: 500) {
+            let chunk = keys[start..<min(start + 500, keys.count)]
+            guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else { return }
+            let statement = try connection.cachedStatement(query)
+            defer { statement.reset() }
+            for (offset, key) in chunk.enumerated() { try statement.bind(key, at: Int32(offset + 1)) }
+            while try statement.step() { try row(statement, statement.int64(at: ownerPosition)) }
         }
+    }
+
+    /// The error for a destination row this model cannot read: a failed read, never a missing member.
+    private func unreadableDestination(_ relationship: RelationshipDescription, key: Int64, entity number: Int64) -> PersistentStoreError {
+        PersistentStoreError(.ioFailure, url: url, message: """
+            \(relationship.entity?.name ?? "?").\(relationship.name) leads to row \(key) of entity number \(number), \
+            which the model does not have
+            """)
     }
 
     package func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
