@@ -170,29 +170,16 @@ extension ManagedObjectContext {
         storeFetch.fetchLimit = 0
         storeFetch.fetchOffset = 0
         storeFetch.sortDescriptors = []
-        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
         var seen = Set<ObjectID>()
         var objects: [ManagedObject] = []
-        for id in try parentObjectIDs(storeFetch) {
-            if deletedObjectsByID[id] != nil || updatedObjectsByID[id] != nil { continue }
+        for id in try parentObjectIDs(storeFetch) where deletedObjectsByID[id] == nil && updatedObjectsByID[id] == nil {
             if seen.insert(id).inserted { objects.append(object(with: id)) }
         }
-        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
-        where entities.contains(ObjectIdentifier(candidate.entity)) {
-            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted {
-                objects.append(candidate)
-            }
-        }
+        objects += try pendingMatches(of: fetch).filter { !seen.contains($0.objectID) }
         if !fetch.sortDescriptors.isEmpty {
             objects = try FetchSort.sort(objects, by: fetch.sortDescriptors)
         }
-        if fetch.fetchOffset > 0 { objects = Array(objects.dropFirst(fetch.fetchOffset)) }
-        if fetch.fetchLimit > 0 { objects = Array(objects.prefix(fetch.fetchLimit)) }
-        switch fetch.resultType {
-        case .count: return .count(objects.count)
-        case .managedObjectID: return .objectIDs(objects.map(\.objectID))
-        default: return .objects(objects)
-        }
+        return Self.output(objects, of: fetch)
     }
 
     /// A sorted, limited fetch with pending changes: the store's best
@@ -201,11 +188,10 @@ extension ManagedObjectContext {
     /// objects that match now, sorted, then cut — rather than every matching
     /// ID, each fired to be sorted.
     private func limitedFetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
-        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
         // The changed objects' stored rows may be among the store's best; asking
         // for that many more rows and dropping them here costs SQLite's top-N
         // sort a little, where excluding them in SQL costs a test per row.
-        let changed = changedStoredIDs(of: entities)
+        let changed = changedStoredIDs(of: fetch)
         var storeFetch = fetch
         storeFetch.resultType = .managedObject
         storeFetch.fetchLimit = fetch.fetchLimit + fetch.fetchOffset + changed.count
@@ -217,22 +203,8 @@ extension ManagedObjectContext {
             objects = try parentObjectIDs(storeFetch).map { object(with: $0) }
         }
         objects.removeAll { changed.contains($0.objectID) }
-        var seen = Set(objects.map(\.objectID))
-        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
-        where entities.contains(ObjectIdentifier(candidate.entity)) && deletedObjectsByID[candidate.objectID] == nil {
-            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted {
-                objects.append(candidate)
-            }
-        }
-        objects = try FetchSort.sort(objects, by: fetch.sortDescriptors)
-        objects = Array(objects.dropFirst(fetch.fetchOffset).prefix(fetch.fetchLimit))
-        return fetch.resultType == .managedObjectID ? .objectIDs(objects.map(\.objectID)) : .objects(objects)
-    }
-
-    /// The stored objects of these entities with unsaved updates or deletions here.
-    private func changedStoredIDs(of entities: Set<ObjectIdentifier>) -> Set<ObjectID> {
-        Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
-            .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
+        objects = try FetchSort.sort(objects + pendingMatches(of: fetch), by: fetch.sortDescriptors)
+        return Self.output(objects, of: fetch)
     }
 
     /// What a fetch with pending changes counts, without an object for each
@@ -240,26 +212,48 @@ extension ManagedObjectContext {
     /// objects whose stored rows it counted — one more store count, limited to
     /// their IDs — plus the inserted and updated objects that match now.
     private func countMergingPendingChanges(_ fetch: StoreFetch) throws -> Int {
-        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
         var whole = fetch
         whole.fetchLimit = 0
         whole.fetchOffset = 0
         whole.sortDescriptors = []
         var total = try parentCount(whole)
-        let changed = changedStoredIDs(of: entities)
+        let changed = changedStoredIDs(of: fetch)
         if !changed.isEmpty {
             var stored = whole
             let ids = FetchPredicate.objectIDs(in: Array(changed))
             stored.predicate = whole.predicate.map { FetchPredicate.and([ids, $0]) } ?? ids
             total -= try parentCount(stored)
         }
-        var seen = Set<ObjectID>()
-        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
-        where entities.contains(ObjectIdentifier(candidate.entity)) && deletedObjectsByID[candidate.objectID] == nil {
-            if try fetch.predicate?.evaluate(with: candidate) ?? true, seen.insert(candidate.objectID).inserted { total += 1 }
-        }
+        total += try pendingMatches(of: fetch).count
         total = max(0, total - fetch.fetchOffset)
         return fetch.fetchLimit > 0 ? min(total, fetch.fetchLimit) : total
+    }
+
+    /// The stored objects of the fetch's entities with unsaved updates or deletions here.
+    private func changedStoredIDs(of fetch: StoreFetch) -> Set<ObjectID> {
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        return Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
+            .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
+    }
+
+    /// The inserted and updated objects of the fetch's entities that match its
+    /// predicate as they are now, each once, deleted ones left out.
+    private func pendingMatches(of fetch: StoreFetch) throws -> [ManagedObject] {
+        let entities = Set(fetch.entities.map(ObjectIdentifier.init))
+        var seen = Set<ObjectID>()
+        return try (Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)).filter { candidate in
+            guard entities.contains(ObjectIdentifier(candidate.entity)), deletedObjectsByID[candidate.objectID] == nil,
+                  try fetch.predicate?.evaluate(with: candidate) ?? true else { return false }
+            return seen.insert(candidate.objectID).inserted
+        }
+    }
+
+    /// Objects sorted as the fetch asks, offset and limited, as the fetch's result type.
+    private static func output(_ objects: [ManagedObject], of fetch: StoreFetch) -> FetchOutput {
+        var objects = objects
+        if fetch.fetchOffset > 0 { objects = Array(objects.dropFirst(fetch.fetchOffset)) }
+        if fetch.fetchLimit > 0 { objects = Array(objects.prefix(fetch.fetchLimit)) }
+        return fetch.resultType == .managedObjectID ? .objectIDs(objects.map(\.objectID)) : .objects(objects)
     }
 
     // MARK: - Parent store
