@@ -40,12 +40,20 @@ package struct BatchDeletePlan {
         var deletedIDs = Set<ObjectID>()
         var nullified: [(relationship: RelationshipDescription, destinations: [ObjectID])] = []
         var round = matched.filter { deletedIDs.insert($0.objectID).inserted }
+        // Looked up once per entity, not per row: a delete can reach a million rows.
+        var ruledByEntity: [ObjectIdentifier: [RelationshipDescription]] = [:]
+        func ruled(_ entity: EntityDescription) -> [RelationshipDescription] {
+            if let known = ruledByEntity[ObjectIdentifier(entity)] { return known }
+            let relationships = Self.ruled(entity)
+            ruledByEntity[ObjectIdentifier(entity)] = relationships
+            return relationships
+        }
         while !round.isEmpty {
             deleted += round
             // The round's to-many destinations, one call per relationship.
             var owners: [ObjectIdentifier: (relationship: RelationshipDescription, ids: [ObjectID])] = [:]
             for row in round {
-                for relationship in Self.ruled(row.objectID.entity) where relationship.isToMany {
+                for relationship in ruled(row.objectID.entity) where relationship.isToMany {
                     owners[ObjectIdentifier(relationship), default: (relationship, [])].ids.append(row.objectID)
                 }
             }
@@ -54,7 +62,7 @@ package struct BatchDeletePlan {
 
             var cascaded: [ObjectID] = []
             for row in round {
-                for relationship in Self.ruled(row.objectID.entity) {
+                for relationship in ruled(row.objectID.entity) {
                     let destinations: [ObjectID]
                     if relationship.isToMany {
                         destinations = toManyDestinations[ObjectIdentifier(relationship)]?[row.objectID] ?? []

@@ -54,4 +54,14 @@ extension SQLiteHistoryLayout {
         try statement.bind(entity, at: 1)
         return try statement.step() ? statement.int64(at: 0) : 0
     }
+
+    /// Whether the change about to take `firstKey` follows the last row of
+    /// `ACHANGE` (as it does unless history was deleted from its end): then
+    /// SQLite's own next rowid is that key, and an `INSERT … SELECT` that lets
+    /// SQLite choose appends without a uniqueness seek per row.
+    static func changesAppend(at firstKey: Int64, _ connection: Connection) throws -> Bool {
+        let last = try connection.cachedStatement("SELECT coalesce(max(Z_PK), 0) FROM ACHANGE")
+        defer { last.reset() }
+        return try last.step() && last.int64(at: 0) == firstKey - 1
+    }
 }

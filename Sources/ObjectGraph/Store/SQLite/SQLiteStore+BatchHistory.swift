@@ -50,11 +50,7 @@ struct BatchHistory {
         let url = store.url
         let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection, url: url)
         let first = try SQLiteHistoryLayout.lastKey(of: SQLiteHistoryLayout.changeEntity, connection) + 1
-        // As for a save's inserts: when no key above the last handed out is
-        // taken, SQLite's own next key is the next one, and appending with it
-        // saves a uniqueness seek per row.
-        let last = try connection.prepare("SELECT coalesce(max(Z_PK), 0) FROM ACHANGE")
-        let appends = try last.step() && last.int64(at: 0) == first - 1
+        let appends = try SQLiteHistoryLayout.changesAppend(at: first, connection)
         var next = first
         let parameter = selection.bindings.count
         for number in selection.entityNumbers {

@@ -234,10 +234,7 @@ extension SQLiteStore: PersistentHistoryStore {
                           as type: PersistentHistoryChange.ChangeType, columns: [UInt8]? = nil, firstKey: Int64,
                           transaction: Int64, connection: Connection) throws -> Int64 {
         guard !runsByEntity.isEmpty else { return firstKey }
-        // When the table's last key is the one before the block allocated for
-        // this save (as it is unless history was deleted from its end), SQLite
-        // picks the same keys itself and appends without a uniqueness seek per row.
-        let appends = try Self.scalar(connection, "SELECT coalesce(max(Z_PK), 0) FROM ACHANGE") == firstKey - 1
+        let appends = try SQLiteHistoryLayout.changesAppend(at: firstKey, connection)
         let key = appends ? "" : "Z_PK, "
         let keyValue = appends ? "" : "?3 + Z_PK - ?1, "
         var next = firstKey
