@@ -135,15 +135,18 @@ struct FetchedKeys: Equatable {
 }
 
 extension FetchPredicate {
-    /// `SELF IN {ids}`, built without parsing; the SQLite store runs it as `t0.Z_PK IN (?1, …)`.
+    /// `SELF IN {ids}`, built without parsing; the SQLite store runs it as
+    /// `t0.Z_PK IN (?1, …)`, or for a long list as one JSON array parameter
+    /// (``PredicateSQLList``).
     ///
-    /// The list is padded to a power of two (at least 8) by repeating its last
-    /// ID: the SQL text depends on the list's length, and the store caches one
+    /// A short list is padded to a power of two (at least 8) by repeating its
+    /// last ID: its SQL text depends on its length, and the store caches one
     /// prepared statement per text, so padding keeps merges of every size to a
-    /// few statements. Duplicates in `IN` change nothing.
+    /// few statements. A long list's text does not depend on its length, so it
+    /// is not padded. Duplicates in `IN` change nothing.
     static func objectIDs(in ids: [ObjectID]) -> FetchPredicate {
         var constants = ids.map { PredicateNode.constant(.object($0)) }
-        if let last = constants.last {
+        if let last = constants.last, constants.count < PredicateSQLList.minimumCount {
             var size = 8
             while size < constants.count { size *= 2 }
             constants.append(contentsOf: repeatElement(last, count: size - constants.count))
