@@ -11,15 +11,7 @@ extension SQLiteStore {
             // A statement left mid-step holds its read open: later reads would see an old snapshot.
             defer { statement.reset() }
             for (offset, value) in query.bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
-            var rows: [[String: PropertyValue]] = []
-            while try statement.step() {
-                var row: [String: PropertyValue] = [:]
-                for (position, column) in expressions.columns.enumerated() {
-                    row[column.name] = statement.attributeValue(at: Int32(position), type: column.resultType)
-                }
-                rows.append(row)
-            }
-            return .dictionaries(rows)
+            return .dictionaries(try Self.dictionaries(from: statement, columns: expressions.columns.map { ($0.name, $0.resultType) }))
         }
     }
 }

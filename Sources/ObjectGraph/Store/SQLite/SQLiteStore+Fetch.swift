@@ -41,15 +41,7 @@ extension SQLiteStore {
                 }
                 return .nodes(nodes)
             case .dictionary:
-                var rows: [[String: PropertyValue]] = []
-                while try statement.step() {
-                    var row: [String: PropertyValue] = [:]
-                    for (position, column) in query.dictionaryColumns.enumerated() {
-                        row[column.name] = statement.attributeValue(at: Int32(position), type: column.type)
-                    }
-                    rows.append(row)
-                }
-                return .dictionaries(rows)
+                return .dictionaries(try Self.dictionaries(from: statement, columns: query.dictionaryColumns))
             }
         }
     }
@@ -97,5 +89,18 @@ extension SQLiteStore {
         }
         // Join table or inverse foreign key: SQLiteStore+Relationships.swift.
         return try toManyDestinations(relationship, of: objectID)
+    }
+
+    /// The rows a statement returns, each as its columns' values by name, read as their types.
+    static func dictionaries(from statement: Statement, columns: [(name: String, type: AttributeType)]) throws -> [[String: PropertyValue]] {
+        var rows: [[String: PropertyValue]] = []
+        while try statement.step() {
+            var row: [String: PropertyValue] = [:]
+            for (position, column) in columns.enumerated() {
+                row[column.name] = statement.attributeValue(at: Int32(position), type: column.type)
+            }
+            rows.append(row)
+        }
+        return rows
     }
 }
