@@ -74,8 +74,14 @@ extension InMemoryStore: BatchRequestStore {
             throw BatchRequestError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
                                                            reason: "\(error)")
         }
-        guard case .nodes(let nodes) = result else { return [] }
+        guard case .nodes(let nodes) = result else { throw unexpected(result, answering: "the rows of a batch request") }
         return nodes
+    }
+
+    /// The error for an answer of the wrong kind from this store's own
+    /// `execute(_:in:)`: reported, never read as no rows or no changes.
+    func unexpected(_ result: StoreResult, answering request: String) -> PersistentStoreError {
+        PersistentStoreError(.ioFailure, url: url, message: "the in-memory store answered \(request) with \(result)")
     }
 
     /// Throws if the updated rows would share a unique key with each other or

@@ -83,9 +83,8 @@ extension InMemoryStore {
             inserted.append(IncrementalStoreNode(objectID: .temporary(for: entity), values: values, version: 0))
         }
         guard !inserted.isEmpty || !updated.isEmpty else { return BatchChanges() }
-        guard case .saved(let saved) = try execute(.save(SaveChangesRequest(insertedObjects: inserted, updatedObjects: updated)), in: nil) else {
-            return BatchChanges()
-        }
+        let result = try execute(.save(SaveChangesRequest(insertedObjects: inserted, updatedObjects: updated)), in: nil)
+        guard case .saved(let saved) = result else { throw unexpected(result, answering: "the save of a batch insert") }
         return BatchChanges(insertedObjectIDs: Set(inserted.map { saved.permanentIDs[$0.objectID] ?? $0.objectID }),
                             updatedObjectIDs: Set(updated.map(\.objectID)))
     }
@@ -101,7 +100,8 @@ extension InMemoryStore {
         let fetch = StoreFetch(entity: entity, predicate: nil, sortDescriptors: [], fetchLimit: 0, fetchOffset: 0,
                                includesSubentities: true, resultType: .managedObject, propertiesToFetch: nil,
                                returnsDistinctResults: false)
-        guard case .nodes(let nodes) = try execute(.fetch(fetch), in: nil) else { return [] }
+        let result = try execute(.fetch(fetch), in: nil)
+        guard case .nodes(let nodes) = result else { throw unexpected(result, answering: "the rows a batch insert checks its keys against") }
         return nodes
     }
 }
