@@ -38,7 +38,9 @@ extension ManagedObjectContext {
         fetch.resultType = .count
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
                                       returnsObjectsAsFaults: true, batchSize: 0)
-        guard case .count(let count) = output else { return 0 }
+        guard case .count(let count) = output else {
+            throw PersistentStoreError(.ioFailure, url: nil, message: "a count of \(fetch.entity.name) came back as objects")
+        }
         return count
     }
 
@@ -105,7 +107,7 @@ extension ManagedObjectContext {
             // IDs), and when the caller does not want the rows.
             if batchSize > 0 || parent != nil || !includesPropertyValues {
                 let ids = try parentObjectIDs(fetch)
-                let objects = ids.map { object(with: $0) }
+                let objects = ids.map { object(withFetched: $0) }
                 if batchSize > 0 {
                     for start in stride(from: 0, to: ids.count, by: batchSize) {
                         let batch = FaultBatch(objectIDs: Array(ids[start..<min(start + batchSize, ids.count)]))
@@ -279,13 +281,15 @@ extension ManagedObjectContext {
         switch try parentResult(fetch) {
         case .objectIDs(let ids): return ids
         case .nodes(let nodes): return nodes.map(\.objectID)
-        default: return []
+        case let other: throw Self.wrongAnswer(other, to: fetch)
         }
     }
 
     private func parentNodes(_ fetch: StoreFetch) throws -> [IncrementalStoreNode] {
-        guard case .nodes(let nodes) = try parentResult(fetch) else { return [] }
-        return nodes
+        switch try parentResult(fetch) {
+        case .nodes(let nodes): return nodes
+        case let other: throw Self.wrongAnswer(other, to: fetch)
+        }
     }
 
     private func parentCount(_ fetch: StoreFetch) throws -> Int {
@@ -293,13 +297,23 @@ extension ManagedObjectContext {
         case .count(let count): return count
         case .objectIDs(let ids): return ids.count
         case .nodes(let nodes): return nodes.count
-        default: return 0
+        case let other: throw Self.wrongAnswer(other, to: fetch)
         }
     }
 
     private func parentDictionaries(_ fetch: StoreFetch) throws -> [[String: PropertyValue]] {
-        guard case .dictionaries(let rows) = try parentResult(fetch) else { return [] }
-        return rows
+        switch try parentResult(fetch) {
+        case .dictionaries(let rows): return rows
+        case let other: throw Self.wrongAnswer(other, to: fetch)
+        }
+    }
+
+    /// A store (a custom one, most likely) that answers a fetch with a result
+    /// of another kind has failed: reading that as no rows would make an error data.
+    private static func wrongAnswer(_ result: StoreResult, to fetch: StoreFetch) -> PersistentStoreError {
+        PersistentStoreError(.ioFailure, url: nil, message: """
+            the store answered a \(fetch.resultType) fetch of \(fetch.entity.name) with \(result.kindDescription)
+            """)
     }
 }
 
@@ -332,10 +346,22 @@ enum FetchOutput {
         case .objects(let objects):
             var results: [Result] = []
             results.reserveCapacity(objects.count)
+            // A dynamic cast costs hundreds of instructions, and a fetch's objects
+            // are of one class or a few: for a class result type, cast the first
+            // object of each class and reinterpret the rest, which are then
+            // instances of a class known to be a `Result`.
+            let resultIsClass = Result.self is AnyClass
+            var castableClass: ObjectIdentifier?
             for object in objects {
+                let objectClass = ObjectIdentifier(Swift.type(of: object))
+                if resultIsClass && objectClass == castableClass {
+                    results.append(unsafeBitCast(object, to: Result.self))
+                    continue
+                }
                 guard let typed = object as? Result else {
                     throw ObjectGraphError.wrongResultType(expected: "objects of class \(Swift.type(of: object))", requested: "\(Result.self)")
                 }
+                castableClass = objectClass
                 results.append(typed)
             }
             return results

@@ -16,8 +16,13 @@ extension ManagedObjectContext {
     public func object(with objectID: ObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registry[objectID] { return object }
-        let object = makeFault(for: inThisModel(objectID))
-        return object
+        return makeFault(for: inThisModel(objectID))
+    }
+
+    /// ``object(with:)`` for an ID the coordinator's store (or a parent
+    /// context) has just returned, which is in this context's model already.
+    func object(withFetched objectID: ObjectID) -> ManagedObject {
+        registry[objectID] ?? makeFault(for: objectID)
     }
 
     /// The object with this ID, with its values loaded; throws if no such row exists.
@@ -215,12 +220,6 @@ extension ManagedObjectContext {
 
     // MARK: - Registry maintenance
 
-    /// Registers an object created by this context (a fault or a fetched object).
-    func register(_ object: ManagedObject) {
-        registry[object.objectID] = object
-        if registry.count >= sweepThreshold { sweepRegistry() }
-    }
-
     /// Drops the objects that only the registry holds and that have no changes,
     /// unless ``retainsRegisteredObjects``; then the next sweep waits until the
     /// registry has doubled, so sweeping costs O(1) per registration.
@@ -248,7 +247,9 @@ extension ManagedObjectContext {
         object.objectID = objectID
         object.managedObjectContext = self
         object.state = .fault
-        register(object)
+        // Every caller has just looked the ID up and found nothing registered.
+        registry.insertUnregistered(object, for: objectID)
+        if registry.count >= sweepThreshold { sweepRegistry() }
         return object
     }
 }

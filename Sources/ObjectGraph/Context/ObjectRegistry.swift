@@ -115,6 +115,13 @@ struct ObjectRegistry {
             entries[index]!.object = object
             return
         }
+        insertUnregistered(object, for: id)
+    }
+
+    /// Registers an object under an ID the caller has just looked up and not
+    /// found: a fetch registering its rows' objects would otherwise search for
+    /// each ID twice.
+    mutating func insertUnregistered(_ object: ManagedObject, for id: ObjectID) {
         if count + 1 > entries.count / 4 * 3 { rehash(to: entries.count * 2) }
         place(Entry(id: id, object: object))
         count += 1

@@ -42,6 +42,8 @@ package final class RowCache: Sendable {
     package func store(_ nodes: [IncrementalStoreNode]) {
         let now = DispatchTime.now().uptimeNanoseconds
         state.withLock { state in
+            // One resize for a large fetch, not one per doubling on the way.
+            state.rows.reserveCapacity(min(capacity, state.rows.count + nodes.count))
             for node in nodes.suffix(capacity) {
                 if let index = state.rows.index(forKey: node.objectID) {
                     state.rows.values[index].node = node

@@ -136,6 +136,17 @@ public enum StoreResult: Sendable {
     case count(Int)
     /// The outcome of a save.
     case saved(SaveResult)
+
+    /// What kind of result this is, for error messages.
+    package var kindDescription: String {
+        switch self {
+        case .nodes(let nodes): "\(nodes.count) rows"
+        case .objectIDs(let ids): "\(ids.count) object IDs"
+        case .dictionaries(let rows): "\(rows.count) dictionaries"
+        case .count(let count): "a count (\(count))"
+        case .saved: "a save's outcome"
+        }
+    }
 }
 
 /// A fetch as a store sees it: the entity resolved, nothing generic.

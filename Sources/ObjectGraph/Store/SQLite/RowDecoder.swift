@@ -1,3 +1,5 @@
+import Foundation
+
 /// How one entity's rows are read from a full-row select
 /// (`SELECT Z_PK, Z_ENT, Z_OPT, <table columns>`): one step per slot, built
 /// once when the store maps the model, so decoding a row is a walk over the
@@ -36,37 +38,68 @@ final class RowLayout: Sendable {
 }
 
 /// Turns full-row selects into nodes, keeping the last entity's layout.
+///
+/// A row whose entity number (`Z_ENT`, or a to-one's entity column) no entity
+/// of the model has throws ``PersistentStoreError/Code/incompatibleModel``
+/// naming the row: skipping it would turn a store the model does not describe
+/// into a missing row or an empty relationship.
 struct RowDecoder {
     let schema: SQLiteSchema
     let identity: StoreIdentity
+    let url: URL?
     private var lastNumber: Int64 = -1
     private var lastLayout: RowLayout?
+    private var lastEntity: EntityDescription?
 
-    init(schema: SQLiteSchema, identity: StoreIdentity) {
+    init(schema: SQLiteSchema, identity: StoreIdentity, url: URL?) {
         self.schema = schema
         self.identity = identity
+        self.url = url
     }
 
-    mutating func node(from statement: Statement) -> IncrementalStoreNode? {
-        let number = statement.int64(at: 1)
-        if number != lastNumber {
-            lastNumber = number
-            lastLayout = schema.entitiesByNumber[number].flatMap { schema.mappings[ObjectIdentifier($0)]?.rowLayout }
-        }
-        guard let layout = lastLayout else { return nil }
+    /// The row's values, for a full-row select.
+    mutating func node(from statement: Statement) throws -> IncrementalStoreNode {
+        let layout = try self.layout(of: statement)
         let steps = layout.steps
-        let values = ContiguousArray<PropertyValue>(unsafeUninitializedCapacity: steps.count) { buffer, count in
+        let values = try ContiguousArray<PropertyValue>(unsafeUninitializedCapacity: steps.count) { buffer, count in
             for (slot, step) in steps.enumerated() {
-                buffer.initializeElement(at: slot, to: value(of: step, in: statement))
+                buffer.initializeElement(at: slot, to: try value(of: step, in: statement, slot: slot, layout: layout))
+                count = slot + 1
             }
-            count = steps.count
         }
         return IncrementalStoreNode(objectID: ObjectID(entity: layout.entity, store: identity, primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
     }
 
+    /// The row's ID, for a select of `Z_PK, Z_ENT` first.
+    mutating func objectID(from statement: Statement) throws -> ObjectID {
+        ObjectID(entity: try entity(of: statement), store: identity, primaryKey: statement.int64(at: 0))
+    }
+
+    private mutating func entity(of statement: Statement) throws -> EntityDescription {
+        let number = statement.int64(at: 1)
+        if number == lastNumber, let lastEntity { return lastEntity }
+        guard let entity = schema.entitiesByNumber[number] else {
+            throw unknownEntity(number, row: statement.int64(at: 0))
+        }
+        lastNumber = number
+        lastEntity = entity
+        lastLayout = nil
+        return entity
+    }
+
+    private mutating func layout(of statement: Statement) throws -> RowLayout {
+        if statement.int64(at: 1) == lastNumber, let lastLayout { return lastLayout }
+        let entity = try entity(of: statement)
+        guard let layout = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else {
+            throw unknownEntity(lastNumber, row: statement.int64(at: 0))
+        }
+        lastLayout = layout
+        return layout
+    }
+
     @inline(__always)
-    private func value(of step: RowLayout.Step, in statement: Statement) -> PropertyValue {
+    private func value(of step: RowLayout.Step, in statement: Statement, slot: Int, layout: RowLayout) throws -> PropertyValue {
         switch step {
         case .constant(let value):
             return value
@@ -74,9 +107,23 @@ struct RowDecoder {
             return statement.attributeValue(at: position, type: type)
         case .toOne(let position, let entityPosition, let fixed):
             if statement.isNull(at: position) { return .null }
-            let destination = entityPosition >= 0 ? schema.entitiesByNumber[statement.int64(at: entityPosition)] : fixed
-            guard let destination else { return .null }
+            guard entityPosition >= 0 else {
+                return fixed.map { .object(ObjectID(entity: $0, store: identity, primaryKey: statement.int64(at: position))) } ?? .null
+            }
+            let number = statement.int64(at: entityPosition)
+            guard let destination = schema.entitiesByNumber[number] else {
+                throw PersistentStoreError(.incompatibleModel, url: url, message: """
+                    the to-one '\(layout.entity.slotProperties[slot].name)' of \(layout.entity.name) row \
+                    \(statement.int64(at: 0)) points at entity number \(number), which no entity of the model has
+                    """)
+            }
             return .object(ObjectID(entity: destination, store: identity, primaryKey: statement.int64(at: position)))
         }
+    }
+
+    private func unknownEntity(_ number: Int64, row: Int64) -> PersistentStoreError {
+        PersistentStoreError(.incompatibleModel, url: url, message: """
+            row \(row) has entity number (Z_ENT) \(number), which no entity of the model has
+            """)
     }
 }

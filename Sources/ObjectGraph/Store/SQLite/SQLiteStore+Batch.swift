@@ -87,10 +87,10 @@ extension SQLiteStore: BatchRequestStore {
         let statement = try connection.cachedStatement(query.sql)
         defer { statement.reset() }
         for (offset, value) in query.bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
-        var decoder = RowDecoder(schema: schema, identity: identity)
+        var decoder = RowDecoder(schema: schema, identity: identity, url: url)
         var nodes: [IncrementalStoreNode] = []
         while try statement.step() {
-            if let node = decoder.node(from: statement) { nodes.append(node) }
+            nodes.append(try decoder.node(from: statement))
         }
         return nodes
     }

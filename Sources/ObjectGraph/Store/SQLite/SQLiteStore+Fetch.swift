@@ -27,17 +27,15 @@ extension SQLiteStore {
             case .count:
                 return .count(try statement.step() ? Int(statement.int64(at: 0)) : 0)
             case .managedObjectID:
+                var decoder = RowDecoder(schema: schema, identity: identity, url: url)
                 var ids: [ObjectID] = []
-                while try statement.step() {
-                    guard let entity = schema.entitiesByNumber[statement.int64(at: 1)] else { continue }
-                    ids.append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
-                }
+                while try statement.step() { ids.append(try decoder.objectID(from: statement)) }
                 return .objectIDs(ids)
             case .managedObject:
-                var decoder = RowDecoder(schema: schema, identity: identity)
+                var decoder = RowDecoder(schema: schema, identity: identity, url: url)
                 var nodes: [IncrementalStoreNode] = []
                 while try statement.step() {
-                    if let node = decoder.node(from: statement) { nodes.append(node) }
+                    nodes.append(try decoder.node(from: statement))
                 }
                 return .nodes(nodes)
             case .dictionary:
@@ -63,7 +61,7 @@ extension SQLiteStore {
             byTable[mapping.table, default: []].append(pk)
         }
         return try read { connection in
-            var decoder = RowDecoder(schema: schema, identity: identity)
+            var decoder = RowDecoder(schema: schema, identity: identity, url: url)
             var nodes: [IncrementalStoreNode] = []
             for (tableName, keys) in byTable {
                 guard let table = schema.table(named: tableName) else { continue }
@@ -74,7 +72,7 @@ extension SQLiteStore {
                         "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(placeholders)")
                     for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
                     while try statement.step() {
-                        if let node = decoder.node(from: statement) { nodes.append(node) }
+                        nodes.append(try decoder.node(from: statement))
                     }
                 }
             }

@@ -41,11 +41,12 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
         var ownerByKey: [Int64: ObjectID] = [:]
         for id in objectIDs { if let pk = id.primaryKey { ownerByKey[pk] = id } }
         return try read { connection in
-            var decoder = RowDecoder(schema: schema, identity: identity)
+            var decoder = RowDecoder(schema: schema, identity: identity, url: url)
             var result = RelationshipPrefetch()
             try readToMany(relationship, owners: ownerByKey.keys.sorted(), columns: schema.selectColumns(of: table, alias: "t0"),
                            ownerPosition: Int32(3 + table.columns.count), schema: schema, connection: connection) { statement, owner in
-                guard let node = decoder.node(from: statement), let owner = ownerByKey[owner] else {
+                let node = try decoder.node(from: statement)
+                guard let owner = ownerByKey[owner] else {
                     throw unreadableDestination(relationship, key: statement.int64(at: 0), entity: statement.int64(at: 1))
                 }
                 result.destinations[owner, default: []].append(node.objectID)
@@ -117,13 +118,14 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
         sql += " LIMIT 1"
         return try read { connection in
             let statement = try connection.cachedStatement(sql)
+            var decoder = RowDecoder(schema: schema, identity: identity, url: url)
             return try values.map { tuple -> ObjectID? in
                 guard tuple.count == columns.count, !tuple.contains(where: \.isNull) else { return nil }
                 statement.reset()
                 for (offset, value) in tuple.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
                 defer { statement.reset() }
-                guard try statement.step(), let found = schema.entitiesByNumber[statement.int64(at: 1)] else { return nil }
-                return ObjectID(entity: found, store: identity, primaryKey: statement.int64(at: 0))
+                guard try statement.step() else { return nil }
+                return try decoder.objectID(from: statement)
             }
         }
     }

@@ -82,14 +82,14 @@ extension SQLiteStore {
 
     /// The rows of these objects as the open transaction sees them.
     func currentRows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
-        var decoder = RowDecoder(schema: schema, identity: identity)
+        var decoder = RowDecoder(schema: schema, identity: identity, url: url)
         var rows: [ObjectID: IncrementalStoreNode] = [:]
         for id in objectIDs {
             let mapping = try schema.mapping(for: id.entity)
             guard let table = schema.table(named: mapping.table) else { continue }
             let statement = try connection.cachedStatement("SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK = ?")
             try statement.bind(id.primaryKey ?? 0, at: 1)
-            if try statement.step(), let node = decoder.node(from: statement) { rows[id] = node }
+            if try statement.step() { rows[id] = try decoder.node(from: statement) }
             statement.reset()
         }
         return rows
