@@ -198,4 +198,52 @@ import Testing
         #expect(error?.url?.path == url.path)
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
+    // MARK: - Rows the model does not describe
+
+    /// A row whose `Z_ENT` no entity of the model has (a store written by
+    /// another model, or damaged) is an error naming the row, for every kind
+    /// of read: never a row left out of a fetch, a count that disagrees with
+    /// the objects, or a relationship that lost a member.
+    @Test func aRowOfAnUnknownEntityNumberIsAnErrorNotAMissingRow() throws {
+        let stack = try TestStack()
+        let context = stack.newContext()
+        try context.performAndWait {
+            let company = Company(context: context)
+            company.symbol = "ACME"
+            for price in [1.0, 2.0, 3.0] {
+                let update = StockUpdate(context: context)
+                update.price = price
+                update.company = company
+            }
+            try context.save()
+        }
+        try RawStore.open(stack.storeURL).execute("UPDATE ZSTOCKUPDATE SET Z_ENT = 99 WHERE ZPRICE = 2")
+        // A new coordinator, so that nothing is cached.
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try coordinator.addPersistentStore(type: .sqlite, at: stack.storeURL)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try reader.performAndWait {
+            func expectUnknownEntity(_ what: Comment, _ body: () throws -> Void) {
+                let error = #expect(throws: PersistentStoreError.self, what) { try body() }
+                #expect(error?.code == .incompatibleModel, what)
+                #expect(error?.url?.path == stack.storeURL.path, what)
+                #expect(error?.message.contains("99") == true, "the message names the entity number: \(String(describing: error))")
+            }
+            expectUnknownEntity("objects") { _ = try reader.fetch(FetchRequest<StockUpdate>()) }
+            expectUnknownEntity("faults") {
+                var request = FetchRequest<StockUpdate>()
+                request.includesPropertyValues = false
+                _ = try reader.fetch(request)
+            }
+            expectUnknownEntity("object IDs") {
+                var request = FetchRequest<ObjectID>(entityName: "StockUpdate")
+                request.resultType = .managedObjectID
+                _ = try reader.fetch(request)
+            }
+            let company = try #require(try reader.fetch(FetchRequest<Company>()).first)
+            let error = #expect(throws: (any Error).self, "the to-many that holds the row") { _ = try company.value(forKey: "updates") }
+            #expect("\(String(describing: error))".contains("99"))
+        }
+        #expect(try RawStore.int(stack.storeURL, "SELECT COUNT(*) FROM ZSTOCKUPDATE") == 3, "nothing was deleted")
+    }
 }
