@@ -323,3 +323,27 @@ import Testing
         }
     }
 }
+
+/// The partial selection that a limited fetch with many pending changes uses:
+/// the same objects, in the same order, as sorting everything and cutting.
+@Suite struct FetchSortFirstTests {
+    @Test(arguments: [0, 1, 3, 7, 24, 25, 99, 100, 250])
+    func theFirstCountAreTheSortedPrefixTiesInTheirGivenOrder(count: Int) throws {
+        let graph = try GraphStack(.inMemory)
+        let context = graph.context()
+        try context.performAndWait {
+            var generator = SystemRandomNumberGenerator()
+            let listings = (0..<100).map { index in
+                let listing = Listing(context: context)
+                listing.symbol = "S\(index % 7)"          // many ties on the second key
+                listing.price = Double(Int.random(in: 0..<10, using: &generator))   // and on the first
+                listing.name = index % 5 == 0 ? nil : "n\(index)"
+                return listing
+            }
+            let sorts = [FetchSort(key: "price", ascending: false), FetchSort(key: "symbol"), FetchSort(key: "name")]
+            let expected = Array(try FetchSort.sort(listings, by: sorts).prefix(count))
+            let first = try FetchSort.first(count, of: listings, by: sorts)
+            #expect(first.map(ObjectIdentifier.init) == expected.map(ObjectIdentifier.init))
+        }
+    }
+}

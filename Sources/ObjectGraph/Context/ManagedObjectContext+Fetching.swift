@@ -204,8 +204,12 @@ extension ManagedObjectContext {
         } else {
             objects = try parentObjectIDs(storeFetch).map { object(with: $0) }
         }
+        // The store's rows come sorted: past the changed ones, its first `wanted`
+        // are all it can contribute, and so are the pending objects' best `wanted`.
+        let wanted = fetch.fetchLimit + fetch.fetchOffset
         objects.removeAll { changed.contains($0.objectID) }
-        objects = try FetchSort.sort(objects + pendingMatches(of: fetch), by: fetch.sortDescriptors)
+        let pending = try FetchSort.first(wanted, of: pendingMatches(of: fetch), by: fetch.sortDescriptors)
+        objects = try FetchSort.sort(objects.prefix(wanted) + pending, by: fetch.sortDescriptors)
         return Self.output(objects, of: fetch)
     }
 

@@ -25,14 +25,42 @@ extension FetchSort {
 
     /// Sorts objects by the given keys, reading each key once per object.
     package static func sort(_ objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
-        let keyed = try objects.map { object in (object, try sorts.map { try object.value(atKeyPath: $0.keyPath) }) }
-        return keyed.sorted { lhs, rhs in
+        try first(objects.count, of: objects, by: sorts)
+    }
+
+    /// The first `count` objects in the order of the given keys, in that order;
+    /// reads each key once per object.
+    ///
+    /// For a `count` well below the number of objects (a limited fetch over
+    /// many pending changes), it keeps the best so far in a sorted buffer
+    /// instead of sorting everything: most objects cost one comparison with
+    /// the worst kept. Ties keep the objects' given order, as a stable sort does.
+    package static func first(_ count: Int, of objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
+        guard count > 0 else { return [] }
+        let paths = sorts.map(\.keyPath)
+        let keyed = try objects.map { object in (object, try paths.map { try object.value(atKeyPath: $0) }) }
+        func precedes(_ lhs: (ManagedObject, [PropertyValue]), _ rhs: (ManagedObject, [PropertyValue])) -> Bool {
             for (index, sort) in sorts.enumerated() {
                 let result = compare(lhs.1[index], rhs.1[index], caseInsensitive: sort.caseInsensitive)
                 if result != .orderedSame { return (result == .orderedAscending) == sort.ascending }
             }
             return false
-        }.map(\.0)
+        }
+        guard count < keyed.count / 4 else { return keyed.sorted(by: precedes).prefix(count).map(\.0) }
+        var best: [(ManagedObject, [PropertyValue])] = []
+        best.reserveCapacity(count + 1)
+        for candidate in keyed {
+            if best.count == count, let worst = best.last, !precedes(candidate, worst) { continue }
+            // After every kept object it does not precede: equal ones stay in their given order.
+            var low = 0, high = best.count
+            while low < high {
+                let middle = (low + high) / 2
+                if precedes(candidate, best[middle]) { high = middle } else { low = middle + 1 }
+            }
+            best.insert(candidate, at: low)
+            if best.count > count { best.removeLast() }
+        }
+        return best.map(\.0)
     }
 
     private static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
