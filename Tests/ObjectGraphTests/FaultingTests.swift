@@ -324,6 +324,40 @@ import Testing
     }
 }
 
+extension PendingLimitedFetchTests {
+    /// Unsorted, a limited fetch with pending changes asks for the store's
+    /// first rows only, not for every matching ID: the same objects, in the
+    /// same order, as the unlimited fetch cut to the limit.
+    @Test(arguments: allStoreTypes)
+    func anUnsortedLimitedFetchWithPendingChangesReadsTheStoresFirstRowsInOneQuery(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let stored = try graph.saveListings((0..<500).map { ("S\($0)", Double($0)) })
+        let context = graph.context()
+        var request = FetchRequest<Listing>(entityName: "Listing", predicate: try FetchPredicate(format: "price >= 0"))
+        request.fetchLimit = 6
+        let (symbols, expected, statements, registered) = try context.performAndWait {
+            for index in 0..<30 { Listing(context: context).symbol = "N\(index)" }
+            for id in stored[0..<2] { (try #require(try context.existingObject(with: id) as? Listing)).price = 1_000 }
+            context.delete(try context.existingObject(with: stored[2]))
+            let before = context.registeredObjects.count
+            let (objects, statements) = try graph.countingStatements { try context.fetch(request) }
+            let registered = context.registeredObjects.count - before
+            var everything = request
+            everything.fetchLimit = 0
+            let expected = Array(try context.fetch(everything).prefix(6)).map(\.symbol)
+            return (objects.map(\.symbol), expected, statements, registered)
+        }
+        #expect(symbols == expected)
+        #expect(symbols.count == 6)
+        if type == .sqlite {
+            #expect(Set(symbols).isDisjoint(with: ["S0", "S1", "S2"]), "the changed stored objects are not among the store's rows")
+            #expect(statements.count == 1, "\(statements)")
+            #expect(statements.first?.contains("LIMIT 9") == true, "limit 6 + the 3 changed stored objects: \(statements)")
+            #expect(registered <= 9, "an object for each row read, not for each match (\(registered))")
+        }
+    }
+}
+
 /// The partial selection that a limited fetch with many pending changes uses:
 /// the same objects, in the same order, as sorting everything and cutting.
 @Suite struct FetchSortFirstTests {

@@ -166,7 +166,7 @@ extension ManagedObjectContext {
     /// plus its matching inserts and updates, then sorted, offset and limited.
     private func fetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
         if fetch.resultType == .count { return .count(try countMergingPendingChanges(fetch)) }
-        if fetch.fetchLimit > 0 && !fetch.sortDescriptors.isEmpty { return try limitedFetchMergingPendingChanges(fetch) }
+        if fetch.fetchLimit > 0 { return try limitedFetchMergingPendingChanges(fetch) }
         var storeFetch = fetch
         storeFetch.resultType = .managedObjectID
         storeFetch.fetchLimit = 0
@@ -184,11 +184,12 @@ extension ManagedObjectContext {
         return Self.output(objects, of: fetch)
     }
 
-    /// A sorted, limited fetch with pending changes: the store's best
-    /// `limit + offset` rows among the objects without changes here (one
-    /// query, rows cached for the sort), merged with the inserted and updated
-    /// objects that match now, sorted, then cut — rather than every matching
-    /// ID, each fired to be sorted.
+    /// A limited fetch with pending changes: the store's first (best, when
+    /// sorted) `limit + offset` rows among the objects without changes here
+    /// (one query, rows cached for the sort), merged with the inserted and
+    /// updated objects that match now, sorted, then cut — rather than every
+    /// matching ID, each fired to be sorted. Unsorted, the store's rows come
+    /// first and the pending objects after them, as in an unlimited fetch.
     private func limitedFetchMergingPendingChanges(_ fetch: StoreFetch) throws -> FetchOutput {
         // The changed objects' stored rows may be among the store's best; asking
         // for that many more rows and dropping them here costs SQLite's top-N
@@ -208,6 +209,9 @@ extension ManagedObjectContext {
         // are all it can contribute, and so are the pending objects' best `wanted`.
         let wanted = fetch.fetchLimit + fetch.fetchOffset
         objects.removeAll { changed.contains($0.objectID) }
+        if fetch.sortDescriptors.isEmpty {
+            return Self.output(objects.prefix(wanted) + (try pendingMatches(of: fetch)), of: fetch)
+        }
         let pending = try FetchSort.first(wanted, of: pendingMatches(of: fetch), by: fetch.sortDescriptors)
         objects = try FetchSort.sort(objects.prefix(wanted) + pending, by: fetch.sortDescriptors)
         return Self.output(objects, of: fetch)
