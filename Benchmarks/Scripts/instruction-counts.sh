@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Instruction counts (valgrind's callgrind) of each contender's import, fetch
+# and fault phases: unlike times, they do not move with the machine's load.
+#
+#   Benchmarks/Scripts/instruction-counts.sh [N]       (default N = 10000)
+#
+# Each phase is counted alone, in a run of its own, by toggling collection on
+# the phase's function (its mangled name: a pattern that also matched the
+# `TA` thunk around a closure would toggle collection off again). Counts include
+# the 1,000-row warm-up pass, as every contender's do. Needs a release build
+# (`swift build -c release --package-path Benchmarks`) and valgrind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n="${1:-10000}"
+binary=.build/release/datastack-benchmarks
+[ -x "$binary" ] || { echo "error: build first: swift build -c release --package-path Benchmarks" >&2; exit 1; }
+
+# valgrind 3.19 crashes in libdispatch's sigsuspend (README, "Profiling it yourself").
+shim="${TMPDIR:-/tmp}/sigsuspend_shim.so"
+if [ ! -f "$shim" ]; then
+    cat > "${shim%.so}.c" <<'C'
+#define _GNU_SOURCE
+#include <signal.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+int sigsuspend(const sigset_t *mask) { sigset_t copy = *mask; return (int)syscall(SYS_rt_sigsuspend, &copy, 8); }
+C
+    gcc -O2 -shared -fPIC -o "$shim" "${shim%.so}.c"
+fi
+
+prefix='$s19DataStackBenchmarks'
+declare -A phase=(
+    [raw/import]="${prefix}9RawSQLiteC6insert_9chunkSize9upsertingySayAA12TickerValuesVG_SiSbtKF"
+    [raw/fetch]="${prefix}9RawSQLiteC8fetchAllAA8ChecksumVyKF"
+    [raw/fault]="${prefix}9RawSQLiteC16fetchIDsThenRows5everyAA8ChecksumVSi_tKF"
+    [grdb-hand-written/import]="${prefix}9GRDBBenchO6insert_9chunkSize2as4intoySayAA12TickerValuesVG_SiAC6RecordO4GRDB13DatabaseQueueCtKFZyAM0N0CKXEfU_"
+    [grdb-hand-written/fetch]="${prefix}9GRDBBenchO8fetchAll2as4fromAA8ChecksumVAC6RecordO_4GRDB13DatabaseQueueCtKFZAhK0L0CKXEfU_"
+    [grdb-hand-written/fault]="${prefix}9GRDBBenchO19fetchIDsThenRecords5every2as4fromAA8ChecksumVSi_AC6RecordO4GRDB13DatabaseQueueCtKFZAiL0O0CKXEfU_"
+    # The importer context's work per chunk: the objects made, the save, the reset.
+    [datastack/import]='$s9DataStack0B7ManagerC20performChunkedImport_9chunkSize8progress_AA0F8ProgressVx_SiyAHYbcSgySay7ElementQzG_11ObjectGraph07ManagedL7ContextCtYbKctYaKSTRzs8SendableAKRQlFSi_SityYbKcfU_'
+    [datastack/fetch]="${prefix}0aB5BenchO8fetchAll2inAA8ChecksumV11ObjectGraph07ManagedI7ContextC_tYaKFZAGyYbKcfU_"
+    [datastack/fault]="${prefix}0aB5BenchO19fetchFaultsThenFire5every2in22includesPropertyValuesAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedR7ContextCSbtYaKFZAI_SiAJ_SiAKtALtyYbKcfU_"
+)
+
+count() {
+    local out
+    out="$(mktemp)"
+    LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$2" \
+        "$binary" --n "$n" --repetitions 1 --contenders "$1" --tasks import,fetch,fault ${3:-} > /dev/null 2>&1
+    callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    rm -f "$out"
+}
+
+echo "| phase (N = $n + 1,000 warm-up) | raw SQLite | GRDB hand-written | DataStack | DataStack × raw | DataStack × GRDB |"
+echo "|---|---|---|---|---|---|"
+for task in import fetch fault; do
+    raw=$(count raw "${phase[raw/$task]}")
+    grdb=$(count grdb-hand-written "${phase[grdb-hand-written/$task]}")
+    mine=$(count datastack "${phase[datastack/$task]}")
+    label=$task
+    # The DataStack fault phase runs twice: rows read and cached (the default), then IDs only.
+    [ "$task" = fault ] && label="fault (both DataStack ways)"
+    awk -v t="$label" -v r="$raw" -v g="$grdb" -v d="$mine" 'BEGIN {
+        printf "| %s | %.1f M | %.1f M | %.1f M | %.2f× | %.2f× |\n", t, r / 1e6, g / 1e6, d / 1e6, d / r, d / g }'
+done
