@@ -197,6 +197,18 @@ import Testing
         #expect(try held[1].finish() == ["A", "B"])
     }
 
+    @Test func aReadThatStopsSteppingEarlyDoesNotKeepItsSnapshotForTheNextRead() throws {
+        let fixture = try Fixture(maximumReaderCount: 1)
+        // A cached statement stepped once and left so: its read transaction stays open.
+        let first = try fixture.store.read { connection in
+            let statement = try connection.cachedStatement("SELECT ZSYMBOL FROM ZCOMPANY ORDER BY ZSYMBOL")
+            return try statement.step() ? statement.string(at: 0) : nil
+        }
+        #expect(first == "A")
+        try fixture.store.write { try $0.execute("UPDATE ZCOMPANY SET ZSYMBOL = 'CHANGED' || ZSYMBOL") }
+        #expect(try fixture.symbols() == ["CHANGEDA", "CHANGEDB"], "the same connection reads the commit made since")
+    }
+
     @Test func aTraceReachesConnectionsOpenedLater() throws {
         let fixture = try Fixture()
         let statements = Mutex<[String]>([])

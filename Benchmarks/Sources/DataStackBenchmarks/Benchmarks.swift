@@ -114,9 +114,12 @@ struct Benchmarks {
             print("")
         }
         if options.runs("readers") {
+            // Reads in parallel gain only from idle cores: say how busy the machine was.
+            let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ")
             let rows = try await ReadersBenchmark.run(stored: options.n, importing: options.readersImportRows,
                                                       window: options.readersWindow, chunkSize: options.chunkSize)
             func rate(_ perSecond: Double) -> String { String(format: "%.0f", perSecond) }
+            print("readers: load average before (1, 5, 15 min): \(load ?? "unknown"); \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print(Report.table(["readers: N = \(options.n) stored, fetch 100 by price, loaded", "reader connections", "window",
                                 "main reads/s", "private 1 reads/s", "private 2 reads/s", "total reads/s", "import"],
                                rows.map { row in

@@ -9,9 +9,10 @@ import Foundation
 /// open once opened; the most recently returned idle one is used first, so
 /// few connections stay warm (their cached statements prepared). A read at
 /// the maximum waits until another read returns its connection. Each
-/// ``withConnection(opening:_:)`` holds its connection for the body only: in
-/// WAL mode every statement begins from the last commit, and a read never
-/// waits for a save in progress, nor a save for it.
+/// ``withConnection(opening:_:)`` holds its connection for the body only, and
+/// a connection comes back with no statement left stepping, so no read keeps
+/// its snapshot into the next: in WAL mode every read then begins from the
+/// last commit, and never waits for a save in progress, nor a save for it.
 ///
 /// Every connection gets the same setup: the store opens each like the first
 /// (settings and SQL functions), and the trace set with ``setTrace(_:)`` is
@@ -166,6 +167,9 @@ final class ReaderPool: @unchecked Sendable {
     /// Takes the connection back; the caller's reference is consumed, so a
     /// connection that is not kept closes before ``close()`` can return.
     private func checkIn(_ pooled: consuming Pooled) {
+        // A read that stopped stepping a statement early leaves its snapshot open:
+        // end it, so the next read on this connection starts from the last commit.
+        pooled.connection.resetActiveStatements()
         condition.lock()
         defer { condition.unlock() }
         if isOpen && pooled.opening == opening {
