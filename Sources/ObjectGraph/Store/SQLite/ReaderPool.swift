@@ -13,6 +13,8 @@ import Foundation
 /// a connection comes back with no statement left stepping, so no read keeps
 /// its snapshot into the next: in WAL mode every read then begins from the
 /// last commit, and never waits for a save in progress, nor a save for it.
+/// A read body must not start another read: at the maximum it would wait
+/// for its own connection (with one connection it always would).
 ///
 /// Every connection gets the same setup: the store opens each like the first
 /// (settings and SQL functions), and the trace set with ``setTrace(_:)`` is
