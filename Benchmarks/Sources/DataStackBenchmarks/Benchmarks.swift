@@ -113,6 +113,23 @@ struct Benchmarks {
                                  ratio(result.countPending, result.countClean)]]))
             print("")
         }
+        if options.runs("readers") {
+            // Reads in parallel gain only from idle cores: say how busy the machine was.
+            let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ")
+            let rows = try await ReadersBenchmark.run(stored: options.n, importing: options.readersImportRows,
+                                                      window: options.readersWindow, chunkSize: options.chunkSize)
+            func rate(_ perSecond: Double) -> String { String(format: "%.0f", perSecond) }
+            print("readers: load average before (1, 5, 15 min): \(load ?? "unknown"); \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print(Report.table(["readers: N = \(options.n) stored, fetch 100 by price, loaded", "reader connections", "window",
+                                "main reads/s", "private 1 reads/s", "private 2 reads/s", "total reads/s", "import"],
+                               rows.map { row in
+                                   [row.importing ? "importing \(options.readersImportRows) rows" : "no import", String(row.readers),
+                                    Report.milliseconds(row.window)]
+                                       + row.readsPerSecond.map(rate) + [rate(row.readsPerSecond.reduce(0, +)),
+                                                                        row.importing ? Report.milliseconds(row.importTime) : "–"]
+                               }))
+            print("")
+        }
         if options.runs("upsert") {
             let result = try await UpsertBenchmark.run(rows: options.upsertRows, chunkSize: options.chunkSize, repetitions: options.repetitions)
             func ratio(_ duration: Duration) -> String { String(format: "%.2f×", duration.seconds / max(result.raw.seconds, 1e-9)) }

@@ -24,6 +24,10 @@ struct Options: Sendable {
     var historySaves = 200
     /// Seconds the history task watches an idle store.
     var idleSeconds = 5.0
+    /// Rows the importer writes while the readers task's contexts fetch.
+    var readersImportRows = 100_000
+    /// Wall time of each of the readers task's measurements.
+    var readersWindow = Duration.seconds(2)
     /// Run only these tasks (all when empty).
     var tasks: Set<String> = []
     /// Run only these contenders in the import, fetch and fault tasks (all when empty);
@@ -33,10 +37,11 @@ struct Options: Sendable {
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
-                               bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, historySaves: 20, idleSeconds: 1, tasks: [], contenders: [])
+                               bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, historySaves: 20, idleSeconds: 1,
+                               readersImportRows: 10_000, readersWindow: .milliseconds(300), tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,window]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,window,readers]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -48,6 +53,8 @@ struct Options: Sendable {
           --bulk-rows N      rows of the store the bulk task (aggregate, batch update, batch delete) uses (default 1000000)
           --upsert-rows N    rows the upsert task imports, half of them stored before (default 100000)
           --insert-rows N    rows the insert task writes with one batch insert (default 100000; --quick: 10000)
+          --readers-import-rows N  rows imported while the readers task fetches (default 100000; --quick: 10000);
+                             its 3 contexts fetch for 2 s (--quick: 0.3 s) over N stored rows
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -68,7 +75,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "window"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "window", "readers"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -85,6 +92,7 @@ struct Options: Sendable {
             case "--bulk-rows": options.bulkRows = try number(after: argument)
             case "--upsert-rows": options.upsertRows = try number(after: argument)
             case "--insert-rows": options.insertRows = try number(after: argument)
+            case "--readers-import-rows": options.readersImportRows = try number(after: argument)
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }

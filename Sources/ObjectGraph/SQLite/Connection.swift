@@ -283,6 +283,20 @@ extension Connection {
     /// The most statements kept prepared per connection.
     package static let statementCacheLimit = 256
 
+    /// Resets every statement of the connection that is still stepping (a
+    /// read stopped before its last row), ending the read transaction it
+    /// holds open, so that the connection's next statement reads from the
+    /// last commit rather than from that statement's snapshot.
+    ///
+    /// - Complexity: One pass over the connection's prepared statements.
+    package func resetActiveStatements() {
+        var statement = sqlite3_next_stmt(db, nil)
+        while let current = statement {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            statement = sqlite3_next_stmt(db, current)
+        }
+    }
+
     /// The rows changed by the most recent INSERT, UPDATE or DELETE.
     package var changes: Int {
         Int(sqlite3_changes64(db))

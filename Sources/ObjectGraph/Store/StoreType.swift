@@ -112,6 +112,13 @@ public struct StoreOptions: Sendable {
     /// token to fetch up to. The default is false. See ``SQLiteChangeWatcher``
     /// for how commits are noticed and what it costs.
     public var remoteChangeNotifications = false
+    /// The most connections a SQLite store reads on at once: the fetches and
+    /// faults of all the contexts of its coordinator run at the same time,
+    /// each on a connection of its own, opened when first needed and kept
+    /// open; a read beyond this many waits for one of them. The default is 5
+    /// (GRDB's `DatabasePool` default); 1 makes every read wait for the one
+    /// before it. Values below 1 count as 1. Other stores ignore it.
+    public var maximumReaderCount = 5
 
     public init() {}
 

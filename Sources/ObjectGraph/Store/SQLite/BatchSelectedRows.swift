@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// The keys and IDs of the rows a batch selects, read on the store's reader
-/// connection while the writer connection changes them.
+/// The keys and IDs of the rows a batch selects, read on one of the store's
+/// reader connections while the writer connection changes them.
 ///
 /// Why another connection and thread: a batch must report the IDs it changed
 /// (its did-save is how contexts and fetched results controllers merge it),
@@ -17,10 +17,12 @@ import Synchronization
 /// Holding the write lock, the writer's transaction began from the last
 /// commit, which is what the reader sees, and nothing else can commit in
 /// between. The writer holds its lock and waits for the reader's, never the
-/// reverse. In a rollback-journal store the reader's shared lock keeps the
-/// writer from spilling its cache into the file meanwhile (SQLite keeps the
-/// pages in memory instead) and is gone before the writer commits, since the
-/// writer waits for the rows first.
+/// reverse; when every pooled reader is in use it waits for one to be
+/// returned, and reads never wait for the writer, so one is. In a
+/// rollback-journal store the reader's shared lock keeps the writer from
+/// spilling its cache into the file meanwhile (SQLite keeps the pages in
+/// memory instead) and is gone before the writer commits, since the writer
+/// waits for the rows first.
 final class BatchSelectedRows: Sendable {
     /// What was read.
     struct Rows: Sendable {

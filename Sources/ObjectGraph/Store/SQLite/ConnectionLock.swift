@@ -2,8 +2,9 @@ import Foundation
 
 /// A connection used by one thread at a time.
 ///
-/// `Connection` is not `Sendable`; the store shares its connections between
-/// the queues of all contexts of a coordinator, serializing access here.
+/// `Connection` is not `Sendable`; the store shares its writer connection
+/// between the queues of all contexts of a coordinator, serializing access
+/// here. (Its reader connections are in a ``ReaderPool``.)
 // @unchecked Sendable: `connection` is only touched while `lock` is held.
 final class ConnectionLock: @unchecked Sendable {
     private let lock = NSLock()

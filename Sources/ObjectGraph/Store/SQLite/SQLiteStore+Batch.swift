@@ -14,7 +14,7 @@ extension SQLiteStore: BatchRequestStore {
     /// (``BatchDeletePlan``), then deletes by key, 500 keys a statement. Any
     /// error rolls all of it back.
     ///
-    /// The selected rows' keys and IDs are read on the reader connection
+    /// The selected rows' keys and IDs are read on a reader connection
     /// meanwhile (``BatchSelectedRows``).
     package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         let schema = try schema

@@ -125,8 +125,8 @@ extension SQLiteStore: PersistentHistoryStore {
         }
         var rows = try currentRows(of: request.updatedObjects.map(\.objectID) + tombstoned, schema: schema, connection: connection)
         // A loaded to-many of an updated object: its members as the file has
-        // them now. The writer holds the write lock, so the reader's latest
-        // snapshot is the state this save starts from.
+        // them now. The writer holds the write lock, so a read begun now (on
+        // any reader connection) sees the state this save starts from.
         for node in request.updatedObjects {
             for (slot, value) in node.values.enumerated() {
                 guard case .objects = value, let relationship = node.objectID.entity.slotProperties[slot] as? RelationshipDescription,

@@ -8,9 +8,12 @@ import Synchronization
 /// `Z_PRIMARYKEY` for key allocation, and `Z_METADATA` with a binary property
 /// list. A new store is created in WAL mode with `synchronous=NORMAL`.
 ///
-/// The store keeps two connections: a writer, on which every save is one
-/// `BEGIN IMMEDIATE` transaction, and a reader, so fetches and faults do not
-/// wait for a save in progress. Each connection is used under its own lock.
+/// The store keeps two kinds of connections: one writer, on which every save
+/// is one `BEGIN IMMEDIATE` transaction, used under its own lock, and a pool
+/// of readers (``ReaderPool``, up to ``StoreOptions/maximumReaderCount``), so
+/// fetches and faults do not wait for a save in progress, nor for each other:
+/// the contexts of a coordinator read at the same time, each read on a
+/// connection of its own.
 /// A save waits for another writer's lock as ``StoreOptions/busyMode`` says,
 /// then throws ``PersistentStoreError/Code/busy``; a save into a file deleted
 /// or moved since the store opened it throws instead of writing to it.
@@ -26,8 +29,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     let fileURL: URL
     /// The connection for saves.
     let writer = ConnectionLock()
-    /// The connection for fetches and faults, so they never wait for a save.
-    let reader = ConnectionLock()
+    /// The connections for fetches and faults, so they never wait for a save nor for each other.
+    let readers: ReaderPool
     let state = Mutex(State())
     /// The watcher that posts remote-change notifications, while one runs (SQLiteStore+RemoteChanges.swift).
     let changeWatcher = Mutex<SQLiteChangeWatcher?>(nil)
@@ -58,6 +61,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         self.configuration = configuration
         self.configurationName = configuration.configurationName
         self.isReadOnly = configuration.options.isReadOnly
+        self.readers = ReaderPool(maximumCount: configuration.options.maximumReaderCount, url: url)
     }
 
     public var identifier: String { state.withLock { $0.identifier } }
@@ -131,7 +135,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         }
         let readConnection = try open(readOnly: isReadOnly)
         writer.set(connection)
-        reader.set(readConnection)
+        readers.start(with: readConnection)
     }
 
     private func notACoreDataStore() -> PersistentStoreError {
@@ -162,7 +166,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     public func willRemove() {
         stopObservingRemoteChanges()
         writer.set(nil)
-        reader.set(nil)
+        readers.close()
     }
 
     func open(readOnly: Bool, defersSettings: Bool = false) throws -> Connection {
@@ -316,13 +320,15 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
 
     // MARK: - Connections
 
-    /// Runs `body` with the reader connection.
+    /// Runs `body` with a reader connection of its own (``ReaderPool``), held
+    /// for the body only; other reads run meanwhile on other connections.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/ioFailure`` once the store was
+    ///   removed from its coordinator, a store error for a SQLite failure, and
+    ///   what `body` throws.
     func read<T>(_ body: (Connection) throws -> T) throws -> T {
         do {
-            guard let result = try reader.withConnection(body) else {
-                throw PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
-            }
-            return result
+            return try readers.withConnection(opening: { try open(readOnly: isReadOnly) }, body)
         } catch let error as SQLiteError {
             throw Self.storeError(error, url: url, doing: "reading")
         }
