@@ -44,6 +44,9 @@ struct Benchmarks {
         case raw = "raw SQLite"
         case grdbCodable = "GRDB Codable"
         case grdbHandWritten = "GRDB hand-written"
+        #if FLUENT_CONTENDER
+        case fluent = "Fluent"
+        #endif
         case dataStack = "DataStack"
 
         /// Its name on the command line (`--contenders`).
@@ -52,6 +55,9 @@ struct Benchmarks {
             case .raw: "raw"
             case .grdbCodable: "grdb-codable"
             case .grdbHandWritten: "grdb-hand-written"
+            #if FLUENT_CONTENDER
+            case .fluent: "fluent"
+            #endif
             case .dataStack: "datastack"
             }
         }
@@ -69,6 +75,13 @@ struct Benchmarks {
         var faultIDsOnlyTime: Duration?
         /// DataStack only: the row cache's hits and misses while the fault task fired its faults.
         var faultCache: (hits: Int, misses: Int)?
+        /// GRDB hand-written only: the fault task reading every row (`fetchAll`) and
+        /// "firing" 1% from the fetched records, as DataStack's faults fire from its row cache.
+        var faultRowsTime: Duration?
+        /// Fluent only: the import with one `[Model].create(on:)` per chunk instead of one `create(on:)` per model.
+        var bulkImportTime: Duration?
+        /// Fluent only: the SQLite library it runs on.
+        var sqliteVersion: String?
     }
 
     /// Fraction of faults fired in the fault task: 1%.
@@ -235,6 +248,12 @@ struct Benchmarks {
                 if let idsOnly = repetition.faultIDsOnlyTime {
                     current.faultIDsOnlyTime = min(current.faultIDsOnlyTime ?? idsOnly, idsOnly)
                 }
+                if let rowsTime = repetition.faultRowsTime {
+                    current.faultRowsTime = min(current.faultRowsTime ?? rowsTime, rowsTime)
+                }
+                if let bulk = repetition.bulkImportTime {
+                    current.bulkImportTime = min(current.bulkImportTime ?? bulk, bulk)
+                }
                 best[contender] = current
             }
         }
@@ -244,7 +263,16 @@ struct Benchmarks {
             for contender in contenders {
                 guard let repetition = best[contender] else { continue }
                 let time = task == "import" ? repetition.importTime : task == "fetch" ? repetition.fetchTime : repetition.faultTime
-                measurements.append(Measurement(task: task, contender: contender.rawValue, best: time, objects: options.n))
+                // GRDB hand-written faults both ways: by ID, and from fetched rows.
+                let label = task == "fault" && repetition.faultRowsTime != nil ? contender.rawValue + " (IDs)" : contender.rawValue
+                measurements.append(Measurement(task: task, contender: label, best: time, objects: options.n))
+                if task == "import", let bulk = repetition.bulkImportTime {
+                    measurements.append(Measurement(task: task, contender: contender.rawValue + " (bulk [Model].create)",
+                                                    best: bulk, objects: options.n))
+                }
+                if task == "fault", let rowsTime = repetition.faultRowsTime {
+                    measurements.append(Measurement(task: task, contender: contender.rawValue + " (rows)", best: rowsTime, objects: options.n))
+                }
                 if task == "fault", let idsOnly = repetition.faultIDsOnlyTime {
                     measurements.append(Measurement(task: task, contender: contender.rawValue + " (includesPropertyValues = false)",
                                                     best: idsOnly, objects: options.n))
@@ -252,7 +280,12 @@ struct Benchmarks {
             }
         }
         print(Report.results(measurements, repetitions: options.repetitions))
-        print("(fault: N fetched as faults or IDs, then 1% fired or read by ID)")
+        print("(fault: N fetched as faults or IDs, then 1% fired or read by ID; \"(rows)\": all N rows fetched, 1% read from them)")
+        #if FLUENT_CONTENDER
+        if let version = best[.fluent]?.sqliteVersion {
+            print("(Fluent: one create(on:) per model, on sqlite-nio's own SQLite \(version); the others on the system's \(Report.sqliteVersion))")
+        }
+        #endif
         if let cache = best[.dataStack]?.faultCache {
             print(String(format: "(DataStack fault: row cache %d hits, %d misses while firing, %.1f %% hit rate)",
                          cache.hits, cache.misses, 100 * Double(cache.hits) / Double(max(1, cache.hits + cache.misses))))
@@ -311,7 +344,40 @@ struct Benchmarks {
             let faulter = try GRDBBench.open(path)
             let (faultTime, fired) = try await time { try GRDBBench.fetchIDsThenRecords(every: fireStride, as: record, from: faulter) }
             try faulter.close()
-            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
+            var faultRowsTime: Duration?
+            if record == .handWritten {
+                let rowFaulter = try GRDBBench.open(path)
+                let (rowsTime, firedFromRows) = try await time { try GRDBBench.fetchRecordsThenRead(every: fireStride, from: rowFaulter) }
+                try rowFaulter.close()
+                guard firedFromRows == fired else {
+                    throw BenchError("GRDB hand-written read \(firedFromRows) from fetched rows, \(fired) by ID")
+                }
+                faultRowsTime = rowsTime
+            }
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired,
+                              faultRowsTime: faultRowsTime)
+
+        #if FLUENT_CONTENDER
+        case .fluent:
+            let path = directory.file("fluent.sqlite").path
+            let writer = try await FluentBench.Connection.open(path)
+            let importTime = try await time { try await FluentBench.insert(rows, chunkSize: chunk, into: writer) }.0
+            try await writer.close()
+            let bulkPath = directory.file("fluent-bulk.sqlite").path
+            let bulkWriter = try await FluentBench.Connection.open(bulkPath)
+            let bulkImportTime = try await time { try await FluentBench.insertInBulk(rows, chunkSize: chunk, into: bulkWriter) }.0
+            let bulkCount = try await FluentBench.count(in: bulkWriter)
+            try await bulkWriter.close()
+            guard bulkCount == rows.count else { throw BenchError("Fluent bulk create stored \(bulkCount) rows of \(rows.count)") }
+            let reader = try await FluentBench.Connection.open(path)
+            let (fetchTime, fetched) = try await time { try await FluentBench.fetchAll(from: reader) }
+            try await reader.close()
+            let faulter = try await FluentBench.Connection.open(path)
+            let (faultTime, fired) = try await time { try await FluentBench.fetchIDsThenModels(every: fireStride, from: faulter) }
+            try await faulter.close()
+            return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired,
+                              bulkImportTime: bulkImportTime, sqliteVersion: faulter.sqliteVersion)
+        #endif
 
         case .dataStack:
             let url = directory.file("DataStack.sqlite")

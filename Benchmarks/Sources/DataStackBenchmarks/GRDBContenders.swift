@@ -129,4 +129,19 @@ enum GRDBBench {
             return checksum
         }
     }
+
+    /// The faulting pattern from fetched rows, the like of a DataStack fault fetch
+    /// that decodes every row into its row cache: every hand-written record, then
+    /// every `stride`-th one of them read (no second query).
+    static func fetchRecordsThenRead(every stride: Int, from queue: DatabaseQueue) throws -> Checksum {
+        try queue.read { db in
+            let tickers = try HandWrittenTicker.fetchAll(db)
+            var checksum = Checksum()
+            for index in Swift.stride(from: 0, to: tickers.count, by: stride) {
+                let ticker = tickers[index]
+                checksum.add(symbol: ticker.symbol, name: ticker.name, price: ticker.price, volume: ticker.volume, time: ticker.time)
+            }
+            return checksum
+        }
+    }
 }

@@ -46,7 +46,7 @@ struct Options: Sendable {
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
           --tasks LIST     run only the named tasks
-          --contenders LIST  only raw, grdb-codable, grdb-hand-written and/or datastack (for profiling)
+          --contenders LIST  only raw, grdb-codable, grdb-hand-written, fluent (a build with DATASTACK_BENCH_FLUENT=1) and/or datastack
           --merge-k LIST     save sizes of the merge task (default 10,1000,100000)
           --migration-rows N rows of the store the migration task migrates (default 1000000)
           --history-saves N  saves by the other process in the history task (default 200)
@@ -80,7 +80,10 @@ struct Options: Sendable {
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
                 options.contenders = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.contenders.subtracting(["raw", "grdb-codable", "grdb-hand-written", "datastack"])
+                let unknown = options.contenders.subtracting(Benchmarks.Contender.allCases.map(\.flag))
+                if unknown == ["fluent"] {
+                    throw UsageError(message: "Fluent is a contender only in a build with DATASTACK_BENCH_FLUENT=1 (see Benchmarks/README.md)")
+                }
                 if !unknown.isEmpty { throw UsageError(message: "unknown contender \(unknown.sorted().joined(separator: ", "))") }
             case "--merge-k":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--merge-k needs a list") }

@@ -40,6 +40,9 @@ enum Report {
         return table(["task", "contender", "best of \(repetitions)", "objects/s", "× raw SQLite"], rows)
     }
 
+    /// The version of the system's SQLite, which raw SQLite, GRDB and DataStack use.
+    static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
     /// The machine and the run, for the record.
     static func machine() -> String {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -48,6 +51,6 @@ enum Report {
         let memory = Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824
         let date = ISO8601DateFormatter().string(from: Date())
         return "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(model), "
-            + String(format: "%.1f GiB", memory) + "; SQLite \(String(cString: sqlite3_libversion())); \(date)"
+            + String(format: "%.1f GiB", memory) + "; SQLite \(sqliteVersion); \(date)"
     }
 }
