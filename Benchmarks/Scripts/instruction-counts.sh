@@ -32,14 +32,16 @@ prefix='$s19DataStackBenchmarks'
 declare -A phase=(
     [raw/import]="${prefix}9RawSQLiteC6insert_9chunkSize9upsertingySayAA12TickerValuesVG_SiSbtKF"
     [raw/fetch]="${prefix}9RawSQLiteC8fetchAllAA8ChecksumVyKF"
-    [raw/fault]="${prefix}9RawSQLiteC16fetchIDsThenRows5everyAA8ChecksumVSi_tKF"
+    [raw/fault-ids]="${prefix}9RawSQLiteC16fetchIDsThenRows5everyAA8ChecksumVSi_tKF"
     [grdb-hand-written/import]="${prefix}9GRDBBenchO6insert_9chunkSize2as4intoySayAA12TickerValuesVG_SiAC6RecordO4GRDB13DatabaseQueueCtKFZyAM0N0CKXEfU_"
     [grdb-hand-written/fetch]="${prefix}9GRDBBenchO8fetchAll2as4fromAA8ChecksumVAC6RecordO_4GRDB13DatabaseQueueCtKFZAhK0L0CKXEfU_"
-    [grdb-hand-written/fault]="${prefix}9GRDBBenchO19fetchIDsThenRecords5every2as4fromAA8ChecksumVSi_AC6RecordO4GRDB13DatabaseQueueCtKFZAiL0O0CKXEfU_"
+    [grdb-hand-written/fault-ids]="${prefix}9GRDBBenchO19fetchIDsThenRecords5every2as4fromAA8ChecksumVSi_AC6RecordO4GRDB13DatabaseQueueCtKFZAiL0O0CKXEfU_"
     # The importer context's work per chunk: the objects made, the save, the reset.
     [datastack/import]='$s9DataStack0B7ManagerC20performChunkedImport_9chunkSize8progress_AA0F8ProgressVx_SiyAHYbcSgySay7ElementQzG_11ObjectGraph07ManagedL7ContextCtYbKctYaKSTRzs8SendableAKRQlFSi_SityYbKcfU_'
     [datastack/fetch]="${prefix}0aB5BenchO8fetchAll2inAA8ChecksumV11ObjectGraph07ManagedI7ContextC_tYaKFZAGyYbKcfU_"
-    [datastack/fault]="${prefix}0aB5BenchO19fetchFaultsThenFire5every2in22includesPropertyValuesAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedR7ContextCSbtYaKFZAI_SiAJ_SiAKtALtyYbKcfU_"
+    [datastack/fault-rows]="${prefix}0aB5BenchO19fetchFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"
+    [datastack/fault-ids]="${prefix}0aB5BenchO21fetchIDFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"
+    [grdb-hand-written/fault-rows]="${prefix}9GRDBBenchO20fetchRecordsThenRead5every4fromAA8ChecksumVSi_4GRDB13DatabaseQueueCtKFZAhI0M0CKXEfU_SiTf3nnpSi100_n"
 )
 
 count() {
@@ -53,13 +55,17 @@ count() {
 
 echo "| phase (N = $n + 1,000 warm-up) | raw SQLite | GRDB hand-written | DataStack | DataStack × raw | DataStack × GRDB |"
 echo "|---|---|---|---|---|---|"
-for task in import fetch fault; do
-    raw=$(count raw "${phase[raw/$task]}")
-    grdb=$(count grdb-hand-written "${phase[grdb-hand-written/$task]}")
-    mine=$(count datastack "${phase[datastack/$task]}")
-    label=$task
-    # The DataStack fault phase runs twice: rows read and cached (the default), then IDs only.
-    [ "$task" = fault ] && label="fault (both DataStack ways)"
-    awk -v t="$label" -v r="$raw" -v g="$grdb" -v d="$mine" 'BEGIN {
+row() {   # label, raw count, GRDB count, DataStack count
+    awk -v t="$1" -v r="$2" -v g="$3" -v d="$4" 'BEGIN {
         printf "| %s | %.1f M | %.1f M | %.1f M | %.2f× | %.2f× |\n", t, r / 1e6, g / 1e6, d / 1e6, d / r, d / g }'
+}
+for task in import fetch; do
+    row "$task" "$(count raw "${phase[raw/$task]}")" "$(count grdb-hand-written "${phase[grdb-hand-written/$task]}")" \
+        "$(count datastack "${phase[datastack/$task]}")"
 done
+# The raw contender fetches IDs in the fault task; GRDB does it both ways, like DataStack.
+raw_fault=$(count raw "${phase[raw/fault-ids]}")
+row "fault, rows read (DataStack's default; GRDB fetchAll)" "$raw_fault" \
+    "$(count grdb-hand-written "${phase[grdb-hand-written/fault-rows]}")" "$(count datastack "${phase[datastack/fault-rows]}")"
+row "fault, IDs only (includesPropertyValues = false; GRDB IDs)" "$raw_fault" \
+    "$(count grdb-hand-written "${phase[grdb-hand-written/fault-ids]}")" "$(count datastack "${phase[datastack/fault-ids]}")"

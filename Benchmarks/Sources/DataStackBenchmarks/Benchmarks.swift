@@ -396,7 +396,7 @@ struct Benchmarks {
             }
             let (idFaulter, _) = try await DataStackBench.open(url)
             let (faultIDsOnlyTime, (firedByID, _)) = try await time {
-                try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: idFaulter.mainContext, includesPropertyValues: false)
+                try await DataStackBench.fetchIDFaultsThenFire(every: fireStride, in: idFaulter.mainContext)
             }
             guard firedByID.rows == fired.rows else {
                 throw BenchError("DataStack fired \(firedByID.rows) faults fetched by ID, \(fired.rows) fetched with their rows")
