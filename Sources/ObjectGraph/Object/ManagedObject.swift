@@ -172,7 +172,7 @@ open class ManagedObject {
     // MARK: - Slot writes
 
     /// Writes one slot, forgetting the member index of that slot only.
-    package func replaceSlot(_ value: PropertyValue, at index: Int) {
+    package final func replaceSlot(_ value: PropertyValue, at index: Int) {
         keepSnapshot()
         if !toManyMemberIndexes.isEmpty { toManyMemberIndexes[index] = nil }
         storedSlots[index] = value
@@ -188,7 +188,7 @@ open class ManagedObject {
     ///
     /// - Returns: `body`'s result; nil, with nothing called or changed, if the
     ///   slot holds no list or its list holds an ID twice.
-    package func withToManyMembers<Result>(at index: Int,
+    package final func withToManyMembers<Result>(at index: Int,
                                            _ body: (inout [ObjectID], inout ToManyMemberIndex) -> Result) -> Result? {
         guard state == .loaded, case .objects = storedSlots[index] else { return nil }
         keepSnapshot()
