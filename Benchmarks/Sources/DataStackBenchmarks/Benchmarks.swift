@@ -116,6 +116,19 @@ struct Benchmarks {
                                                   String(format: "%.2f×", $0.dataStack.seconds / max($0.raw.seconds, 1e-9))] }))
             print("")
         }
+        if options.runs("tomany-build") {
+            let rows = try ToManyBuildBenchmark.run(sizes: options.toManyBuildSizes, repetitions: options.repetitions)
+            print(Report.table(["tomany-build: update.company = company, n times in one context", "n", "build", "per update",
+                                "× the previous n's time (2× = linear)", "save"],
+                               rows.enumerated().map { offset, row in
+                                   let previous = offset > 0 && rows[offset - 1].owner == row.owner ? rows[offset - 1] : nil
+                                   let ratio = previous.map { String(format: "%.2f× for %.0f× n", row.build.seconds / max($0.build.seconds, 1e-9),
+                                                                     Double(row.updates) / Double($0.updates)) } ?? "–"
+                                   return [row.owner, String(row.updates), Report.milliseconds(row.build),
+                                           Report.milliseconds(row.build / row.updates), ratio, Report.milliseconds(row.save)]
+                               }))
+            print("")
+        }
         if options.runs("pending") {
             let result = try await PendingChangesBenchmark.run(stored: options.n, chunkSize: options.chunkSize, repetitions: options.repetitions)
             func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%.2f×", a.seconds / max(b.seconds, 1e-9)) }

@@ -20,6 +20,8 @@ struct Options: Sendable {
     var upsertRows = 100_000
     /// Rows the insert task writes with one batch insert.
     var insertRows = 100_000
+    /// To-many sizes of the tomany-build task (each built through the inverse in one context).
+    var toManyBuildSizes = [10_000, 20_000, 40_000]
     /// Saves the other process makes in the history task's latency measurement.
     var historySaves = 200
     /// Seconds the history task watches an idle store.
@@ -37,11 +39,11 @@ struct Options: Sendable {
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
-                               bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, historySaves: 20, idleSeconds: 1,
+                               bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, toManyBuildSizes: [1_000, 2_000, 4_000], historySaves: 20, idleSeconds: 1,
                                readersImportRows: 10_000, readersWindow: .milliseconds(300), tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,window,readers]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,tomany-build,window,readers]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -55,6 +57,7 @@ struct Options: Sendable {
           --insert-rows N    rows the insert task writes with one batch insert (default 100000; --quick: 10000)
           --readers-import-rows N  rows imported while the readers task fetches (default 100000; --quick: 10000);
                              its 3 contexts fetch for 2 s (--quick: 0.3 s) over N stored rows
+          --tomany-build LIST  to-many sizes of the tomany-build task (default 10000,20000,40000; --quick: 1000,2000,4000)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -75,7 +78,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "window", "readers"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "tomany-build", "window", "readers"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -90,6 +93,11 @@ struct Options: Sendable {
                 let sizes = list.split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
                 guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw UsageError(message: "--merge-k needs positive whole numbers") }
                 options.mergeSizes = sizes
+            case "--tomany-build":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--tomany-build needs a list") }
+                let sizes = list.split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+                guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw UsageError(message: "--tomany-build needs positive whole numbers") }
+                options.toManyBuildSizes = sizes
             case "--migration-rows": options.migrationRows = try number(after: argument)
             case "--history-saves": options.historySaves = try number(after: argument)
             case "--bulk-rows": options.bulkRows = try number(after: argument)

@@ -107,7 +107,12 @@ extension ManagedObject {
                 return
             }
         }
-        slots[index] = value
+        replaceSlot(value, at: index)
+        noteSlotChanged()
+    }
+
+    /// Tells the context the object changed, after a write to a loaded slot.
+    package func noteSlotChanged() {
         // Inserted and deleted objects are already tracked: spare the weak load.
         if flags.isDisjoint(with: [.inserted, .deleted]) { managedObjectContext?.objectDidChange(self) }
     }

@@ -149,7 +149,16 @@ extension ManagedObject {
                 writeSlot(.null, at: inverse.index)
                 return
             }
+            // Loaded first; then one member joins in place (see `ToManyMemberIndex`).
+            _ = try relatedIDs(inverse)
+            let work = managedObjectContext
+            if let appended = withToManyMembers(at: inverse.index, { ids, members in members.append(source.objectID, to: &ids) }) {
+                work?.toManyMemberWork += 1
+                if appended { noteSlotChanged() }
+                return
+            }
             var ids = try relatedIDs(inverse)
+            work?.toManyMemberWork += ids.count
             if !ids.contains(source.objectID) { ids.append(source.objectID) }
             writeSlot(.objects(ids), at: inverse.index)
         } else {
@@ -169,7 +178,18 @@ extension ManagedObject {
                 writeSlot(.null, at: inverse.index)
                 return
             }
+            _ = try relatedIDs(inverse)
+            let work = managedObjectContext
+            let keepingOrder = inverse.isOrdered
+            if let moved = withToManyMembers(at: inverse.index, { ids, members in
+                members.remove(source, from: &ids, keepingOrder: keepingOrder)
+            }) {
+                work?.toManyMemberWork += 1 + (moved ?? 0)
+                if moved != nil { noteSlotChanged() }
+                return
+            }
             let ids = try relatedIDs(inverse)
+            work?.toManyMemberWork += ids.count
             guard ids.contains(source) else { return }
             writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)
         } else if case .object(source) = slotValue(at: inverse.index) {

@@ -57,14 +57,19 @@ open class ManagedObject {
     // confined to one queue, and hot (several accesses per property access).
 
     /// The current values, indexed by the entity's slot layout; empty while a fault.
+    ///
+    /// Writing here forgets the to-many member indexes (see ``ToManyMemberIndex``);
+    /// ``replaceSlot(_:at:)`` forgets only the one of the slot it writes.
     package var slots: ContiguousArray<PropertyValue> {
         get { storedSlots }
         set {
             keepSnapshot()
+            forgetToManyMemberIndexes()
             storedSlots = newValue
         }
         _modify {
             keepSnapshot()
+            forgetToManyMemberIndexes()
             yield &storedSlots
         }
     }
@@ -81,6 +86,10 @@ open class ManagedObject {
     /// Whether the snapshot is the values themselves, as after a fetch, until
     /// the values first change: then `storedSnapshot` takes them over.
     @exclusivity(unchecked) private var snapshotIsSlots = false
+    /// The member indexes of loaded to-many slots, by slot index: only of
+    /// slots whose members were added or removed one at a time (see
+    /// ``withToManyMembers(at:_:)``).
+    @exclusivity(unchecked) private var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
     @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
     @exclusivity(unchecked) package var state: State = .new
@@ -143,6 +152,7 @@ open class ManagedObject {
     package func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
         storedSnapshot = nil
         snapshotIsSlots = true
+        forgetToManyMemberIndexes()
         storedSlots = []
         swap(&storedSlots, &values)
     }
@@ -152,6 +162,62 @@ open class ManagedObject {
         guard snapshotIsSlots else { return }
         storedSnapshot = storedSlots
         snapshotIsSlots = false
+    }
+
+    @inline(__always)
+    private func forgetToManyMemberIndexes() {
+        if !toManyMemberIndexes.isEmpty { toManyMemberIndexes = [:] }
+    }
+
+    // MARK: - Slot writes
+
+    /// Writes one slot, forgetting the member index of that slot only.
+    package final func replaceSlot(_ value: PropertyValue, at index: Int) {
+        keepSnapshot()
+        if !toManyMemberIndexes.isEmpty { toManyMemberIndexes[index] = nil }
+        storedSlots[index] = value
+    }
+
+    /// Changes the members of the loaded to-many in slot `index` in place:
+    /// `body` gets the slot's list of IDs, uniquely referenced so that it
+    /// changes without a copy, and its ``ToManyMemberIndex`` (built with one
+    /// pass over the list if the slot has none yet). What `body` leaves in
+    /// them is the slot's value and index afterwards.
+    ///
+    /// The caller records the change (this writes no change tracking).
+    ///
+    /// - Returns: `body`'s result; nil, with nothing called or changed, if the
+    ///   slot holds no list or its list holds an ID twice.
+    package final func withToManyMembers<Result>(at index: Int,
+                                           _ body: (inout [ObjectID], inout ToManyMemberIndex) -> Result) -> Result? {
+        guard state == .loaded, case .objects = storedSlots[index] else { return nil }
+        keepSnapshot()
+        // Out of the slot, so that the slot does not keep a second reference to it.
+        var taken = PropertyValue.null
+        swap(&taken, &storedSlots[index])
+        var ids: [ObjectID] = []
+        if case .objects(let list) = taken { ids = list }
+        taken = .null
+        var memberIndex: ToManyMemberIndex
+        if let known = toManyMemberIndexes.removeValue(forKey: index) {
+            memberIndex = known
+        } else if let built = ToManyMemberIndex(ids) {
+            memberIndex = built
+            managedObjectContext?.toManyMemberWork += ids.count
+        } else {
+            storedSlots[index] = .objects(ids)
+            return nil
+        }
+        // Counts the members copied when the list is reallocated: by growth
+        // (amortized O(1) per append) or because something else still held it.
+        let before = ids.withUnsafeBufferPointer { $0.baseAddress }
+        let result = body(&ids, &memberIndex)
+        if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before {
+            managedObjectContext?.toManyMemberWork += ids.count
+        }
+        storedSlots[index] = .objects(ids)
+        toManyMemberIndexes[index] = memberIndex
+        return result
     }
 
     // MARK: - State
