@@ -54,30 +54,39 @@ extension SQLiteStore {
     /// Reads many rows with one query per table (`Z_PK IN (…)`), so a batch of faults fires at once.
     public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         let schema = try schema
-        let identity = identity
+        return try read { connection in try rows(of: objectIDs, schema: schema, connection: connection) }
+    }
+
+    /// The rows of these objects that exist, read on `connection`: one query
+    /// per table and 500 keys (`Z_PK IN (…)`), not one per row — a save that
+    /// records history reads every updated row before writing it.
+    ///
+    /// - Throws: ``ObjectGraphError/noStore(entity:)`` for an ID of an entity
+    ///   this store does not hold.
+    func rows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [IncrementalStoreNode] {
         var byTable: [String: [Int64]] = [:]
         for id in objectIDs {
-            guard let pk = id.primaryKey, let mapping = schema.mappings[ObjectIdentifier(id.entity)] else { continue }
-            byTable[mapping.table, default: []].append(pk)
+            guard let pk = id.primaryKey else { continue }
+            byTable[try schema.mapping(for: id.entity).table, default: []].append(pk)
         }
-        return try read { connection in
-            var decoder = RowDecoder(schema: schema, identity: identity, url: url)
-            var nodes: [IncrementalStoreNode] = []
-            for (tableName, keys) in byTable {
-                guard let table = schema.table(named: tableName) else { continue }
-                for start in stride(from: 0, to: keys.count, by: 500) {
-                    let chunk = keys[start..<min(start + 500, keys.count)]
-                    let placeholders = chunk.count == 1 ? "= ?" : "IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ",") + ")"
-                    let statement = try connection.cachedStatement(
-                        "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(placeholders)")
-                    for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
-                    while try statement.step() {
-                        nodes.append(try decoder.node(from: statement))
-                    }
+        var decoder = RowDecoder(schema: schema, identity: identity, url: url)
+        var nodes: [IncrementalStoreNode] = []
+        nodes.reserveCapacity(objectIDs.count)
+        for (tableName, keys) in byTable {
+            guard let table = schema.table(named: tableName) else { continue }
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let chunk = keys[start..<min(start + 500, keys.count)]
+                let placeholders = chunk.count == 1 ? "= ?" : "IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ",") + ")"
+                let statement = try connection.cachedStatement(
+                    "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(placeholders)")
+                defer { statement.reset() }
+                for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
+                while try statement.step() {
+                    nodes.append(try decoder.node(from: statement))
                 }
             }
-            return nodes
         }
+        return nodes
     }
 
     public func newValue(forRelationship relationship: RelationshipDescription, forObjectWith objectID: ObjectID,

@@ -82,17 +82,9 @@ extension SQLiteStore {
 
     /// The rows of these objects as the open transaction sees them.
     func currentRows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
-        var decoder = RowDecoder(schema: schema, identity: identity, url: url)
-        var rows: [ObjectID: IncrementalStoreNode] = [:]
-        for id in objectIDs {
-            let mapping = try schema.mapping(for: id.entity)
-            guard let table = schema.table(named: mapping.table) else { continue }
-            let statement = try connection.cachedStatement("SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK = ?")
-            try statement.bind(id.primaryKey ?? 0, at: 1)
-            if try statement.step() { rows[id] = try decoder.node(from: statement) }
-            statement.reset()
-        }
-        return rows
+        let nodes = try rows(of: objectIDs, schema: schema, connection: connection)
+        // A row's ID is made from its own entity number: equal to the caller's ID of it.
+        return Dictionary(nodes.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// One attempt at writing a save, inside the caller's transaction; with
