@@ -76,6 +76,7 @@ enum FluentBench {
                 return Connection(group: group, threadPool: threadPool, databases: databases, db: db, sqliteVersion: version ?? "?")
             } catch {
                 await databases.shutdownAsync()
+                // The setup's error is the one to report; a failed shutdown after it adds nothing.
                 try? await threadPool.shutdownGracefully()
                 try? await group.shutdownGracefully()
                 throw error

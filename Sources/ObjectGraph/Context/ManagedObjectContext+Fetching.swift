@@ -39,7 +39,7 @@ extension ManagedObjectContext {
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
                                       returnsObjectsAsFaults: true, batchSize: 0)
         guard case .count(let count) = output else {
-            throw PersistentStoreError(.ioFailure, url: nil, message: "a count of \(fetch.entity.name) came back as objects")
+            throw PersistentStoreError(.ioFailure, url: nil, message: "a count of \(fetch.entity.name) came back as another kind of result")
         }
         return count
     }
@@ -203,7 +203,7 @@ extension ManagedObjectContext {
         if parent == nil {
             objects = try materialize(try parentNodes(storeFetch), asFaults: true)
         } else {
-            objects = try parentObjectIDs(storeFetch).map { object(with: $0) }
+            objects = try parentObjectIDs(storeFetch).map { object(withFetched: $0) }
         }
         // The store's rows come sorted: past the changed ones, its first `wanted`
         // are all it can contribute, and so are the pending objects' best `wanted`.

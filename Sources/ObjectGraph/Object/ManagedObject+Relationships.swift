@@ -150,6 +150,8 @@ extension ManagedObject {
                 return
             }
             // Loaded first; then one member joins in place (see `ToManyMemberIndex`).
+            // The loaded list is not kept here: a second reference to it would make
+            // the in-place change copy it.
             _ = try relatedIDs(inverse)
             let work = managedObjectContext
             if let appended = withToManyMembers(at: inverse.index, { ids, members in members.append(source.objectID, to: &ids) }) {
@@ -178,7 +180,7 @@ extension ManagedObject {
                 writeSlot(.null, at: inverse.index)
                 return
             }
-            _ = try relatedIDs(inverse)
+            _ = try relatedIDs(inverse)   // loaded first, not kept (see addInverse)
             let work = managedObjectContext
             let keepingOrder = inverse.isOrdered
             if let moved = withToManyMembers(at: inverse.index, { ids, members in

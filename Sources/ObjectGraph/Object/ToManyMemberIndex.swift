@@ -27,9 +27,6 @@ package struct ToManyMemberIndex {
         self.positions = positions
     }
 
-    /// Whether `id` is a member.
-    package func contains(_ id: ObjectID) -> Bool { positions[id] != nil }
-
     /// Appends `id` to `ids` (the list this index describes) unless it is a member.
     ///
     /// - Returns: whether it was appended.
