@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a fetch returns (Core Data: `NSFetchRequestResultType`).
 public enum FetchResultType: Int, Sendable, Hashable {
@@ -110,6 +111,19 @@ public struct FetchRequest<Result>: @unchecked Sendable {
 extension FetchRequest where Result: ManagedObject {
     /// Creates a request for the entity named like `Result`'s class (`Ticker` → `"Ticker"`).
     public init() {
-        self.init(entityName: String(describing: Result.self))
+        self.init(entityName: className(of: Result.self))
     }
+}
+
+/// Class names by class: `String(describing:)` demangles the type's name at
+/// every call (~500,000 instructions), and ``FetchRequest/init()`` asks for
+/// it at every fetch.
+private let classNames = Mutex<[ObjectIdentifier: String]>([:])
+
+private func className(of type: AnyClass) -> String {
+    let key = ObjectIdentifier(type)
+    if let name = classNames.withLock({ $0[key] }) { return name }
+    let name = String(describing: type)
+    classNames.withLock { $0[key] = name }
+    return name
 }

@@ -20,8 +20,14 @@ import Synchronization
 /// - ``subentities``
 // @unchecked Sendable: mutable only before its model is frozen, read-only after.
 public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
+    // `name` and `managedObjectClass` are read for every object a fetch makes
+    // (the registry compares IDs by entity name; a fault is an instance of the
+    // class). `@exclusivity(unchecked)`: they change only before the model is
+    // frozen (`checkMutable`), and the runtime's dynamic check cost ~76
+    // instructions a read, where the optimizer hoists the read out of a loop.
+
     /// The entity's name, unique in its model.
-    public var name: String {
+    @exclusivity(unchecked) public var name: String {
         didSet {
             checkMutable()
             nameSeed = Self.seed(of: name)
@@ -32,7 +38,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// a model are equal. Fixed once a coordinator uses the model.
     @exclusivity(unchecked) package private(set) var nameSeed: UInt64 = 0
     /// The class instantiated for objects of this entity. The default is ``ManagedObject``.
-    public var managedObjectClass: ManagedObject.Type { didSet { checkMutable() } }
+    @exclusivity(unchecked) public var managedObjectClass: ManagedObject.Type { didSet { checkMutable() } }
     /// The class name given by a loaded model file, when no Swift class was bound to it.
     public var managedObjectClassName: String? { didSet { checkMutable() } }
     /// An abstract entity has no instances of its own, only of its subentities.

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// The property's name is its key: nothing is repeated in a string. The key is
 /// found once per entity and property (by reflection) and cached in a table
-/// read without a lock, so an access is a lookup of the key path and a slot read.
+/// read without a lock, so an access is a lookup of the storage's offset and a slot read.
 ///
 /// Declaring a `@Managed` property whose name the entity lacks is a programmer
 /// error and traps on first access with the class and property named. So does
@@ -25,7 +25,7 @@ import Synchronization
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
     // Set only while the property's name is being looked up by reflection.
-    fileprivate var isMarked = false
+    @usableFromInline var isMarked = false
 
     public init() {}
 
@@ -36,9 +36,10 @@ public struct Managed<Value: ManagedPropertyValue> {
     }
 
     // Inlined into each class's accessors, where the optimizer drops the unused
-    // `wrapped` key path and specializes the rest: every key path the compiler
-    // passes costs a runtime call (`swift_getKeyPath`) and a retain and release
-    // per access, and so does the call to the generic subscript.
+    // `wrapped` key path, turns every projection of the `storage` one into a
+    // field address (so no key path object is made at run time: that costs a
+    // runtime call, `swift_getKeyPath`, and a retain and release per access)
+    // and specializes the rest.
     public static subscript<Object: ManagedObject>(
         _enclosingInstance object: Object,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
@@ -56,28 +57,33 @@ public struct Managed<Value: ManagedPropertyValue> {
         }
     }
 
+    /// The slot of the storage `storage` projects to, known by the object's
+    /// class and the storage's offset in the object; the key path is only
+    /// ever projected here, never kept, which is what lets the optimizer fold it.
     @inlinable @inline(__always)
     static func slotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
-        if let index = object.entity.managedSlotEntries.index(for: storage) { return index }
-        return resolveSlotIndex(of: object, storage)
+        let base = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        let offset = withUnsafeMutablePointer(to: &object[keyPath: storage]) { base.distance(to: UnsafeRawPointer($0)) }
+        if let index = object.entity.managedSlotEntries.index(for: type(of: object), offset: offset) { return index }
+        object[keyPath: storage].isMarked = true
+        defer { object[keyPath: storage].isMarked = false }
+        return resolveSlotIndex(of: object, offset: offset)
     }
 
-    /// Finds the property's name by marking its storage and reflecting the object, once per entity and property.
+    /// Finds the name of the marked storage by reflecting the object, once per
+    /// class and property, and enters its slot in the entity's table.
     @usableFromInline
-    static func resolveSlotIndex<Object: ManagedObject>(of object: Object, _ storage: ReferenceWritableKeyPath<Object, Managed<Value>>) -> Int {
+    static func resolveSlotIndex(of object: ManagedObject, offset: Int) -> Int {
         // Entries past the lock-free capacity are kept under a lock.
-        if let index = object.entity.managedSlots.index(for: storage) { return index }
-        object[keyPath: storage].isMarked = true
-        let label = labelOfMarkedStorage(in: object)
-        object[keyPath: storage].isMarked = false
-        guard let label else {
+        if let index = object.entity.managedSlots.index(for: type(of: object), offset: offset) { return index }
+        guard let label = labelOfMarkedStorage(in: object) else {
             preconditionFailure("\(type(of: object)): could not find the @Managed property's name")
         }
         let name = label.hasPrefix("_") ? String(label.dropFirst()) : label
         guard let property = object.entity.propertiesByName[name] else {
             preconditionFailure("\(type(of: object)).\(name) is @Managed, but entity \(object.entity.name) has no property named '\(name)'")
         }
-        object.entity.managedSlots.insert(property.index, for: storage)
+        object.entity.managedSlots.insert(property.index, for: type(of: object), offset: offset)
         return property.index
     }
 

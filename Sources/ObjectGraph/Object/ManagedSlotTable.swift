@@ -1,12 +1,16 @@
 import Synchronization
 
-/// An entity's map from `@Managed` storage key paths to slot indexes, read
-/// without a lock on every typed property access.
+/// An entity's map from `@Managed` storages to slot indexes, read without a
+/// lock on every typed property access.
 ///
-/// Key path objects are unique per class and property, so their identity is the
-/// key. Entries live in a fixed buffer of atomic words that is written once per
-/// class and property (under a lock) and scanned by readers without one: an
-/// entry's index is stored before its key, and the key with release ordering.
+/// A storage is known by its object's class and its offset in the object: the
+/// accessor finds the offset by projecting the storage key path in place,
+/// which the optimizer turns into a field address, so no key path object is
+/// made at run time (`swift_getKeyPath` and a retain and release per access,
+/// about a third of a typed read). Entries live in a fixed buffer of atomic
+/// words that is written once per class and storage (under a lock) and scanned
+/// by readers without one: an entry's offset and index are stored before its
+/// class, and the class with release ordering.
 ///
 /// The buffer is reached through a `let` pointer rather than stored `Atomic`
 /// properties: reading an atomic stored in a class makes the compiler retain
@@ -17,20 +21,21 @@ final class ManagedSlotTable: Sendable {
     /// (over all classes bound to it) overflows into `overflow`.
     private static let capacity = 64
     /// Word 0: the probe's target object; word 1: the first slot read on it;
-    /// then `capacity` pairs of (key identity, slot index), filled in order.
-    // @unchecked Sendable: atomics only.
+    /// then `capacity` pairs of (class identity, offset << 32 | slot index),
+    /// filled in order.
     /// The lock-free part: a trivial value, so the `@Managed` accessors read it
     /// from the entity without retaining anything (see ``EntityDescription/managedSlotEntries``).
     let entries: ManagedSlotEntries
     private var words: UnsafeMutablePointer<Atomic<UInt>> { entries.words }
-    private let overflow = Mutex<[ObjectIdentifier: Int]>([:])
-    /// The key paths, kept alive so their identities cannot be reused; their count is the entries used.
-    private let keyPaths = Mutex<[AnyKeyPathBox]>([])
+    private let overflow = Mutex<[StorageKey: Int]>([:])
+    /// The entries used (under this lock, which orders writers).
+    private let used = Mutex(0)
 
-    // @unchecked Sendable: key paths are immutable.
-    private struct AnyKeyPathBox: @unchecked Sendable { let keyPath: AnyKeyPath }
+    private struct StorageKey: Hashable {
+        let type: ObjectIdentifier
+        let offset: Int
+    }
 
-    /// Which slot a key path reads, for `#Predicate` translation.
     let probe: ManagedKeyPathProbe
 
     init() {
@@ -46,31 +51,31 @@ final class ManagedSlotTable: Sendable {
         words.deallocate()
     }
 
-    /// The slot of a key path, if it was resolved before.
-    func index(for keyPath: AnyKeyPath) -> Int? {
-        entries.index(for: keyPath) ?? overflow.withLock { $0[ObjectIdentifier(keyPath)] }
+    /// The slot of the storage at `offset` in objects of `type`, if known.
+    func index(for type: AnyObject.Type, offset: Int) -> Int? {
+        entries.index(for: type, offset: offset)
+            ?? overflow.withLock { $0[StorageKey(type: ObjectIdentifier(type), offset: offset)] }
     }
 
-    /// Records a resolved slot.
-    func insert(_ slot: Int, for keyPath: AnyKeyPath) {
-        keyPaths.withLock { keyPaths in
-            if index(for: keyPath) != nil { return }
-            let entry = keyPaths.count
-            keyPaths.append(AnyKeyPathBox(keyPath: keyPath))
-            guard entry < Self.capacity else {
-                overflow.withLock { $0[ObjectIdentifier(keyPath)] = slot }
+    /// Records the slot of the storage at `offset` in objects of `type`.
+    /// Classes are kept alive by their metadata, so their identities are never reused.
+    func insert(_ slot: Int, for type: AnyObject.Type, offset: Int) {
+        used.withLock { used in
+            if index(for: type, offset: offset) != nil { return }
+            guard used < Self.capacity, let packed = ManagedSlotEntries.pack(offset: offset, slot: slot) else {
+                overflow.withLock { $0[StorageKey(type: ObjectIdentifier(type), offset: offset)] = slot }
                 return
             }
             let entries = words + 2
-            entries[2 * entry + 1].store(UInt(bitPattern: slot), ordering: .relaxed)
-            entries[2 * entry].store(UInt(bitPattern: ObjectIdentifier(keyPath)), ordering: .releasing)
+            entries[2 * used + 1].store(packed, ordering: .relaxed)
+            entries[2 * used].store(UInt(bitPattern: ObjectIdentifier(type)), ordering: .releasing)
+            used += 1
         }
     }
-
 }
 
-/// The lock-free entries of a ``ManagedSlotTable``: the words it owns, read
-/// by the `@Managed` accessors on every access.
+/// The lock-free entries of a ``ManagedSlotTable``: a trivial value that the
+/// inlined `@Managed` accessors scan.
 @usableFromInline
 struct ManagedSlotEntries: @unchecked Sendable {
     // @unchecked Sendable: atomics only; the table that owns them outlives every
@@ -78,21 +83,30 @@ struct ManagedSlotEntries: @unchecked Sendable {
     @usableFromInline let words: UnsafeMutablePointer<Atomic<UInt>>
     @usableFromInline let capacity: Int
 
-    /// The slot of a key path, if it was resolved before (and entered here, not in the overflow).
+    /// Offset and slot in one word; `nil` when either does not fit in 32 bits
+    /// (such an entry goes to the table's overflow).
+    static func pack(offset: Int, slot: Int) -> UInt? {
+        guard let offset = UInt32(exactly: offset), let slot = UInt32(exactly: slot) else { return nil }
+        return UInt(offset) << 32 | UInt(slot)
+    }
+
     @inlinable @inline(__always)
-    func index(for keyPath: AnyKeyPath) -> Int? {
-        let key = UInt(bitPattern: ObjectIdentifier(keyPath))
+    func index(for type: AnyObject.Type, offset: Int) -> Int? {
+        let key = UInt(bitPattern: ObjectIdentifier(type))
         let entries = words + 2
         for entry in 0..<capacity {
             let stored = entries[2 * entry].load(ordering: .acquiring)
-            if stored == key { return Int(bitPattern: entries[2 * entry + 1].load(ordering: .relaxed)) }
             if stored == 0 { return nil }
+            if stored == key {
+                let packed = entries[2 * entry + 1].load(ordering: .relaxed)
+                if UInt(bitPattern: offset) == packed >> 32 { return Int(packed & 0xFFFF_FFFF) }
+            }
         }
         return nil
     }
 
-    /// Called by the `@Managed` getter with every slot it reads: reports it
-    /// while a `#Predicate` key path is being probed on `object`.
+    /// Tells the key path probe which slot a typed read used, when `object`
+    /// is the probe's target (see ``ManagedKeyPathProbe``).
     @inlinable @inline(__always)
     func noteRead(of object: AnyObject, at index: Int) {
         let target = words[0].load(ordering: .relaxed)

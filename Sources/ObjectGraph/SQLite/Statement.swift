@@ -326,11 +326,13 @@ extension Statement {
     /// embedded NUL characters survives and no `strlen` runs.
     package func string(at index: Int32) -> String? {
         assertColumn(index)
-        guard sqlite3_column_type(statement, index) != SQLITE_NULL else { return nil }
-        // Ask for the text first, then its length: the order SQLite documents.
-        guard let text = sqlite3_column_text(statement, index) else { return "" }
-        let count = Int(sqlite3_column_bytes(statement, index))
-        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        // `sqlite3_column_text` is NULL for a NULL value (and when memory runs
+        // out); an empty text is a non-NULL pointer. So a text value costs one
+        // call, not a type check first.
+        if let text = sqlite3_column_text(statement, index) {
+            return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, index))), as: UTF8.self)
+        }
+        return sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : ""
     }
 
     /// The value at `index` (0-based) as bytes, or `nil` for NULL; a zero-length

@@ -5,35 +5,45 @@ import Foundation
 /// once when the store maps the model, so decoding a row is a walk over the
 /// steps and nothing is looked up per row.
 final class RowLayout: Sendable {
+    /// A step is a trivial value (what it refers to lives in the layout's
+    /// arrays), so walking the steps of a row retains and releases nothing.
     enum Step: Sendable {
-        /// A slot without a column (transient, to-many): its default.
-        case constant(PropertyValue)
+        /// A slot without a column (transient, to-many): its default, `constants[index]`.
+        case constant(index: Int)
         /// An attribute column.
         case attribute(position: Int32, type: AttributeType)
         /// A to-one's foreign key; the destination comes from the entity
-        /// column when there is one (`entityPosition >= 0`), else it is fixed.
-        case toOne(position: Int32, entityPosition: Int32, destination: EntityDescription?)
+        /// column when there is one (`entityPosition >= 0`), else it is
+        /// `destinations[destination]`.
+        case toOne(position: Int32, entityPosition: Int32, destination: Int)
     }
 
     let entity: EntityDescription
     let steps: [Step]
+    let constants: [PropertyValue]
+    let destinations: [EntityDescription?]
 
     init(entity: EntityDescription, columns: [SQLiteSchema.Column?], slotPositions: [Int32], entityPositions: [Int32]) {
         self.entity = entity
         let properties = entity.slotProperties
+        var constants: [PropertyValue] = []
+        var destinations: [EntityDescription?] = []
         steps = properties.indices.map { slot in
             let position = slotPositions[slot]
             guard position >= 0, let column = columns[slot] else {
-                return .constant((properties[slot] as? AttributeDescription)?.defaultValue ?? .null)
+                constants.append((properties[slot] as? AttributeDescription)?.defaultValue ?? .null)
+                return .constant(index: constants.count - 1)
             }
             switch column.kind {
             case .attribute(let type):
                 return .attribute(position: position, type: type)
             case .toOne:
-                return .toOne(position: position, entityPosition: entityPositions[slot],
-                              destination: (properties[slot] as? RelationshipDescription)?.destinationEntity)
+                destinations.append((properties[slot] as? RelationshipDescription)?.destinationEntity)
+                return .toOne(position: position, entityPosition: entityPositions[slot], destination: destinations.count - 1)
             }
         }
+        self.constants = constants
+        self.destinations = destinations
     }
 }
 
@@ -61,11 +71,14 @@ struct RowDecoder {
     mutating func node(from statement: Statement) throws -> IncrementalStoreNode {
         let layout = try self.layout(of: statement)
         let steps = layout.steps
-        let values = try ContiguousArray<PropertyValue>(unsafeUninitializedCapacity: steps.count) { buffer, count in
-            for (slot, step) in steps.enumerated() {
-                buffer.initializeElement(at: slot, to: try value(of: step, in: statement, slot: slot, layout: layout))
-                count = slot + 1
-            }
+        // `reserveCapacity` and `append` are specialized here; the standard
+        // library's `init(unsafeUninitializedCapacity:)` allocates through an
+        // unspecialized function that looks the array's storage type up in the
+        // runtime's metadata cache at every call (~680 instructions a row).
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(steps.count)
+        for (slot, step) in steps.enumerated() {
+            values.append(try value(of: step, in: statement, slot: slot, layout: layout))
         }
         return IncrementalStoreNode(objectID: ObjectID(entity: layout.entity, store: identity, primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
@@ -101,14 +114,16 @@ struct RowDecoder {
     @inline(__always)
     private func value(of step: RowLayout.Step, in statement: Statement, slot: Int, layout: RowLayout) throws -> PropertyValue {
         switch step {
-        case .constant(let value):
-            return value
+        case .constant(let index):
+            return layout.constants[index]
         case .attribute(let position, let type):
             return statement.attributeValue(at: position, type: type)
-        case .toOne(let position, let entityPosition, let fixed):
+        case .toOne(let position, let entityPosition, let destination):
             if statement.isNull(at: position) { return .null }
             guard entityPosition >= 0 else {
-                return fixed.map { .object(ObjectID(entity: $0, store: identity, primaryKey: statement.int64(at: position))) } ?? .null
+                return layout.destinations[destination].map {
+                    .object(ObjectID(entity: $0, store: identity, primaryKey: statement.int64(at: position)))
+                } ?? .null
             }
             let number = statement.int64(at: entityPosition)
             guard let destination = schema.entitiesByNumber[number] else {
