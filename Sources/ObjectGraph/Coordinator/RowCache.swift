@@ -45,6 +45,19 @@ package final class RowCache: Sendable {
             // One resize for a large fetch, not one per doubling on the way.
             state.rows.reserveCapacity(min(capacity, state.rows.count + nodes.count))
             for node in nodes.suffix(capacity) {
+                if state.slots.count < capacity {
+                    // Room left: a row not cached yet (the common case) costs
+                    // one hash of its ID; a cached one gets its slot back.
+                    let next = state.slots.count
+                    if let old = state.rows.updateValue(Entry(node: node, storedAt: now, slot: next), forKey: node.objectID),
+                       let index = state.rows.index(forKey: node.objectID) {
+                        state.rows.values[index].slot = old.slot
+                        state.rows.values[index].referenced = old.referenced
+                    } else {
+                        state.slots.append(node.objectID)
+                    }
+                    continue
+                }
                 if let index = state.rows.index(forKey: node.objectID) {
                     state.rows.values[index].node = node
                     state.rows.values[index].storedAt = now
