@@ -17,6 +17,7 @@ var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
 ]
 var benchmarkDependencies: [Target.Dependency] = [
+    "CHeapUsage",
     .product(name: "DataStack", package: "DataStack"),
     .product(name: "GRDB", package: "GRDB.swift"),
     .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -45,6 +46,8 @@ let package = Package(
     ],
     dependencies: dependencies,
     targets: [
+        // The allocator's bytes in use, for memory per fetched object.
+        .target(name: "CHeapUsage", path: "Sources/CHeapUsage"),
         .executableTarget(
             name: "DataStackBenchmarks",
             dependencies: benchmarkDependencies,

@@ -304,6 +304,12 @@ struct Benchmarks {
                          cache.hits, cache.misses, 100 * Double(cache.hits) / Double(max(1, cache.hits + cache.misses))))
         }
         print("")
+        if options.runs("fault"), options.runs(contender: Contender.dataStack.flag), options.runs(contender: Contender.grdbHandWritten.flag) {
+            let memory = try await ObjectMemory.measure(rows, chunkSize: options.chunkSize)
+            print(Report.table(["memory per fetched object (N = \(options.n), fetch result alive)", "heap bytes per object"],
+                               memory.map { [$0.way, String(format: "%.0f", $0.bytesPerObject)] }))
+            print("")
+        }
     }
 
     /// Every contender reads the same values back.
