@@ -100,7 +100,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// The context this one saves into, for a child context.
-    public var parent: ManagedObjectContext? {
+    // `@exclusivity(unchecked)`, as `coordinator`: read for every object a
+    // context makes (through ``persistentStoreCoordinator``), set before use.
+    @exclusivity(unchecked) public var parent: ManagedObjectContext? {
         didSet {
             if let parent {
                 coordinator = nil
@@ -111,7 +113,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     let queue: DispatchQueue
     private let queueToken: QueueToken
-    private var coordinator: PersistentStoreCoordinator?
+    @exclusivity(unchecked) private var coordinator: PersistentStoreCoordinator?
 
     // MARK: - Internal state (protected by `queue`)
     //

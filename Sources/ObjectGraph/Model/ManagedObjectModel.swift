@@ -33,11 +33,14 @@ public final class ManagedObjectModel: @unchecked Sendable {
     /// Named subsets of the entities, for stores that hold only part of the model.
     public var configurations: [String: [String]] = [:]
 
-    package private(set) var isFrozen = false
-    var layoutIsStale = true
+    // `@exclusivity(unchecked)`: the layout's state, written under `layoutLock`
+    // before the model is used and read for every object made (see
+    // ``EntityDescription``'s layout).
+    @exclusivity(unchecked) package private(set) var isFrozen = false
+    @exclusivity(unchecked) var layoutIsStale = true
     private let layoutLock = Mutex(())
-    private var entitiesByNameStorage: [String: EntityDescription] = [:]
-    private var entitiesByClass: [ObjectIdentifier: EntityDescription] = [:]
+    @exclusivity(unchecked) private var entitiesByNameStorage: [String: EntityDescription] = [:]
+    @exclusivity(unchecked) private var entitiesByClass: [ObjectIdentifier: EntityDescription] = [:]
 
     /// Creates a model from its entities. Entities and relationships may refer to
     /// each other by name in any order.

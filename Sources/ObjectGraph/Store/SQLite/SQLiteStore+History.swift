@@ -214,13 +214,27 @@ extension SQLiteStore: PersistentHistoryStore {
     /// row; one statement keeps its cursors at the end of both and appends.
     private func recordInsertions(of nodes: [IncrementalStoreNode], keys: [Int64], firstKey: Int64, transaction: Int64,
                                   schema: SQLiteSchema, connection: Connection) throws -> Int64 {
-        var keysByEntity: [ObjectIdentifier: (mapping: SQLiteSchema.EntityMapping, keys: [Int64])] = [:]
-        for (node, key) in zip(nodes, keys) {
-            let entity = ObjectIdentifier(node.objectID.entity)
-            if keysByEntity[entity] == nil { keysByEntity[entity] = (try schema.mapping(for: node.objectID.entity), []) }
-            keysByEntity[entity]?.keys.append(key)
+        // Grouped by entity with a search only where the entity changes: a
+        // save's inserts come mostly in runs of one entity, and a dictionary
+        // keyed by entity cost two hashes per row.
+        var groups: [(entity: ObjectIdentifier, mapping: SQLiteSchema.EntityMapping, keys: [Int64])] = []
+        var current = -1
+        try nodes.withUnsafeBufferPointer { nodes in
+            for offset in 0..<min(nodes.count, keys.count) {
+                let key = keys[offset]
+                let entity = ObjectIdentifier(nodes[offset].objectID.entity)
+                if current < 0 || groups[current].entity != entity {
+                    if let found = groups.firstIndex(where: { $0.entity == entity }) {
+                        current = found
+                    } else {
+                        groups.append((entity, try schema.mapping(for: nodes[offset].objectID.entity), []))
+                        current = groups.count - 1
+                    }
+                }
+                groups[current].keys.append(key)
+            }
         }
-        let runs = keysByEntity.values.map { (mapping: $0.mapping, runs: Self.runs(of: $0.keys.sorted())) }
+        let runs = groups.map { (mapping: $0.mapping, runs: Self.runs(of: $0.keys.sorted())) }
         return try recordChangeRuns(runs, as: .insert, firstKey: firstKey, transaction: transaction, connection: connection)
     }
 

@@ -267,19 +267,25 @@ extension SQLiteStore {
                             permanentIDs: [ObjectID: ObjectID]) throws {
         var entityColumnValues: [PropertyValue] = []
         // Borrowed: binding copies nothing out of the node.
+        // Borrowed, the slot descriptions too: copying one out retains and
+        // releases its column's strings, for every column of every row.
         try node.values.withUnsafeBufferPointer { values in
-            for entry in writable {
-                if case .object(let id) = values[entry.slot] {
-                    let target = permanentIDs[id] ?? id
-                    if entry.entityColumn != nil {
-                        entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+            try writable.withUnsafeBufferPointer { writable in
+                for entry in writable.indices {
+                    let slot = writable[entry].slot
+                    let hasEntityColumn = writable[entry].entityColumn != nil
+                    if case .object(let id) = values[slot] {
+                        let target = permanentIDs[id] ?? id
+                        if hasEntityColumn {
+                            entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+                        }
+                        try statement.bind(.object(target), at: index)
+                    } else {
+                        if hasEntityColumn { entityColumnValues.append(.null) }
+                        try statement.bind(values[slot], at: index)
                     }
-                    try statement.bind(.object(target), at: index)
-                } else {
-                    if entry.entityColumn != nil { entityColumnValues.append(.null) }
-                    try statement.bind(values[entry.slot], at: index)
+                    index += 1
                 }
-                index += 1
             }
         }
         for value in entityColumnValues {
