@@ -48,7 +48,7 @@ count() {
     local out
     out="$(mktemp)"
     LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$2" \
-        "$binary" --n "$n" --repetitions 1 --contenders "$1" --tasks import,fetch,fault ${3:-} > /dev/null 2>&1
+        "$binary" --n "$n" --repetitions 1 --contenders "$1" --tasks import,fetch,fault --no-history-off-import ${3:-} > /dev/null 2>&1
     callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
     rm -f "$out"
 }

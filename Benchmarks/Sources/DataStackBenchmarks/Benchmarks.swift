@@ -80,6 +80,9 @@ struct Benchmarks {
         var faultRowsTime: Duration?
         /// Fluent only: the import with one `[Model].create(on:)` per chunk instead of one `create(on:)` per model.
         var bulkImportTime: Duration?
+        /// DataStack only: the import with persistent history off, the like of
+        /// the raw and GRDB imports, which write no `ACHANGE` rows.
+        var importWithoutHistoryTime: Duration?
         /// Fluent only: the SQLite library it runs on.
         var sqliteVersion: String?
     }
@@ -267,6 +270,9 @@ struct Benchmarks {
                 if let bulk = repetition.bulkImportTime {
                     current.bulkImportTime = min(current.bulkImportTime ?? bulk, bulk)
                 }
+                if let withoutHistory = repetition.importWithoutHistoryTime {
+                    current.importWithoutHistoryTime = min(current.importWithoutHistoryTime ?? withoutHistory, withoutHistory)
+                }
                 best[contender] = current
             }
         }
@@ -282,6 +288,10 @@ struct Benchmarks {
                 if task == "import", let bulk = repetition.bulkImportTime {
                     measurements.append(Measurement(task: task, contender: contender.rawValue + " (bulk [Model].create)",
                                                     best: bulk, objects: options.n))
+                }
+                if task == "import", let withoutHistory = repetition.importWithoutHistoryTime {
+                    measurements.append(Measurement(task: task, contender: contender.rawValue + " (history off)",
+                                                    best: withoutHistory, objects: options.n))
                 }
                 if task == "fault", let rowsTime = repetition.faultRowsTime {
                     measurements.append(Measurement(task: task, contender: contender.rawValue + " (rows)", best: rowsTime, objects: options.n))
@@ -407,6 +417,17 @@ struct Benchmarks {
                 try await watcher.wait(for: chunks)
                 importTime = duration
             }
+            // The stack's defaults track history (an `ACHANGE` row per object); the like of the others does not.
+            var importWithoutHistoryTime: Duration?
+            if options.importsWithoutHistory {
+                var options = StoreOptions.stackDefaults
+                options.persistentHistoryTracking = false
+                options.remoteChangeNotifications = false
+                let (stack, watcher) = try await DataStackBench.open(directory.file("DataStackWithoutHistory.sqlite"), options: options)
+                let (duration, chunks) = try await time { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
+                try await watcher.wait(for: chunks)
+                importWithoutHistoryTime = duration
+            }
             let (reader, _) = try await DataStackBench.open(url)
             let (fetchTime, fetched) = try await time { try await DataStackBench.fetchAll(in: reader.mainContext) }
             let (faulter, _) = try await DataStackBench.open(url)
@@ -421,7 +442,7 @@ struct Benchmarks {
                 throw BenchError("DataStack fired \(firedByID.rows) faults fetched by ID, \(fired.rows) fetched with their rows")
             }
             return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired,
-                              faultIDsOnlyTime: faultIDsOnlyTime, faultCache: cache)
+                              faultIDsOnlyTime: faultIDsOnlyTime, faultCache: cache, importWithoutHistoryTime: importWithoutHistoryTime)
         }
     }
 

@@ -35,6 +35,9 @@ struct Options: Sendable {
     /// Run only these contenders in the import, fetch and fault tasks (all when empty);
     /// for profiling one of them.
     var contenders: Set<String> = []
+    /// Also import with persistent history off (DataStack); off for the
+    /// instruction-count script, which counts the default import alone.
+    var importsWithoutHistory = true
 
     /// The quick settings CI uses: small sizes, one repetition.
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
@@ -58,6 +61,7 @@ struct Options: Sendable {
           --readers-import-rows N  rows imported while the readers task fetches (default 100000; --quick: 10000);
                              its 3 contexts fetch for 2 s (--quick: 0.3 s) over N stored rows
           --tomany-build LIST  to-many sizes of the tomany-build task (default 10000,20000,40000; --quick: 1000,2000,4000)
+          --no-history-off-import  skip DataStack's second import, with persistent history off
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -104,6 +108,7 @@ struct Options: Sendable {
             case "--upsert-rows": options.upsertRows = try number(after: argument)
             case "--insert-rows": options.insertRows = try number(after: argument)
             case "--readers-import-rows": options.readersImportRows = try number(after: argument)
+            case "--no-history-off-import": options.importsWithoutHistory = false
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }
