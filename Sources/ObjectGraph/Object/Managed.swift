@@ -14,8 +14,9 @@ import Synchronization
 /// ```
 ///
 /// The property's name is its key: nothing is repeated in a string. The key is
-/// found once per entity and property (by reflection) and cached in a table
-/// read without a lock, so an access is a lookup of the storage's offset and a slot read.
+/// found once per entity, class and property (by reflection) and cached in a
+/// table read without a lock, so an access is a lookup of the storage's offset
+/// in the object and a slot read.
 ///
 /// Declaring a `@Managed` property whose name the entity lacks is a programmer
 /// error and traps on first access with the class and property named. So does
