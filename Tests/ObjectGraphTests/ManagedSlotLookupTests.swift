@@ -69,6 +69,36 @@ import Testing
         }
     }
 
+    @Test func contextsOnManyThreadsResolvingTheSameSlotsAtOnceEachReadTheirOwnValues() async throws {
+        // A fresh model: every slot of `Gadget` is resolved by whichever thread gets there first.
+        let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                let context = stack.newContext()
+                group.addTask {
+                    try await context.perform {
+                        for index in 0..<50 {
+                            let gadget = Gadget(context: context)
+                            gadget.name = "\(worker)-\(index)"
+                            gadget.count = worker * 1_000 + index
+                            gadget.small = Int16(index)
+                            gadget.ratio = Double(worker)
+                            gadget.enabled = index.isMultiple(of: 2)
+                            guard gadget.name == "\(worker)-\(index)", gadget.count == worker * 1_000 + index,
+                                  gadget.small == Int16(index), gadget.ratio == Double(worker),
+                                  gadget.enabled == index.isMultiple(of: 2) else {
+                                throw ObjectGraphError.invalidModel(["worker \(worker), gadget \(index) read another slot"])
+                            }
+                            #expect(try gadget.value(forKey: "count") as? Int == worker * 1_000 + index)
+                        }
+                        try context.save()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     @Test func moreClassStoragePairsThanTheLockFreeTableHoldsStillReadAndWriteTheirOwnSlots() throws {
         let stack = try TestStack(type: .inMemory, model: Self.model())
         let entity = try #require(stack.model.entitiesByName["Pair"])
