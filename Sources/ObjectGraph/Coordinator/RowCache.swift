@@ -45,26 +45,21 @@ package final class RowCache: Sendable {
             // One resize for a large fetch, not one per doubling on the way.
             state.rows.reserveCapacity(min(capacity, state.rows.count + nodes.count))
             for node in nodes.suffix(capacity) {
-                if state.slots.count < capacity {
-                    // Room left: a row not cached yet (the common case) costs
-                    // one hash of its ID; a cached one gets its slot back.
-                    let next = state.slots.count
-                    if let old = state.rows.updateValue(Entry(node: node, storedAt: now, slot: next), forKey: node.objectID),
-                       let index = state.rows.index(forKey: node.objectID) {
+                // One hash of the ID for a row not cached yet while the clock
+                // has room (a large fetch); a cached row keeps its slot and
+                // mark; past capacity a new row takes the slot the clock frees.
+                let room = state.slots.count < capacity
+                let entry = Entry(node: node, storedAt: now, slot: room ? state.slots.count : -1)
+                if let old = state.rows.updateValue(entry, forKey: node.objectID) {
+                    if let index = state.rows.index(forKey: node.objectID) {
                         state.rows.values[index].slot = old.slot
                         state.rows.values[index].referenced = old.referenced
-                    } else {
-                        state.slots.append(node.objectID)
                     }
                     continue
                 }
-                if let index = state.rows.index(forKey: node.objectID) {
-                    state.rows.values[index].node = node
-                    state.rows.values[index].storedAt = now
-                    continue
-                }
-                let slot = Self.freeSlot(in: &state, capacity: capacity)
-                state.rows[node.objectID] = Entry(node: node, storedAt: now, slot: slot)
+                // The new entry is in no slot yet, so the clock cannot evict it.
+                let slot = room ? entry.slot : Self.freeSlot(in: &state, capacity: capacity)
+                if !room { state.rows[node.objectID]?.slot = slot }
                 if slot == state.slots.count { state.slots.append(node.objectID) } else { state.slots[slot] = node.objectID }
             }
         }

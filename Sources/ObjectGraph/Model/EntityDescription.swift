@@ -102,7 +102,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @exclusivity(unchecked) package internal(set) var transientSlots: [Int] = []
     /// Whether any slot holds a relationship.
     @exclusivity(unchecked) package internal(set) var hasRelationships = false
-    /// Slots of the `@Managed` properties of this entity's class, by storage key path.
+    /// Slots of the `@Managed` properties of this entity's classes, by class and storage offset.
     let managedSlots = ManagedSlotTable()
     /// The lock-free entries of `managedSlots`, copied here as a trivial value
     /// so that the `@Managed` accessors read them without retaining the table.

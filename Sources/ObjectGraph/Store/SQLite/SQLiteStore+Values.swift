@@ -26,9 +26,9 @@ extension Statement {
     /// Reads a column as a value of an attribute of `type`, tolerating the
     /// storage classes older Core Data versions used (whole-second dates as integers).
     func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
-        // Strings, the most common attribute, tell NULL apart without a type check.
-        if type == .string { return string(at: index).map(PropertyValue.string) ?? .null }
-        let storage = columnType(at: index)
+        // Text tells NULL apart by itself (`string(at:)`), without a type
+        // check first: strings are the most common attribute.
+        let storage: ColumnType = type == .string || type == .uri ? .text : columnType(at: index)
         if storage == .null { return .null }
         switch type {
         case .integer16, .integer32, .integer64:
