@@ -315,10 +315,13 @@ struct Benchmarks {
         }
         print("")
         if options.runs("fault"), options.runs(contender: Contender.dataStack.flag), options.runs(contender: Contender.grdbHandWritten.flag) {
+            // Empty where the C library does not count its heap.
             let memory = try await ObjectMemory.measure(rows, chunkSize: options.chunkSize)
-            print(Report.table(["memory per fetched object (N = \(options.n), fetch result alive)", "heap bytes per object"],
-                               memory.map { [$0.way, String(format: "%.0f", $0.bytesPerObject)] }))
-            print("")
+            if !memory.isEmpty {
+                print(Report.table(["memory per fetched object (N = \(options.n), fetch result alive)", "heap bytes per object"],
+                                   memory.map { [$0.way, String(format: "%.0f", $0.bytesPerObject)] }))
+                print("")
+            }
         }
     }
 
@@ -410,23 +413,21 @@ struct Benchmarks {
 
         case .dataStack:
             let url = directory.file("DataStack.sqlite")
-            let importTime: Duration
-            do {
-                let (stack, watcher) = try await DataStackBench.open(url)
+            // The time to import `rows` into a new stack on `url`, every chunk merged into main.
+            func timedImport(into url: URL, options: StoreOptions = .stackDefaults) async throws -> Duration {
+                let (stack, watcher) = try await DataStackBench.open(url, options: options)
                 let (duration, chunks) = try await time { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
                 try await watcher.wait(for: chunks)
-                importTime = duration
+                return duration
             }
+            let importTime = try await timedImport(into: url)
             // The stack's defaults track history (an `ACHANGE` row per object); the like of the others does not.
             var importWithoutHistoryTime: Duration?
             if options.importsWithoutHistory {
-                var options = StoreOptions.stackDefaults
-                options.persistentHistoryTracking = false
-                options.remoteChangeNotifications = false
-                let (stack, watcher) = try await DataStackBench.open(directory.file("DataStackWithoutHistory.sqlite"), options: options)
-                let (duration, chunks) = try await time { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
-                try await watcher.wait(for: chunks)
-                importWithoutHistoryTime = duration
+                var withoutHistory = StoreOptions.stackDefaults
+                withoutHistory.persistentHistoryTracking = false
+                withoutHistory.remoteChangeNotifications = false
+                importWithoutHistoryTime = try await timedImport(into: directory.file("DataStackWithoutHistory.sqlite"), options: withoutHistory)
             }
             let (reader, _) = try await DataStackBench.open(url)
             let (fetchTime, fetched) = try await time { try await DataStackBench.fetchAll(in: reader.mainContext) }
