@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DataStack", targets: ["DataStack"]),
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .executable(name: "ticker-import", targets: ["TickerImport"]),
+        .executable(name: "datastack", targets: ["DataStackTool"]),
     ],
     targets: [
         .systemLibrary(
@@ -15,9 +16,15 @@ let package = Package(
             path: "Sources/CSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite3"])]
         ),
+        // The system zlib, for the raw DEFLATE of the model a Core Data store caches (Z_MODELCACHE).
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "CZlib"],
             path: "Sources/ObjectGraph"
         ),
         .target(
@@ -30,6 +37,12 @@ let package = Package(
             dependencies: ["DataStack"],
             path: "Examples/TickerImport",
             resources: [.copy("Resources/TickerModel.xcdatamodeld")]
+        ),
+        // `datastack`: inspect, dump, history and migrate any Core Data store from the command line.
+        .executableTarget(
+            name: "DataStackTool",
+            dependencies: ["DataStack"],
+            path: "Sources/DataStackTool"
         ),
         // A fault-injecting SQLite VFS for the engine's fault-injection suite (tests only).
         .target(

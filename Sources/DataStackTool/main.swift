@@ -1,0 +1,3 @@
+import DataStack
+
+print("usage: datastack inspect|dump|history|migrate FILE")
