@@ -53,7 +53,9 @@ let package = Package(
         .testTarget(
             name: "ObjectGraphTests",
             dependencies: ["ObjectGraph", "CFaultVFS"],
-            path: "Tests/ObjectGraphTests"
+            path: "Tests/ObjectGraphTests",
+            // Archives read by path from the tests (see Support/ArchiveFixtures.swift).
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "DataStackTests",

@@ -1,0 +1,69 @@
+import Foundation
+
+/// An `NSKeyedArchiver` archive that cannot be read: what is wrong, and the path
+/// of the object where it is ("root.NSEntities[3].NSProperties.name").
+///
+/// ```swift
+/// do {
+///     let value = try ArchivedValue.unarchive(blob)
+/// } catch {
+///     print(error)   // keyed archive: root.NS.objects[2]: class "ColorBox" is not a Foundation value class
+/// }
+/// ```
+///
+/// A malformed property list underneath comes as ``Code-swift.struct/invalidPropertyList``
+/// with the ``PropertyListError``'s message.
+public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind of failure. A struct rather than an enum so kinds can be added
+    /// without breaking exhaustive switches.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let raw: UInt8
+        let name: String
+
+        /// The bytes are not a binary property list (see ``PropertyListError``).
+        public static let invalidPropertyList = Code(raw: 1, name: "invalidPropertyList")
+        /// The property list is not an `NSKeyedArchiver` archive: `$archiver`,
+        /// `$version`, `$top` or `$objects` is missing or wrong.
+        public static let notKeyedArchive = Code(raw: 2, name: "notKeyedArchive")
+        /// A UID points past the end of `$objects`, or a value that should be a
+        /// reference is not one.
+        public static let invalidReference = Code(raw: 3, name: "invalidReference")
+        /// A key holds a value of another type than the reader expects.
+        public static let wrongType = Code(raw: 4, name: "wrongType")
+        /// An object has no `$class`, or its class description has no `$classname`.
+        public static let missingClass = Code(raw: 5, name: "missingClass")
+        /// A value's class is not one of the Foundation value classes ``ArchivedValue`` reads.
+        public static let unsupportedClass = Code(raw: 6, name: "unsupportedClass")
+        /// A value contains itself, nests too deep, or expands into far more values than the archive holds.
+        public static let tooComplex = Code(raw: 7, name: "tooComplex")
+
+        public var description: String { name }
+
+        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.raw == rhs.raw }
+        public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
+
+        /// Matches an error of this code: `catch KeyedArchiveError.Code.unsupportedClass`.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? KeyedArchiveError)?.code == code
+        }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The path of the object where reading failed, from `$top` (`"root.NS.objects[2]"`);
+    /// empty for failures of the envelope.
+    public var path: String
+    /// What is wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(code: Code, path: String, message: String) {
+        self.code = code
+        self.path = path
+        self.message = message
+    }
+
+    public var description: String {
+        path.isEmpty ? "keyed archive: \(message)" : "keyed archive: \(path): \(message)"
+    }
+}
