@@ -52,6 +52,17 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// The type with Core Data's numeric code (`NSAttributeType`), as compiled
+    /// models store it; nil for codes with no type here (0 undefined, 2000
+    /// object ID, 2100 composite, or anything unknown).
+    package init?(coreDataCode: Int) {
+        guard let type = Self.allCases.first(where: { $0.coreDataCode == coreDataCode }) else { return nil }
+        self = type
+    }
+
+    /// Core Data's codes that name a type this engine does not store, by name for messages.
+    package static let unsupportedCodeNames: [Int: String] = [0: "Undefined (0)", 2000: "Object ID (2000)", 2100: "Composite (2100)"]
+
     /// Whether a value of the given kind may be stored in an attribute of this type.
     package func accepts(_ value: PropertyValue) -> Bool {
         switch (self, value) {

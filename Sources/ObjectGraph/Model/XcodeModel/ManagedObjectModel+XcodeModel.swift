@@ -27,10 +27,20 @@ extension ManagedObjectModel {
     /// What the model cannot hold (fetched properties, unknown XML) is skipped;
     /// call ``XcodeModelLoader/load(_:)`` to see those warnings.
     ///
+    /// Compiled models load too: a `.mom` file or a `.momd` bundle (its current
+    /// version), as an app ships them; ``CompiledModelLoader`` says more.
+    ///
     /// - Parameter url: an `.xcdatamodeld` folder (its current version), an
-    ///   `.xcdatamodel` folder, or its `contents` file.
+    ///   `.xcdatamodel` folder, or its `contents` file; or a `.mom` or `.momd`.
     /// - Throws: ``ModelLoadingError`` naming the file, the line and the problem.
     public convenience init(contentsOf url: URL) throws {
+        if url.pathExtension == "mom" || url.pathExtension == "momd" {
+            let loaded = try CompiledModelLoader.load(url)
+            self.init(entities: loaded.model.entities)
+            versionIdentifiers = loaded.model.versionIdentifiers
+            configurations = loaded.model.configurations
+            return
+        }
         let contents = try XcodeModelLoader.readContents(at: url)
         self.init(entities: contents.output.entities)
         versionIdentifiers = contents.output.versionIdentifiers

@@ -47,6 +47,9 @@ public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equat
         public static let inconsistentModel = Code("inconsistentModel")
         /// An Xcode 3 model whose only source is the binary `elements` file.
         public static let legacyBinaryModel = Code("legacyBinaryModel")
+        /// A compiled model (`.mom`, a store's `Z_MODELCACHE`) whose keyed archive
+        /// or compression is damaged, or does not have the shape of a model.
+        public static let malformedArchive = Code("malformedArchive")
 
         public var description: String { name }
     }

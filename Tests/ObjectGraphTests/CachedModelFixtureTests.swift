@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+@testable import ObjectGraph
+
+/// Real stores written by Apple's Core Data, opened with the model they cache in
+/// `Z_MODELCACHE` and no model file.
+///
+/// Two oracles, neither written by us: for stores that came with their Xcode
+/// model, the cached model must equal that model entity by entity and property
+/// by property; for stores that came without one (Notes, Accounts, Screen Time,
+/// network usage, CoreDataPlus's model built in code), every object must read
+/// back what SQLite holds — the count per entity, and each row's text values
+/// against its object's string attributes, whichever column holds them (so a
+/// column given to the wrong property shows as a difference).
+@Suite struct CachedModelFixtureTests {
+    /// The fixture stores written before Core Data cached its model (frameworks
+    /// up to 519, 2011), as the fixture README lists them.
+    static let storesWithoutCache: Set<String> = [
+        "hwaxxer-bookmigration/stores/Model1.sqlite",
+        "mwkirk-mwkcoredata/stores/MWKCoreDataTests.sqlite",
+        "mwkirk-mwkcoredata/stores/MWKCoreDataTests2.sqlite",
+        "magicalrecord-recipes/stores/Recipes.sqlite",
+        "plaso-apple-stores/stores/ios-kik.sqlite",
+        "restkit-twitter-seed/stores/RKSeedDatabase.sqlite",
+    ]
+
+    /// The pairs whose store has a model cache.
+    static let pairsWithCache = CoreDataFixtures.pairs.filter { !storesWithoutCache.contains($0.store) }
+
+    /// The stores that came without an Xcode model but cache theirs.
+    static let storesWithOnlyACache = (CoreDataFixtures.manifest?.storesWithoutXMLModel ?? []).filter { !storesWithoutCache.contains($0) }
+
+    @Test func theCorpusHasTheStoresTheIssueNames() {
+        #expect(Self.pairsWithCache.count == 17)
+        #expect(Self.storesWithOnlyACache.count == 9)
+    }
+
+    @Test(arguments: storesWithoutCache.sorted())
+    func aStoreWithoutModelCacheSaysSoInsteadOfOpeningEmpty(store: String) throws {
+        let workspace = try FixtureWorkspace()
+        let storeURL = try workspace.copyStore(store)
+        let error = try #require(throws: ModelLoadingError.self) { try ManagedObjectModel(cachedInStoreAt: storeURL) }
+        #expect(error.code == .notAModel)
+        #expect(error.path == storeURL.path)
+        #expect(error.message.contains("Z_MODELCACHE"))
+    }
+
+    @Test(arguments: pairsWithCache)
+    func theCachedModelEqualsTheXcodeModelThatWroteTheStore(pair: CoreDataFixtures.Manifest.Pair) throws {
+        let workspace = try FixtureWorkspace()
+        let storeURL = try workspace.copyStore(pair.store)
+        let xml = try ManagedObjectModel(contentsOf: CoreDataFixtures.url(pair.model))
+        let loaded = try CompiledModelLoader.loadModel(cachedInStoreAt: storeURL)
+        // Core Data caches the model without class names after it migrates a store
+        // (CoreDataPlus V2, the wibosco chains); the entities are the same.
+        let differences = ModelDifferences.between(xml, loaded.model, classNamesMayBeMissing: true)
+        #expect(differences.isEmpty, "\(differences.count) differences: \(differences.prefix(12).joined(separator: "; "))")
+    }
+
+    @Test(arguments: storesWithOnlyACache)
+    func aStoreWithoutModelFileOpensWithItsCachedModelAndReadsAsSQLiteHoldsIt(store: String) throws {
+        let workspace = try FixtureWorkspace()
+        let storeURL = try workspace.copyStore(store)
+        let model = try ManagedObjectModel(cachedInStoreAt: storeURL)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        var options = StoreOptions()
+        options.isReadOnly = true
+        try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: options)
+        let reference = try FixtureSQLite(path: storeURL.path, model: model)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let mismatches = try context.performAndWait { try compare(context, with: reference) }
+        #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
+    }
+
+    /// Counts per entity, and each row's text values against its object's strings.
+    private func compare(_ context: ManagedObjectContext, with reference: FixtureSQLite) throws -> [String] {
+        var mismatches: [String] = []
+        var objectsRead = 0
+        for entity in reference.model.entities {
+            var request = FetchRequest<ManagedObject>(entityName: entity.name)
+            request.includesSubentities = false
+            let objects = try context.fetch(request)
+            let rows = try reference.rows(of: entity)
+            objectsRead += objects.count
+            if objects.count != rows.count {
+                mismatches.append("\(entity.name): \(objects.count) objects, \(rows.count) rows with its Z_ENT")
+            }
+            let stringAttributes = entity.attributesByName.values.filter { !$0.isTransient && ($0.type == .string || $0.type == .uri) }
+            for object in objects {
+                guard let pk = object.objectID.primaryKey, let row = rows[pk] else {
+                    mismatches.append("\(entity.name): fetched \(object.objectID), which has no row")
+                    continue
+                }
+                var read: [String] = []
+                for attribute in stringAttributes {
+                    switch try object.value(forKey: attribute.name) {
+                    case let string as String: read.append(string)
+                    case let url as URL: read.append(url.absoluteString)
+                    default: break
+                    }
+                }
+                let stored = row.values.compactMap { value -> String? in
+                    if case .text(let text) = value { return text }
+                    return nil
+                }
+                if read.sorted() != stored.sorted() {
+                    mismatches.append("\(entity.name) \(pk): strings read \(read.sorted()), SQLite has \(stored.sorted())")
+                }
+            }
+        }
+        if objectsRead == 0 { mismatches.append("no object was read at all") }
+        return mismatches
+    }
+}
