@@ -73,6 +73,24 @@ import Testing
     }
 
     /// Counts per entity, and each row's text values against its object's strings.
+    @Test func theOneLineOpenIsReadOnlyUnlessAsked() throws {
+        let workspace = try FixtureWorkspace()
+        let storeURL = try workspace.copyStore("plaso-apple-stores/stores/ios-Accounts3.sqlite")
+        let coordinator = try PersistentStoreCoordinator(openingStoreWithItsCachedModelAt: storeURL)
+        #expect(coordinator.persistentStores.first?.isReadOnly == true)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let error = try context.performAndWait {
+            let account = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Account")).first)
+            try account.setValue("changed", forKey: "username")
+            return try #require(throws: (any Error).self) { try context.save() }
+        }
+        #expect("\(error)".contains("read-only"), "\(error)")
+
+        let writable = try PersistentStoreCoordinator(openingStoreWithItsCachedModelAt: workspace.copyStore(
+            "apple-notes-notestore/stores/NoteStore-macOS-12-Monterey.sqlite"), readOnly: false)
+        #expect(writable.persistentStores.first?.isReadOnly == false)
+    }
+
     private func compare(_ context: ManagedObjectContext, with reference: FixtureSQLite) throws -> [String] {
         var mismatches: [String] = []
         var objectsRead = 0
