@@ -9,10 +9,8 @@ enum ModelDifferences {
     /// - Parameter classNamesMayBeMissing: whether `actual` may lack class names
     ///   `expected` has (a model Core Data cached after migrating a store has none).
     static func between(_ expected: ManagedObjectModel, _ actual: ManagedObjectModel, classNamesMayBeMissing: Bool = false) -> [String] {
-        var out: [String] = []
-        func check<T: Equatable>(_ what: String, _ a: T, _ b: T) {
-            if a != b { out.append("\(what): expected \(a), got \(b)") }
-        }
+        var differences = Recorder(context: "")
+        func check<T: Equatable>(_ what: String, _ a: T, _ b: T) { differences.check(what, a, b) }
         check("version identifiers", expected.versionIdentifiers, actual.versionIdentifiers)
         check("configurations", expected.configurations.mapValues { $0.sorted() }, actual.configurations.mapValues { $0.sorted() })
         let actualEntities = actual.entitiesByName
@@ -34,18 +32,25 @@ enum ModelDifferences {
             check("\(name) own properties", Set(e.properties.map(\.name)), Set(a.properties.map(\.name)))
             for p in e.properties.sorted(by: { $0.name < $1.name }) {
                 guard let q = actualProperties[p.name] else { continue }
-                out += propertyDifferences(p, q, in: "\(name).\(p.name)")
+                differences.lines += propertyDifferences(p, q, in: "\(name).\(p.name)")
             }
             check("\(name) version hash", e.versionHash, a.versionHash)
         }
-        return out
+        return differences.lines
+    }
+
+    /// Collects one line per pair of values that differ.
+    private struct Recorder {
+        let context: String
+        var lines: [String] = []
+        mutating func check<T: Equatable>(_ what: String, _ a: T, _ b: T) {
+            if a != b { lines.append("\(context)\(what): expected \(a), got \(b)") }
+        }
     }
 
     private static func propertyDifferences(_ p: PropertyDescription, _ q: PropertyDescription, in context: String) -> [String] {
-        var out: [String] = []
-        func check<T: Equatable>(_ what: String, _ a: T, _ b: T) {
-            if a != b { out.append("\(context) \(what): expected \(a), got \(b)") }
-        }
+        var differences = Recorder(context: "\(context) ")
+        func check<T: Equatable>(_ what: String, _ a: T, _ b: T) { differences.check(what, a, b) }
         check("kind", String(describing: type(of: p)), String(describing: type(of: q)))
         check("optional", p.isOptional, q.isOptional)
         check("transient", p.isTransient, q.isTransient)
@@ -72,6 +77,6 @@ enum ModelDifferences {
             check("minimum count", a.minCount, b.minCount)
             check("maximum count", a.maxCount, b.maxCount)
         }
-        return out
+        return differences.lines
     }
 }
