@@ -61,8 +61,8 @@ extension ManagedObjectModel {
     /// - **the destination of a key without entity column**: an entity without
     ///   subentities, guessed from the names (the rules are in
     ///   InferredSchema+Destinations.swift); a key that fits no name points at
-    ///   a stand-in. Each to-one's `userInfo[`` inferredDestinationUserInfoKey ``]`
-    ///   says which;
+    ///   a stand-in. Each to-one's `userInfo` says which, under
+    ///   ``inferredDestinationUserInfoKey``;
     /// - **whether an indexed INTEGER column is a key or an indexed
     ///   attribute** in stores up to about framework 600: told from the order
     ///   in which Core Data creates the indexes and the columns
