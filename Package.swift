@@ -62,6 +62,12 @@ let package = Package(
             dependencies: ["DataStack"],
             path: "Tests/DataStackTests"
         ),
+        // Runs the built `datastack` executable against copies of fixture stores.
+        .testTarget(
+            name: "DataStackToolTests",
+            dependencies: ["DataStack"],
+            path: "Tests/DataStackToolTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

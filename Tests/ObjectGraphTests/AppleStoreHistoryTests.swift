@@ -94,10 +94,14 @@ import Testing
     @Test(arguments: stores) func changesReadBackAsTheirRows(_ store: Store) throws {
         let opened = try Opened(store)
         let history = try opened.coordinator.fetchHistory(.fetchHistory(after: nil))
+        // The inferred model has to-manys (join tables, inverses of to-ones) whose
+        // names are its own, so the bits past the to-ones and attributes name
+        // them in an order that is not Apple's: both sides leave them out.
         let read = history.flatMap { $0.changes ?? [] }.map { change in
-            ChangeRow(id: change.changeID, type: change.changeType.rawValue, entity: change.changedObjectID.entity.name,
-                      key: change.changedObjectID.primaryKey, transaction: change.transactionNumber,
-                      updated: change.updatedProperties, tombstone: change.tombstone?.mapValues(Self.text(of:)))
+            let columnBacked = Set(opened.derived.propertyOfBit[change.changedObjectID.entity.name] ?? [])
+            return ChangeRow(id: change.changeID, type: change.changeType.rawValue, entity: change.changedObjectID.entity.name,
+                             key: change.changedObjectID.primaryKey, transaction: change.transactionNumber,
+                             updated: change.updatedProperties?.intersection(columnBacked), tombstone: change.tombstone?.mapValues(Self.text(of:)))
         }
 
         let tombstoneColumns = try opened.raw.rows("SELECT name FROM pragma_table_info('ACHANGE') WHERE name LIKE 'ZTOMBSTONE%' ORDER BY cid")

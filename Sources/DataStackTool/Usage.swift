@@ -1,0 +1,38 @@
+/// The tool's help text, printed by `datastack help` and `--help`, and on
+/// standard error after a usage error.
+enum Usage {
+    static let text = """
+        usage: datastack COMMAND FILE [OPTIONS]
+
+        Reads and migrates Core Data SQLite stores. inspect, dump and history open
+        the store read-only and never change it.
+
+        commands:
+          inspect FILE [--json] [--model PATH]
+              The store's metadata, its model (entities, their parent, attribute and
+              relationship counts, where the model came from), the object count of
+              each entity and, when the store records persistent history, a summary.
+          dump FILE [--entity NAME] [--where PREDICATE] [--json] [--model PATH]
+              Every object (of NAME and its subentities, or of every entity), with its
+              attribute values and the object IDs its relationships hold. --where
+              takes an NSPredicate-style format: 'price > 10 AND name BEGINSWITH "A"'.
+          history FILE [--after TRANSACTION] [--json] [--model PATH]
+              The persistent history: each transaction (after the given transaction
+              number) and its changes.
+          migrate FILE --model PATH
+              Migrates the store in place to the model at PATH (lightweight migration),
+              with a progress bar on standard error.
+          help
+              This text.
+
+        options:
+          --json          JSON: inspect prints one object; dump and history print one
+                          object per line (JSON Lines), so output streams.
+          --model PATH    An .xcdatamodeld or .xcdatamodel to open the store with.
+                          Without it, the model the store caches is used, or else one
+                          inferred from the store's schema.
+
+        exit status: 0 ok, 64 usage error, 65 bad input data (not a store, a model
+        that does not load or fit), 66 file missing or unreadable, 70 internal error.
+        """
+}
