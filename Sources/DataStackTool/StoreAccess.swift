@@ -79,8 +79,13 @@ func loadModel(for file: URL, modelPath: String?) throws -> (ManagedObjectModel,
         let url = URL(fileURLWithPath: modelPath)
         return (try ManagedObjectModel(contentsOf: url), .file(url))
     }
-    // LEAD: use ManagedObjectModel(cachedInStoreAt:) first
-    return (try ManagedObjectModel(inferredFromSchemaOfStoreAt: file), .inferred)
+    do {
+        return (try ManagedObjectModel(cachedInStoreAt: file), .cached)
+    } catch let error as ModelLoadingError where error.code == .notAModel {
+        // No cache (Core Data before 2012, or a store this package wrote). A damaged
+        // cache is not this case: it is reported, since guessing would hide it.
+        return (try ManagedObjectModel(inferredFromSchemaOfStoreAt: file), .inferred)
+    }
 }
 
 /// The store file named on the command line, as an absolute file URL.

@@ -28,7 +28,7 @@ enum Usage {
         options:
           --json          JSON: inspect prints one object; dump and history print one
                           object per line (JSON Lines), so output streams.
-          --model PATH    An .xcdatamodeld or .xcdatamodel to open the store with.
+          --model PATH    An .xcdatamodeld, .xcdatamodel, .mom or .momd to open the store with.
                           Without it, the model the store caches is used, or else one
                           inferred from the store's schema.
 
