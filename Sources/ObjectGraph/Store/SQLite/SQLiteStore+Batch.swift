@@ -119,7 +119,11 @@ extension SQLiteStore: BatchRequestStore {
             assert(compiled.joins.isEmpty, "the context refuses key paths through relationships")
             bindings += compiled.bindings
             // SQLite keeps a real in an integer column; truncate it, as the in-memory store does.
-            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)" : compiled.sql
+            // A column with external binary storage takes the value tagged inline
+            // (ExternalBinaryStorage.swift): `||` joins the bytes as they are.
+            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)"
+                : attribute.storesExternalBinaryData ? "CAST(X'01' || \(compiled.sql) AS BLOB)"
+                : compiled.sql
             assignments.append("\(column) = \(sql)")
         }
         let set = (assignments + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
