@@ -176,6 +176,22 @@ import Testing
         #expect(try read(id, "image", in: stack) == Data([0, 0, 7]))
     }
 
+    @Test func batchesRemoveTheFilesOfValuesTheyOverwriteOrDelete() throws {
+        let stack = try TestStack(model: Self.model())
+        let context = stack.newContext()
+        _ = try save(in: stack) { try $0.setValue(Self.large, forKey: "image") }
+        try context.performAndWait {
+            _ = try context.execute(BatchUpdateRequest(entityName: "Photo", propertiesToUpdate: ["image": .constant(.data(Data([5])))]))
+        }
+        #expect(try files(stack).isEmpty)
+        #expect(try column(stack) == Data([0x01, 5]))
+        _ = try save(in: stack) { try $0.setValue(Self.large, forKey: "image") }
+        #expect(try files(stack).count == 1)
+        try context.performAndWait { _ = try context.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Photo"))) }
+        #expect(try files(stack).isEmpty)
+        #expect(try RawStore.int(stack.storeURL, "SELECT COUNT(*) FROM ZPHOTO") == 0)
+    }
+
     @Test func xcodeModelFlagLoads() throws {
         let workspace = try FixtureWorkspace()
         let file = try workspace.write("""

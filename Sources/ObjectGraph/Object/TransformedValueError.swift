@@ -34,12 +34,14 @@ public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// The attribute, the object, the transformer and why the archive cannot be read.
     public var description: String {
         "\(objectID.entity.name).\(key) of \(objectID): the stored \(transformerName) archive cannot be read: \(underlying)"
     }
 }
 
 extension TransformedValueError: LocalizedError {
+    /// The same text as ``TransformedValueError/description``.
     public var errorDescription: String? { description }
 }
 

@@ -40,6 +40,20 @@ extension SQLiteStore {
         }
     }
 
+    /// Retires the files named in `columns` by the rows a batch request selects.
+    func retireExternalFiles(selectedBy selection: BatchSelection, columns: [String], files: ExternalDataFiles,
+                             connection: Connection) throws {
+        guard !columns.isEmpty else { return }
+        let storage = ExternalBinaryStorage(storeURL: url)
+        let list = columns.map { "t0.\($0)" }.joined(separator: ", ")
+        let statement = try selection.prepare("SELECT \(list) FROM \(selection.table) t0\(selection.whereClause)", on: connection)
+        while try statement.step() {
+            for position in columns.indices {
+                if let column = statement.data(at: Int32(position)), let file = storage.file(inColumn: column) { files.retire(file) }
+            }
+        }
+    }
+
     /// The columns with external binary storage of a row as the transaction sees them, by slot.
     private func currentExternalColumns(of objectID: ObjectID, mapping: SQLiteSchema.EntityMapping,
                                         connection: Connection) throws -> [Int: Data?] {
@@ -60,5 +74,16 @@ extension SQLiteSchema {
     /// Whether any entity has an attribute with external binary storage: saves then track files.
     var usesExternalStorage: Bool {
         mappings.values.contains { !$0.externalSlots.isEmpty }
+    }
+
+    /// The columns with external binary storage of every entity stored in `table`.
+    func externalColumns(inTable table: String) -> [String] {
+        var names: Set<String> = []
+        for mapping in mappings.values where mapping.table == table {
+            for slot in mapping.externalSlots {
+                if let name = mapping.columns[slot]?.name { names.insert(name) }
+            }
+        }
+        return names.sorted()
     }
 }
