@@ -192,6 +192,18 @@ import Testing
         #expect(try RawStore.int(stack.storeURL, "SELECT COUNT(*) FROM ZPHOTO") == 0)
     }
 
+    @Test func externallyStoredAttributesAreNeverTombstoned() {
+        let image = AttributeDescription(name: "image", type: .binaryData)
+        image.allowsExternalBinaryDataStorage = true
+        image.preservesValueInHistoryOnDeletion = true
+        let key = AttributeDescription(name: "key", type: .string)
+        key.preservesValueInHistoryOnDeletion = true
+        let entity = EntityDescription(name: "Photo", managedObjectClass: ManagedObject.self, properties: [image, key])
+        _ = ManagedObjectModel(entities: [entity])
+        let layout = SQLiteHistoryLayout.EntityLayout(entity: entity, number: 1)
+        #expect(layout.tombstoneSlots == [key.index])
+    }
+
     @Test func xcodeModelFlagLoads() throws {
         let workspace = try FixtureWorkspace()
         let file = try workspace.write("""
