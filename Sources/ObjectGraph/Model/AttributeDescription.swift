@@ -28,7 +28,26 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// A regular expression that string values must match as a whole, checked on save.
     public var regularExpression: String? { didSet { checkMutable(); compiledExpression = nil } }
     /// For a transformable attribute: the name of the value transformer in the source model.
+    ///
+    /// nil, empty, and the names of Core Data's keyed-archive transformers
+    /// (`NSKeyedUnarchiveFromData`, `NSSecureUnarchiveFromData`,
+    /// `NSSecureUnarchiveFromDataTransformer`, and the `…TransformerName`
+    /// spellings Xcode writes) make ``ManagedObject/value(forKey:)`` hand back the
+    /// unarchived Foundation value and ``ManagedObject/setValue(_:forKey:)``
+    /// archive one (see ``archivesValues``). Any other name keeps the stored bytes
+    /// as `Data`: there is no transformer registry here, and an app's transformer
+    /// class does not exist on Linux.
     public var valueTransformerName: String? { didSet { checkMutable() } }
+    /// Whether a SQLite store may keep a binary or transformable value in a file
+    /// beside the store instead of in its column (Core Data:
+    /// `allowsExternalBinaryDataStorage`, Xcode's "Allows External Storage").
+    ///
+    /// The column then holds a tagged blob: `0x01` and the bytes, or `0x02` and
+    /// the name of a file in `.<store name>_SUPPORT/_EXTERNAL_DATA/`. Values larger
+    /// than 100 KB (102 400 bytes) go to a file. Reading resolves the
+    /// file; a missing one is an error, never empty data. Other store types
+    /// ignore the flag, as Core Data does. Outside the version hash, as in Core Data.
+    public var allowsExternalBinaryDataStorage: Bool = false { didSet { checkMutable() } }
     /// Whether an index is kept on the column (Core Data's "Indexed").
     public var isIndexed: Bool = false { didSet { checkMutable() } }
     /// Whether a store with persistent history keeps this attribute's last value
@@ -66,6 +85,26 @@ public final class AttributeDescription: PropertyDescription, @unchecked Sendabl
     /// The property's fields and the attribute type (Core Data's code, 100…1800).
     override package var versionHashComponents: [String] {
         super.versionHashComponents + ["attribute", String(type.coreDataCode)]
+    }
+
+    /// The transformer names that mean Core Data's keyed archiving (besides nil and "").
+    package static let keyedArchiveTransformerNames: Set<String> = [
+        "NSKeyedUnarchiveFromData", "NSKeyedUnarchiveFromDataTransformerName",
+        "NSSecureUnarchiveFromData", "NSSecureUnarchiveFromDataTransformer", "NSSecureUnarchiveFromDataTransformerName",
+    ]
+
+    /// Whether this is a transformable attribute whose transformer is one of Core
+    /// Data's keyed-archive transformers (see ``valueTransformerName``).
+    package var archivesValues: Bool {
+        guard type == .transformable else { return false }
+        guard let name = valueTransformerName, !name.isEmpty else { return true }
+        return Self.keyedArchiveTransformerNames.contains(name)
+    }
+
+    /// Whether a SQLite store tags this attribute's column for external storage:
+    /// the flag is set and the type holds bytes.
+    package var storesExternalBinaryData: Bool {
+        allowsExternalBinaryDataStorage && (type == .binaryData || type == .transformable)
     }
 
     package func regex() throws -> NSRegularExpression? {

@@ -9,9 +9,17 @@ extension ManagedObject {
     /// relationship as `ManagedObject?`, a to-many as `Set<ManagedObject>`, an
     /// ordered to-many as `[ManagedObject]`. Fires the fault if needed.
     ///
+    /// A transformable attribute with Core Data's default or secure keyed-archive
+    /// transformer (``AttributeDescription/archivesValues``) gives the unarchived
+    /// Foundation value (`[String]`, `[String: Any]`, `Date`, `URL`, …); stored
+    /// bytes that are not a keyed archive come back as `Data`. Other
+    /// transformable attributes give their stored bytes as `Data`.
+    ///
     /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity
     ///   lacks; ``FaultFulfillmentError`` when the object's values, or the
-    ///   to-many's members, cannot be read from the store.
+    ///   to-many's members, cannot be read from the store (an external binary
+    ///   data file that is missing, too); ``TransformedValueError`` when a keyed
+    ///   archive stored for a transformable attribute cannot be unarchived.
     public func value(forKey key: String) throws -> Any? {
         let property = try entity.property(forKey: key)
         try loadValues()
@@ -19,6 +27,12 @@ extension ManagedObject {
     }
 
     /// Sets the value of a property, keeping a relationship's inverse in step.
+    ///
+    /// A transformable attribute with a keyed-archive transformer stores a
+    /// Foundation value (`String`, numbers, `Date`, `UUID`, `URL`, `NSNull`, and
+    /// arrays, dictionaries and sets of them) as the `NSKeyedArchiver` archive
+    /// Core Data writes; `Data` is stored as given, and any other `Encodable`
+    /// value with ``TransformableCoding``.
     ///
     /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``,
     ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``,
@@ -63,7 +77,8 @@ extension ManagedObject {
 
     /// The slot value for a Swift value given for an attribute.
     private func slotValue(from value: Any?, for attribute: AttributeDescription) throws(ObjectGraphError) -> PropertyValue {
-        guard let value else { return .null }
+        guard let value, !(value is NSNull) else { return .null }
+        if attribute.archivesValues, let archived = attribute.archivedBytes(for: value) { return .data(archived) }
         return try PropertyValue(value, for: attribute.type, key: attribute.name, entity: entity.name)
     }
 
@@ -131,6 +146,9 @@ extension ManagedObject {
     package func anyValue(_ value: PropertyValue, for property: PropertyDescription) throws -> Any? {
         switch property {
         case let attribute as AttributeDescription:
+            if attribute.archivesValues, case .data(let bytes) = value {
+                return try attribute.transformedValue(from: bytes, of: objectID)
+            }
             return value.anyValue(for: attribute.type)
         case let relationship as RelationshipDescription:
             let objects = try relatedObjects(value, for: relationship)

@@ -236,14 +236,18 @@ open class ManagedObject {
     /// The values that differ from the last saved (or fetched) ones, by key.
     ///
     /// For an inserted object: every value that differs from the property's default.
+    /// A transformable value whose stored archive cannot be unarchived (see
+    /// ``TransformedValueError``) is given as its bytes, since this cannot throw.
     public func changedValues() -> [String: Any] {
         guard state == .loaded else { return [:] }
         var result: [String: Any] = [:]
         for (index, property) in entity.slotProperties.enumerated() {
             let baseline = snapshot?[index] ?? Self.initialValue(of: property)
             if slots[index] != baseline {
-                // A changed value is in memory: nothing to read, nothing to fail.
-                result[property.name] = try? anyValue(slots[index], for: property)
+                // A changed value is in memory: nothing to read; only an archive
+                // that does not unarchive can fail, and its bytes are the value.
+                let raw = (property as? AttributeDescription).map { slots[index].anyValue(for: $0.type) } ?? nil
+                result[property.name] = (try? anyValue(slots[index], for: property)) ?? raw
             }
         }
         return result

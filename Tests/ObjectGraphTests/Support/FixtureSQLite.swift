@@ -67,9 +67,14 @@ final class FixtureSQLite {
                 return stored == .text((value as? URL)?.absoluteString ?? "\u{0}not a URL")
             case .date:
                 return (value as? Date)?.timeIntervalSinceReferenceDate == doubleOrNil(stored)
-            case .binaryData, .transformable:
+            case .binaryData:
                 guard let data = value as? Data else { return false }
                 return stored == .blob(data)
+            case .transformable:
+                if let data = value as? Data { return stored == .blob(data) }
+                // A keyed archive read as its Foundation value (the default transformer).
+                guard case .blob(let bytes) = stored, let archived = try? ArchivedValue.unarchive(bytes) else { return false }
+                return ArchivedValue(value) == archived
             case .uuid:
                 guard let uuid = value as? UUID else { return false }
                 return stored == .blob(withUnsafeBytes(of: uuid.uuid) { Data($0) })

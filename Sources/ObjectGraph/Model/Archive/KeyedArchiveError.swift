@@ -37,9 +37,12 @@ public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvert
         /// A value contains itself, nests too deep, or expands into far more values than the archive holds.
         public static let tooComplex = Code(raw: 7, name: "tooComplex")
 
+        /// The code's name, as written in Swift (`"unsupportedClass"`).
         public var description: String { name }
 
+        /// Codes are equal when they are the same kind of failure.
         public static func == (lhs: Code, rhs: Code) -> Bool { lhs.raw == rhs.raw }
+        /// Hashes the kind of failure.
         public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
 
         /// Matches an error of this code: `catch KeyedArchiveError.Code.unsupportedClass`.
@@ -63,6 +66,7 @@ public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvert
         self.message = message
     }
 
+    /// `keyed archive: <path>: <message>`.
     public var description: String {
         path.isEmpty ? "keyed archive: \(message)" : "keyed archive: \(path): \(message)"
     }

@@ -36,9 +36,12 @@ public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvert
         /// containers would expand into far more values than the data holds.
         public static let tooComplex = Code(raw: 7, name: "tooComplex")
 
+        /// The code's name, as written in Swift (`"unsupportedClass"`).
         public var description: String { name }
 
+        /// Codes are equal when they are the same kind of failure.
         public static func == (lhs: Code, rhs: Code) -> Bool { lhs.raw == rhs.raw }
+        /// Hashes the kind of failure.
         public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
 
         /// Matches an error of this code: `catch PropertyListError.Code.cycle`.
@@ -58,5 +61,6 @@ public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvert
         self.message = message
     }
 
+    /// `binary property list: <message>`.
     public var description: String { "binary property list: \(message)" }
 }

@@ -52,8 +52,9 @@ extension XcodeModelBuilder {
             attribute.regularExpression = pattern
         }
 
-        if node.flag("allowsExternalBinaryDataStorage") {
-            warn(at: node, "\(context) allows external binary storage; values are kept in the table here, and a value Core Data moved to an external file reads as its reference bytes")
+        attribute.allowsExternalBinaryDataStorage = node.flag("allowsExternalBinaryDataStorage")
+        if attribute.allowsExternalBinaryDataStorage && !attribute.storesExternalBinaryData {
+            warn(at: node, "\(context) allows external binary storage, which only binary and transformable attributes have; the flag has no effect")
         }
         if node.flag("derived") {
             warn(at: node, "\(context) is derived (\(node["derivationExpression"] ?? "?")); it loads as a plain attribute and is not recomputed")

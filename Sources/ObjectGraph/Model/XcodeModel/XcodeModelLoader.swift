@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ```swift
 /// let loaded = try XcodeModelLoader.load(URL(fileURLWithPath: "Resources/Model.xcdatamodeld"))
-/// for warning in loaded.warnings { print(warning) }   // …/contents:14: Item.thumbnail allows external binary storage; …
+/// for warning in loaded.warnings { print(warning) }   // …/contents:14: Item.total is derived (…); it loads as a plain attribute …
 /// let coordinator = PersistentStoreCoordinator(managedObjectModel: loaded.model)
 /// ```
 ///

@@ -7,6 +7,8 @@ struct EntityStatements: Sendable {
         let slot: Int
         let column: SQLiteSchema.Column
         let entityColumn: String?
+        /// Whether the column uses external binary storage: its value is tagged (ExternalBinaryStorage.swift).
+        let storesExternally: Bool
     }
 
     /// The written slots, in binding order (entity columns follow all slots).
@@ -18,12 +20,16 @@ struct EntityStatements: Sendable {
     /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
     let deleteSQL: String
 
-    /// - Parameter columns: the column of each slot of the entity (nil: none).
-    init(table: String, columns: [SQLiteSchema.Column?]) {
+    /// - Parameters:
+    ///   - columns: the column of each slot of the entity (nil: none).
+    ///   - externalSlots: the slots whose columns use external binary storage.
+    init(table: String, columns: [SQLiteSchema.Column?], externalSlots: Set<Int> = []) {
         let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
             guard let column else { return nil }
-            if case .toOne(let entityColumn) = column.kind { return WritableSlot(slot: slot, column: column, entityColumn: entityColumn) }
-            return WritableSlot(slot: slot, column: column, entityColumn: nil)
+            if case .toOne(let entityColumn) = column.kind {
+                return WritableSlot(slot: slot, column: column, entityColumn: entityColumn, storesExternally: false)
+            }
+            return WritableSlot(slot: slot, column: column, entityColumn: nil, storesExternally: externalSlots.contains(slot))
         }
         self.writable = writable
         let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)

@@ -12,6 +12,9 @@ final class RowLayout: Sendable {
         case constant(index: Int)
         /// An attribute column.
         case attribute(position: Int32, type: AttributeType)
+        /// An attribute column with external binary storage: a tagged blob,
+        /// or the name of a file (ExternalBinaryStorage.swift).
+        case externalData(position: Int32)
         /// A to-one's foreign key; the destination comes from the entity
         /// column when there is one (`entityPosition >= 0`), else it is
         /// `destinations[destination]`.
@@ -23,7 +26,8 @@ final class RowLayout: Sendable {
     let constants: [PropertyValue]
     let destinations: [EntityDescription?]
 
-    init(entity: EntityDescription, columns: [SQLiteSchema.Column?], slotPositions: [Int32], entityPositions: [Int32]) {
+    init(entity: EntityDescription, columns: [SQLiteSchema.Column?], slotPositions: [Int32], entityPositions: [Int32],
+         externalSlots: Set<Int> = []) {
         self.entity = entity
         let properties = entity.slotProperties
         var constants: [PropertyValue] = []
@@ -36,7 +40,7 @@ final class RowLayout: Sendable {
             }
             switch column.kind {
             case .attribute(let type):
-                return .attribute(position: position, type: type)
+                return externalSlots.contains(slot) ? .externalData(position: position) : .attribute(position: position, type: type)
             case .toOne:
                 destinations.append((properties[slot] as? RelationshipDescription)?.destinationEntity)
                 return .toOne(position: position, entityPosition: entityPositions[slot], destination: destinations.count - 1)
@@ -118,6 +122,11 @@ struct RowDecoder {
             return layout.constants[index]
         case .attribute(let position, let type):
             return statement.attributeValue(at: position, type: type)
+        case .externalData(let position):
+            guard let column = statement.data(at: position) else { return .null }
+            let property = layout.entity.slotProperties[slot].name
+            return .data(try ExternalBinaryStorage(storeURL: url).value(
+                fromColumn: column, describing: "\(layout.entity.name).\(property) of row \(statement.int64(at: 0))"))
         case .toOne(let position, let entityPosition, let destination):
             if statement.isNull(at: position) { return .null }
             guard entityPosition >= 0 else {

@@ -67,8 +67,12 @@ struct SQLiteHistoryLayout: Sendable {
             self.bitsOfSlot = bitsOfSlot
             self.propertyOfBit = propertyOfBit
             byteCount = (propertyOfBit.count + 7) / 8
+            // Attributes with external binary storage are never tombstoned, even
+            // when their value is inline (coredata-semantics-stage2, "Tombstones").
             tombstoneSlots = attributes.compactMap { property in
-                (property as? AttributeDescription)?.preservesValueInHistoryOnDeletion == true ? property.index : nil
+                guard let attribute = property as? AttributeDescription, attribute.preservesValueInHistoryOnDeletion,
+                      !attribute.storesExternalBinaryData else { return nil }
+                return property.index
             }
         }
 

@@ -35,6 +35,8 @@ struct SQLiteSchema: Sendable {
         let statements: EntityStatements
         /// How a full-row select of the entity is decoded, built once per store.
         let rowLayout: RowLayout
+        /// The slots whose columns use external binary storage (ExternalBinaryStorage.swift), in slot order.
+        let externalSlots: [Int]
 
         /// - Parameter positions: each column's position in a full-row select of the table.
         init(entity: EntityDescription, number: Int64, rootNumber: Int64, table: String, columns: [Column?],
@@ -52,8 +54,14 @@ struct SQLiteSchema: Sendable {
             }
             self.slotPositions = slotPositions
             self.entityPositions = entityPositions
-            statements = EntityStatements(table: table, columns: columns)
-            rowLayout = RowLayout(entity: entity, columns: columns, slotPositions: slotPositions, entityPositions: entityPositions)
+            let properties = entity.slotProperties
+            let externalSlots = columns.indices.filter { slot in
+                columns[slot] != nil && (properties[slot] as? AttributeDescription)?.storesExternalBinaryData == true
+            }
+            self.externalSlots = externalSlots
+            statements = EntityStatements(table: table, columns: columns, externalSlots: Set(externalSlots))
+            rowLayout = RowLayout(entity: entity, columns: columns, slotPositions: slotPositions, entityPositions: entityPositions,
+                                  externalSlots: Set(externalSlots))
         }
     }
 

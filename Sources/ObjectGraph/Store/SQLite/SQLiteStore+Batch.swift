@@ -16,18 +16,41 @@ extension SQLiteStore: BatchRequestStore {
     ///
     /// The selected rows' keys and IDs are read on a reader connection
     /// meanwhile (``BatchSelectedRows``).
+    ///
+    /// Values of attributes with external binary storage are written tagged
+    /// inline (a batch writes no files); the files of values a batch deletes or
+    /// overwrites are removed after the commit (``ExternalDataFiles``).
     package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         let schema = try schema
+        let files = schema.usesExternalStorage ? ExternalDataFiles() : nil
+        do {
+            let changes = try execute(request, in: context, schema: schema, files: files)
+            files?.finish(committed: true)
+            return changes
+        } catch {
+            files?.finish(committed: false)
+            throw error
+        }
+    }
+
+    private func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?, schema: SQLiteSchema,
+                         files: ExternalDataFiles?) throws -> BatchChanges {
         let history = state.withLock { $0.history }
         let author = context?.transactionAuthor
         let contextName = context?.name
         return try write { connection in
+            files?.beginAttempt()   // a stale snapshot runs this closure again
             let record = BatchHistory(layout: history, author: author, contextName: contextName)
             switch request {
             case .update(let update):
                 let selection = try BatchSelection(update.fetch, schema: schema)
                 guard let selected = try BatchSelectedRows.read(selection, store: self, schema: schema, identity: identity) else {
                     return BatchChanges()
+                }
+                if let files {
+                    let mapping = try schema.mapping(for: update.fetch.entity)
+                    let columns = update.values.filter(\.attribute.storesExternalBinaryData).compactMap { mapping.columns[$0.attribute.index]?.name }
+                    try retireExternalFiles(selectedBy: selection, columns: columns, files: files, connection: connection)
                 }
                 let token = try record.recordUpdates(of: selection, slots: update.values.map(\.attribute.index), store: self,
                                                      schema: schema, connection: connection)
@@ -37,6 +60,10 @@ extension SQLiteStore: BatchRequestStore {
                 let selection = try BatchSelection(fetch, schema: schema)
                 guard let selected = try BatchSelectedRows.read(selection, store: self, schema: schema, identity: identity) else {
                     return BatchChanges()
+                }
+                if let files {
+                    try retireExternalFiles(selectedBy: selection, columns: schema.externalColumns(inTable: selection.table),
+                                            files: files, connection: connection)
                 }
                 let token = try record.recordDeletes(of: selection, store: self, schema: schema, connection: connection)
                 let rows = try batchDelete(selection, selected: selected, schema: schema, connection: connection)
@@ -51,6 +78,14 @@ extension SQLiteStore: BatchRequestStore {
                                                rows: { try rows($0, schema: schema, connection: connection) },
                                                toMany: { try toManyDestinations($0, of: $1, connection: connection) })
                 guard !plan.deleted.isEmpty else { return BatchChanges() }
+                if let files {
+                    for row in plan.deleted {
+                        let mapping = try schema.mapping(for: row.objectID.entity)
+                        if !mapping.externalSlots.isEmpty {
+                            try retireExternalFiles(of: row.objectID, mapping: mapping, files: files, connection: connection)
+                        }
+                    }
+                }
                 try batchDelete(plan, schema: schema, connection: connection)
                 let token = try record.write(SaveChangesRequest(updatedObjects: plan.clearedRows, deletedObjects: plan.deleted),
                                              before: plan.deleted + plan.cleared.map(\.row), store: self, schema: schema,
@@ -119,7 +154,11 @@ extension SQLiteStore: BatchRequestStore {
             assert(compiled.joins.isEmpty, "the context refuses key paths through relationships")
             bindings += compiled.bindings
             // SQLite keeps a real in an integer column; truncate it, as the in-memory store does.
-            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)" : compiled.sql
+            // A column with external binary storage takes the value tagged inline
+            // (ExternalBinaryStorage.swift): `||` joins the bytes as they are.
+            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)"
+                : attribute.storesExternalBinaryData ? "CAST(X'01' || \(compiled.sql) AS BLOB)"
+                : compiled.sql
             assignments.append("\(column) = \(sql)")
         }
         let set = (assignments + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")

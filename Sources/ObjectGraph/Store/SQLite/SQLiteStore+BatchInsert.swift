@@ -56,11 +56,21 @@ extension SQLiteStore {
         var updated: [Int64: Set<Int>] = [:]
         // Without upserts every row takes the same statement: fetched once, not per row.
         let single = statements.resolvesConflicts && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
+        // Columns with external binary storage take their values tagged inline
+        // (ExternalBinaryStorage.swift); a batch writes no files.
+        let external = rows.attributes.map(\.storesExternalBinaryData)
+        let tagsExternal = external.contains(true)
         while try rows.next() {
             let statement = try single ?? statements.statement(for: rows.given)
             try statement.bind(next, at: 1)
             try rows.values.withUnsafeBufferPointer { values in
-                for position in values.indices { try statement.bind(values[position], at: Int32(position + 2)) }
+                for position in values.indices {
+                    if tagsExternal, external[position], case .data(let bytes) = values[position] {
+                        try statement.bind(.data(ExternalBinaryStorage.inlineColumn(bytes)), at: Int32(position + 2))
+                    } else {
+                        try statement.bind(values[position], at: Int32(position + 2))
+                    }
+                }
             }
             if statements.resolvesConflicts {
                 if insert.onConflict == .overwrite { try statement.bind(first, at: firstParameter) }

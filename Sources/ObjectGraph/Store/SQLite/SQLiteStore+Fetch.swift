@@ -39,7 +39,17 @@ extension SQLiteStore {
                 }
                 return .nodes(nodes)
             case .dictionary:
-                return .dictionaries(try Self.dictionaries(from: statement, columns: query.dictionaryColumns))
+                var rows = try Self.dictionaries(from: statement, columns: query.dictionaryColumns)
+                if !query.externalDictionaryColumns.isEmpty {
+                    let storage = ExternalBinaryStorage(storeURL: url)
+                    for index in rows.indices {
+                        for name in query.externalDictionaryColumns {
+                            guard case .data(let column)? = rows[index][name] else { continue }
+                            rows[index][name] = .data(try storage.value(fromColumn: column, describing: "\(fetch.entity.name).\(name) of a fetched row"))
+                        }
+                    }
+                }
+                return .dictionaries(rows)
             }
         }
     }

@@ -24,13 +24,33 @@ extension SQLiteStore {
     /// is released, so a rolled-back or failed save leaves no history. Version conflicts (`Z_OPT`) and
     /// uniqueness conflicts with rows saved since the context's own check are
     /// resolved this way.
+    ///
+    /// Values of attributes with external binary storage that go to files are
+    /// written before the transaction commits; files of replaced or deleted
+    /// values are removed after it (see ``ExternalDataFiles`` for the crash window).
     func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         let schema = try schema
         // Read on the saving context's queue, before the store's lock is taken.
         let history = request.isEmpty ? nil : state.withLock { $0.history }
         let author = context?.transactionAuthor
         let contextName = context?.name
-        return try write { connection in
+        let files = schema.usesExternalStorage ? ExternalDataFiles() : nil
+        do {
+            let result = try save(request, in: context, history: history, author: author, contextName: contextName,
+                                  schema: schema, files: files)
+            files?.finish(committed: true)
+            return result
+        } catch {
+            files?.finish(committed: false)
+            throw error
+        }
+    }
+
+    /// The transaction of ``execute(_:in:)``, retried by rounds of conflict resolution.
+    private func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?, history: SQLiteHistoryLayout?,
+                      author: String?, contextName: String?, schema: SQLiteSchema, files: ExternalDataFiles?) throws -> SaveResult {
+        try write { connection in
+            files?.beginAttempt()   // a stale snapshot runs this closure again
             var request = request
             // Inside the transaction the rows cannot move, so one resolution settles
             // them; the bound only guards against a resolver that keeps conflicting.
@@ -43,11 +63,11 @@ extension SQLiteStore {
                     if let history {
                         let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
                         let insertedKeys: [Int64]
-                        (result, insertedKeys) = try write(request, schema: schema, connection: connection)
+                        (result, insertedKeys) = try write(request, schema: schema, files: files, connection: connection)
                         result.historyTokens = [try recordHistory(of: request, result: result, insertedKeys: insertedKeys, before: before, author: author,
                                           contextName: contextName, layout: history, schema: schema, connection: connection)]
                     } else {
-                        result = try write(request, schema: schema, connection: connection).result
+                        result = try write(request, schema: schema, files: files, connection: connection).result
                     }
                     try connection.execute("RELEASE datastack_save")
                     // Once, after the attempt that stands: a rolled-back attempt must not consume it.
@@ -56,6 +76,7 @@ extension SQLiteStore {
                 } catch ObjectGraphError.mergeConflict(let conflicts) where context != nil && !conflicts.isEmpty && round < 4 {
                     try connection.execute("ROLLBACK TO datastack_save")
                     try connection.execute("RELEASE datastack_save")
+                    files?.beginAttempt()
                     let current = try currentRows(of: conflicts.map(\.objectID), schema: schema, connection: connection)
                     guard let resolved = try context?.resolveConflictsDuringSave(conflicts, currentRows: current) else {
                         throw ObjectGraphError.mergeConflict(conflicts)
@@ -67,6 +88,7 @@ extension SQLiteStore {
                     // cannot move now, and collapses the duplicates by its policy.
                     try connection.execute("ROLLBACK TO datastack_save")
                     try connection.execute("RELEASE datastack_save")
+                    files?.beginAttempt()
                     guard let resolved = try context?.resolveUniquenessConflictsDuringSave() else {
                         throw ObjectGraphError.uniquenessConflict(conflicts)
                     }
@@ -89,7 +111,7 @@ extension SQLiteStore {
 
     /// One attempt at writing a save, inside the caller's transaction; with
     /// the primary key of each inserted object, in the request's order.
-    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema,
+    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, files: ExternalDataFiles?,
                        connection: Connection) throws -> (result: SaveResult, insertedKeys: [Int64]) {
         let identity = identity
         do {
@@ -101,6 +123,9 @@ extension SQLiteStore {
             var inserts = EntityStatementCache(connection: connection, schema: schema, sql: \.insertSQL)
             for node in request.deletedObjects {
                 let (mapping, statement) = try deletes.entry(for: node.objectID.entity)
+                if let files, !mapping.externalSlots.isEmpty {
+                    try retireExternalFiles(of: node.objectID, mapping: mapping, files: files, connection: connection)
+                }
                 try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
                 try statement.bind(node.version, at: 2)
                 try statement.execute()
@@ -111,10 +136,14 @@ extension SQLiteStore {
             for node in request.updatedObjects {
                 let (mapping, statement) = try updates.entry(for: node.objectID.entity)
                 let writable = mapping.statements.writable
+                let external = try files.map { files in
+                    try externalColumns(of: node, mapping: mapping, replacing: true, files: files, connection: connection)
+                } ?? [:]
                 var index: Int32 = 1
                 try statement.bind(node.version + 1, at: index)
                 index += 1
-                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
+                               permanentIDs: permanentIDs, external: external)
                 try statement.bind(node.objectID.primaryKey ?? 0, at: index)
                 try statement.bind(node.version, at: index + 1)
                 try Self.executeCheckingUniqueness(statement, node: node)
@@ -134,11 +163,15 @@ extension SQLiteStore {
             for (position, node) in request.insertedObjects.enumerated() {
                 let (mapping, statement) = try inserts.entry(for: node.objectID.entity)
                 let writable = mapping.statements.writable
+                let external = try files.map { files in
+                    try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
+                } ?? [:]
                 try statement.bind(insertedKeys[position], at: 1)
                 try statement.bind(mapping.number, at: 2)
                 try statement.bind(Int64(1), at: 3)
                 var index: Int32 = 4
-                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema, permanentIDs: permanentIDs)
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
+                               permanentIDs: permanentIDs, external: external)
                 try Self.executeCheckingUniqueness(statement, node: node)
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
@@ -262,9 +295,11 @@ extension SQLiteStore {
         return (permanentIDs, keys)
     }
 
+    /// Binds a row's values; `external` holds the tagged columns of its slots
+    /// with external binary storage (SQLiteStore+ExternalData.swift).
     private func bindValues(of node: IncrementalStoreNode, writable: [EntityStatements.WritableSlot],
                             into statement: Statement, from index: inout Int32, schema: SQLiteSchema,
-                            permanentIDs: [ObjectID: ObjectID]) throws {
+                            permanentIDs: [ObjectID: ObjectID], external: [Int: PropertyValue]) throws {
         var entityColumnValues: [PropertyValue] = []
         // Borrowed: binding copies nothing out of the node.
         // Borrowed, the slot descriptions too: copying one out retains and
@@ -282,7 +317,11 @@ extension SQLiteStore {
                         try statement.bind(.object(target), at: index)
                     } else {
                         if hasEntityColumn { entityColumnValues.append(.null) }
-                        try statement.bind(values[slot], at: index)
+                        if writable[entry].storesExternally, let column = external[slot] {
+                            try statement.bind(column, at: index)
+                        } else {
+                            try statement.bind(values[slot], at: index)
+                        }
                     }
                     index += 1
                 }

@@ -8,6 +8,8 @@ struct SelectQuery {
     private(set) var bindings: [PropertyValue] = []
     /// For dictionary results: the column read at each position.
     private(set) var dictionaryColumns: [(name: String, type: AttributeType)] = []
+    /// For dictionary results: the names of the columns with external binary storage.
+    private(set) var externalDictionaryColumns: Set<String> = []
 
     private let schema: SQLiteSchema
     private var joins: [String] = []
@@ -50,6 +52,7 @@ struct SelectQuery {
                       let column = mapping.columns[attribute.index] else { continue }
                 columns.append("t0.\(column.name)")
                 dictionaryColumns.append((name, attribute.type))
+                if attribute.storesExternalBinaryData { externalDictionaryColumns.insert(name) }
             }
             selectList = (fetch.returnsDistinctResults ? "DISTINCT " : "") + (columns.isEmpty ? "t0.Z_PK" : columns.joined(separator: ", "))
         }
