@@ -132,7 +132,8 @@ import Testing
         #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
     }
 
-    /// Every table's columns are the ones the model's entities make: the
+    /// Every table's columns are the ones the model's entities make, with the
+    /// types Core Data declares for them (the fixture README's table): the
     /// bookkeeping three, a column per persistent attribute and per to-one.
     @Test(arguments: pairs)
     func theModelMakesExactlyTheStoresTablesAndColumns(pair: CoreDataFixtures.Manifest.Pair) throws {
@@ -142,14 +143,25 @@ import Testing
         let reference = try FixtureSQLite(path: storeURL.path, model: model)
         #expect(Set(try reference.primaryKeyTable().map(\.name)) == Set(model.entitiesByName.keys))
         for entity in model.entities {
-            var expected: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+            var expected = ["Z_PK": "INTEGER", "Z_ENT": "INTEGER", "Z_OPT": "INTEGER"]
             for property in entity.propertiesByName.values where !property.isTransient {
-                if let relationship = property as? RelationshipDescription, relationship.isToMany { continue }
-                expected.insert(reference.column(for: property, in: entity))
+                let column = reference.column(for: property, in: entity)
+                if let attribute = property as? AttributeDescription {
+                    expected[column] = Self.declaredType[attribute.type]
+                } else if let relationship = property as? RelationshipDescription, !relationship.isToMany {
+                    expected[column] = "INTEGER"
+                }
             }
-            #expect(Set(try reference.columns(of: reference.table(for: entity))) == expected, "\(entity.name)")
+            #expect(try reference.declaredTypes(of: reference.table(for: entity)) == expected, "\(entity.name)")
         }
     }
+
+    /// The column type Core Data declares for each attribute type.
+    static let declaredType: [AttributeType: String] = [
+        .integer16: "INTEGER", .integer32: "INTEGER", .integer64: "INTEGER", .boolean: "INTEGER", .date: "TIMESTAMP",
+        .double: "FLOAT", .float: "FLOAT", .decimal: "DECIMAL", .string: "VARCHAR", .uri: "VARCHAR",
+        .binaryData: "BLOB", .uuid: "BLOB", .transformable: "BLOB",
+    ]
 
     @Test(arguments: pairs)
     func theModelNamesTheEntitiesTheStoreKeepsVersionHashesFor(pair: CoreDataFixtures.Manifest.Pair) throws {

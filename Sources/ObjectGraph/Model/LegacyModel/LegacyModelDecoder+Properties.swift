@@ -123,6 +123,7 @@ extension LegacyModelDecoder {
             throw self.error(.invalidValue, "\(context) \(error)")
         }
         if let pattern = try text("XD_PAttK_regularExpressionString") {
+            // The pattern itself says more than the parser's error would.
             guard (try? NSRegularExpression(pattern: pattern)) != nil else {
                 throw error(.invalidValue, "\(context) has a regular expression that does not compile: \(pattern)")
             }

@@ -159,7 +159,7 @@ struct LegacyModelDecoder {
             return error(.legacyBinaryModel, "the archive holds a compiled model (NSManagedObjectModel), not Xcode 3's model source (XDPMModel); load it as a .mom file")
         }
         if found.hasPrefix("XD") {
-            return error(.legacyBinaryModel, "the archive holds an Xcode 3 document of class \(found) (a class model or diagram?), not a data model (XDPMModel)")
+            return error(.legacyBinaryModel, "the archive holds an Xcode 3 document of class \(found), not a data model (XDPMModel); Xcode 3's class models and diagrams share the 'elements' format")
         }
         return error(.legacyBinaryModel, "the keyed archive's root object is \(found), not an Xcode 3 data model (XDPMModel)")
     }
