@@ -68,11 +68,10 @@ import Testing
         try coordinator.addPersistentStore(type: .sqlite, at: storeURL, options: options)
         let reference = try FixtureSQLite(path: storeURL.path, model: model)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        let mismatches = try context.performAndWait { try compare(context, with: reference) }
+        let mismatches = try context.performAndWait { try StoreReadback.stringMismatches(in: context, with: reference) }
         #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
     }
 
-    /// Counts per entity, and each row's text values against its object's strings.
     @Test func theOneLineOpenIsReadOnlyUnlessAsked() throws {
         let workspace = try FixtureWorkspace()
         let storeURL = try workspace.copyStore("plaso-apple-stores/stores/ios-Accounts3.sqlite")
@@ -89,44 +88,5 @@ import Testing
         let writable = try PersistentStoreCoordinator(openingStoreWithItsCachedModelAt: workspace.copyStore(
             "apple-notes-notestore/stores/NoteStore-macOS-12-Monterey.sqlite"), readOnly: false)
         #expect(writable.persistentStores.first?.isReadOnly == false)
-    }
-
-    private func compare(_ context: ManagedObjectContext, with reference: FixtureSQLite) throws -> [String] {
-        var mismatches: [String] = []
-        var objectsRead = 0
-        for entity in reference.model.entities {
-            var request = FetchRequest<ManagedObject>(entityName: entity.name)
-            request.includesSubentities = false
-            let objects = try context.fetch(request)
-            let rows = try reference.rows(of: entity)
-            objectsRead += objects.count
-            if objects.count != rows.count {
-                mismatches.append("\(entity.name): \(objects.count) objects, \(rows.count) rows with its Z_ENT")
-            }
-            let stringAttributes = entity.attributesByName.values.filter { !$0.isTransient && ($0.type == .string || $0.type == .uri) }
-            for object in objects {
-                guard let pk = object.objectID.primaryKey, let row = rows[pk] else {
-                    mismatches.append("\(entity.name): fetched \(object.objectID), which has no row")
-                    continue
-                }
-                var read: [String] = []
-                for attribute in stringAttributes {
-                    switch try object.value(forKey: attribute.name) {
-                    case let string as String: read.append(string)
-                    case let url as URL: read.append(url.absoluteString)
-                    default: break
-                    }
-                }
-                let stored = row.values.compactMap { value -> String? in
-                    if case .text(let text) = value { return text }
-                    return nil
-                }
-                if read.sorted() != stored.sorted() {
-                    mismatches.append("\(entity.name) \(pk): strings read \(read.sorted()), SQLite has \(stored.sorted())")
-                }
-            }
-        }
-        if objectsRead == 0 { mismatches.append("no object was read at all") }
-        return mismatches
     }
 }

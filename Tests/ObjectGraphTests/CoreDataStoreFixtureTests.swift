@@ -44,11 +44,11 @@ import ObjectGraph
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
 
         try check(.rows, of: pair) {
-            let mismatches = try context.performAndWait { try compareRows(in: context, with: reference) }
+            let mismatches = try context.performAndWait { try StoreReadback.attributeMismatches(in: context, with: reference) }
             #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
         }
         try check(.relationships, of: pair) {
-            let mismatches = try context.performAndWait { try compareRelationships(in: context, with: reference) }
+            let mismatches = try context.performAndWait { try StoreReadback.relationshipMismatches(in: context, with: reference) }
             #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
         }
         try check(.save, of: pair) {
@@ -63,83 +63,6 @@ import ObjectGraph
         } else {
             try body()
         }
-    }
-
-    // MARK: - Rows and attributes
-
-    /// Fetches every entity (without subentities) and compares counts and values.
-    private func compareRows(in context: ManagedObjectContext, with reference: FixtureSQLite) throws -> [String] {
-        var mismatches: [String] = []
-        for entity in reference.model.entities {
-            var request = FetchRequest<ManagedObject>(entityName: entity.name)
-            request.includesSubentities = false
-            let objects = try context.fetch(request)
-            let rows = try reference.rows(of: entity)
-            if objects.count != rows.count {
-                mismatches.append("\(entity.name): \(objects.count) objects fetched, \(rows.count) rows with its Z_ENT")
-            }
-            for object in objects {
-                guard let pk = object.objectID.primaryKey, let row = rows[pk] else {
-                    mismatches.append("\(entity.name): fetched \(object.objectID), which has no row")
-                    continue
-                }
-                for (name, attribute) in entity.attributesByName.sorted(by: { $0.key < $1.key }) where !attribute.isTransient {
-                    guard let stored = row[reference.column(for: attribute, in: entity)] else {
-                        mismatches.append("\(entity.name).\(name): no column \(reference.column(for: attribute, in: entity))")
-                        continue
-                    }
-                    let value = try object.value(forKey: name)
-                    if !FixtureSQLite.Value.matches(value, stored, type: attribute.type) {
-                        mismatches.append("\(entity.name) \(pk).\(name): read \(String(describing: value)), SQLite has \(stored)")
-                    }
-                }
-            }
-        }
-        return mismatches
-    }
-
-    // MARK: - Relationships
-
-    private func compareRelationships(in context: ManagedObjectContext, with reference: FixtureSQLite) throws -> [String] {
-        var mismatches: [String] = []
-        for entity in reference.model.entities {
-            let relationships = entity.relationshipsByName.sorted { $0.key < $1.key }.filter { !$0.value.isTransient }
-            guard !relationships.isEmpty else { continue }
-            var request = FetchRequest<ManagedObject>(entityName: entity.name)
-            request.includesSubentities = false
-            let rows = try reference.rows(of: entity)
-            for object in try context.fetch(request) {
-                guard let pk = object.objectID.primaryKey, let row = rows[pk] else { continue }
-                for (name, relationship) in relationships {
-                    let value = try object.value(forKey: name)
-                    if !relationship.isToMany {
-                        let stored = row[reference.column(for: relationship, in: entity)] ?? .null
-                        let key = (value as? ManagedObject)?.objectID.primaryKey
-                        if FixtureSQLite.Value.integerOrNil(stored) != key {
-                            mismatches.append("\(entity.name) \(pk).\(name): to-one reads \(key.map(String.init) ?? "nil"), SQLite has \(stored)")
-                        }
-                        continue
-                    }
-                    guard let expected = try reference.destinationKeys(of: relationship, from: entity, primaryKey: pk) else {
-                        continue   // a to-many without inverse: no layout confirmed by the corpus
-                    }
-                    let actual: [Int64]
-                    if let ordered = value as? [ManagedObject] {
-                        actual = ordered.compactMap(\.objectID.primaryKey)
-                    } else if let set = value as? Set<ManagedObject> {
-                        actual = set.compactMap(\.objectID.primaryKey).sorted()
-                    } else {
-                        mismatches.append("\(entity.name) \(pk).\(name): to-many reads \(String(describing: value))")
-                        continue
-                    }
-                    let wanted = relationship.isOrdered ? expected : expected.sorted()
-                    if actual != wanted {
-                        mismatches.append("\(entity.name) \(pk).\(name): reads \(actual), SQLite has \(wanted)")
-                    }
-                }
-            }
-        }
-        return mismatches
     }
 
     // MARK: - Saving

@@ -172,13 +172,8 @@ import ObjectGraph
         let versions = try ManagedObjectModel.versions(ofModelAt: package)
         let folders = try FileManager.default.contentsOfDirectory(atPath: package.path).filter { $0.hasSuffix(".xcdatamodel") }
         #expect(Set(versions.keys) == Set(folders.map { String($0.dropLast(".xcdatamodel".count)) }))
-        for (name, url) in versions {
-            let manifestPath = path + "/" + name + ".xcdatamodel"
-            if CoreDataFixtures.legacyBinaryModels.contains(manifestPath) {
-                #expect(throws: ModelLoadingError.self) { try ManagedObjectModel(contentsOf: url) }
-            } else {
-                _ = try ManagedObjectModel(contentsOf: url)
-            }
+        for url in versions.values {
+            _ = try ManagedObjectModel(contentsOf: url)   // Xcode 3 versions (elements only) included
         }
         let current = try XcodeModelLoader.currentVersion(ofModelAt: package)
         let marker = package.appendingPathComponent(".xccurrentversion")
@@ -243,23 +238,6 @@ import ObjectGraph
         #expect(error.code == .unknownAttributeType)
         #expect(error.line == 5)
         #expect(error.description.contains("Item.price") && error.description.contains(typeName))
-    }
-
-    @Test func legacyBinaryModelsThrowSayingSo() throws {
-        #expect(CoreDataFixtures.legacyBinaryModels.count == 3)
-        for path in CoreDataFixtures.legacyBinaryModels {
-            let error = try #require(throws: ModelLoadingError.self) { try ManagedObjectModel(contentsOf: CoreDataFixtures.url(path)) }
-            #expect(error.code == .legacyBinaryModel)
-            #expect(error.description.contains("Xcode 3"))
-            let elements = try #require(throws: ModelLoadingError.self) {
-                try ManagedObjectModel(contentsOf: CoreDataFixtures.url(path).appendingPathComponent("elements"))
-            }
-            #expect(elements.code == .legacyBinaryModel)
-        }
-        let package = try #require(throws: ModelLoadingError.self) {
-            try ManagedObjectModel(contentsOf: CoreDataFixtures.url("magicalrecord-recipes/Recipes.xcdatamodeld"))
-        }
-        #expect(package.code == .legacyBinaryModel)
     }
 
     @Test(arguments: [

@@ -135,6 +135,11 @@ final class FixtureSQLite {
         return names
     }
 
+    /// Each column of `table` with the type its `CREATE TABLE` declares.
+    func declaredTypes(of table: String) throws -> [String: String] {
+        Dictionary(try connection.columns(in: table).map { ($0.name, $0.declaredType) }, uniquingKeysWith: { first, _ in first })
+    }
+
     private func number(of entity: EntityDescription) throws -> Int64 {
         guard let number = entityNumbers[entity.name] else {
             throw FixtureError("entity \(entity.name) has no row in Z_PRIMARYKEY")

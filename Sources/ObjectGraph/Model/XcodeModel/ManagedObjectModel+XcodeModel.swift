@@ -30,8 +30,12 @@ extension ManagedObjectModel {
     /// Compiled models load too: a `.mom` file or a `.momd` bundle (its current
     /// version), as an app ships them; ``CompiledModelLoader`` says more.
     ///
+    /// Xcode 3 models, whose versions hold only a binary `elements` file, load
+    /// too.
+    ///
     /// - Parameter url: an `.xcdatamodeld` folder (its current version), an
-    ///   `.xcdatamodel` folder, or its `contents` file; or a `.mom` or `.momd`.
+    ///   `.xcdatamodel` folder, or its `contents` (or Xcode 3 `elements`) file;
+    ///   or a `.mom` or `.momd`.
     /// - Throws: ``ModelLoadingError`` naming the file, the line and the problem.
     public convenience init(contentsOf url: URL) throws {
         if url.pathExtension == "mom" || url.pathExtension == "momd" {

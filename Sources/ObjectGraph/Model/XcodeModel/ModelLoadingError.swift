@@ -45,10 +45,16 @@ public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equat
         public static let danglingReference = Code("danglingReference")
         /// The same entity or property name twice, or an inheritance cycle.
         public static let inconsistentModel = Code("inconsistentModel")
-        /// An Xcode 3 model whose only source is the binary `elements` file.
+        /// An Xcode 3 `elements` file (or a binary property list where the XML
+        /// `contents` should be) that is not an Xcode 3 data model: a keyed
+        /// archive whose root is not an `XDPMModel` (a class model, a compiled
+        /// model saved under that name), or a property list that is not a keyed
+        /// archive. Xcode 3 data models themselves load; a damaged one is
+        /// ``malformedArchive``.
         public static let legacyBinaryModel = Code("legacyBinaryModel")
-        /// A compiled model (`.mom`, a store's `Z_MODELCACHE`) whose keyed archive
-        /// or compression is damaged, or does not have the shape of a model.
+        /// A compiled model (`.mom`, a store's `Z_MODELCACHE`) or an Xcode 3
+        /// `elements` file whose keyed archive or compression is damaged, or does
+        /// not have the shape of a model.
         public static let malformedArchive = Code("malformedArchive")
 
         public var description: String { name }

@@ -82,21 +82,12 @@ extension XcodeModelBuilder {
         let minimum = attribute.type == .date ? node["minDateTimeInterval"] ?? node["minValueString"] : node["minValueString"]
         let maximum = attribute.type == .date ? node["maxDateTimeInterval"] ?? node["maxValueString"] : node["maxValueString"]
         guard minimum != nil || maximum != nil else { return }
-        switch attribute.type {
-        case .integer16, .integer32, .integer64, .double, .float, .decimal, .date:
-            if let minimum { attribute.minimumValue = try value(minimum, of: attribute.type, at: node, in: "\(context) minimum") }
-            if let maximum { attribute.maximumValue = try value(maximum, of: attribute.type, at: node, in: "\(context) maximum") }
-        case .string, .binaryData, .transformable:
-            func length(_ string: String, _ what: String) throws -> Int {
-                guard let count = XcodeModelValues.count(from: string) else {
-                    throw error(.invalidValue, at: node, "\(context) \(what) length \"\(string)\" is not a whole number")
-                }
-                return count
+        do {
+            if try !XcodeModelValues.applyLimits(minimum: minimum, maximum: maximum, to: attribute) {
+                warn(at: node, "\(context): a minimum or maximum has no meaning for \(attribute.type.rawValue) attributes and was ignored")
             }
-            if let minimum { attribute.minimumLength = try length(minimum, "minimum") }
-            if let maximum { attribute.maximumLength = try length(maximum, "maximum") }
-        case .boolean, .uuid, .uri:
-            warn(at: node, "\(context): a minimum or maximum has no meaning for \(attribute.type.rawValue) attributes and was ignored")
+        } catch {
+            throw self.error(.invalidValue, at: node, "\(context) \(error)")
         }
     }
 

@@ -25,6 +25,13 @@ import Foundation
 /// - Anything the loader does not know: a warning naming the element or XML
 ///   attribute and its line, never a silent guess.
 ///
+/// ## Xcode 3 models
+/// A version saved by Xcode 3 has no `contents`, only a binary `elements`
+/// file (a keyed archive of the model editor's objects). It loads the same
+/// way, through `LegacyModelDecoder`; its warnings name the path of the
+/// object in the archive instead of a line, and fetch requests are warned
+/// about rather than listed in ``LoadedModel/fetchRequestTemplates``.
+///
 /// Problems that would make the model wrong throw ``ModelLoadingError``: see
 /// its ``ModelLoadingError/Code`` values.
 ///
@@ -42,7 +49,8 @@ public enum XcodeModelLoader {
         /// The model's fetch request templates and the requests of its fetched
         /// properties, which the model does not hold.
         public let fetchRequestTemplates: [FetchRequestTemplate]
-        /// The `contents` file that was read (for a versioned model: the current version's).
+        /// The `contents` file that was read (for a versioned model: the current
+        /// version's); for an Xcode 3 model, its `elements` file.
         public let contentsURL: URL
     }
 
@@ -83,7 +91,7 @@ public enum XcodeModelLoader {
     /// each loadable with ``load(_:)`` or ``ManagedObjectModel/init(contentsOf:)``.
     /// A single `.xcdatamodel` or `contents` file gives one entry.
     ///
-    /// Versions that are legacy binary models are listed too; loading them throws.
+    /// Versions that are Xcode 3 models (an `elements` file only) are listed too.
     public static func versions(ofModelAt url: URL) throws -> [String: URL] {
         try XcodeModelLocation.versions(ofModelAt: url)
     }
@@ -107,7 +115,8 @@ public enum XcodeModelLoader {
         let fetchRequestTemplates: [FetchRequestTemplate]
     }
 
-    /// Finds, reads, parses and maps the `contents` file for `url`.
+    /// Finds, reads, parses and maps the `contents` file for `url`, or the
+    /// `elements` file of an Xcode 3 model (``LegacyModelDecoder``).
     static func readContents(at url: URL) throws -> Contents {
         let (file, locationWarnings) = try XcodeModelLocation.contentsFile(for: url)
         let path = file.path
@@ -117,9 +126,11 @@ public enum XcodeModelLoader {
         } catch {
             throw ModelLoadingError(.unreadable, path: path, message: "the file cannot be read: \(error.localizedDescription)")
         }
-        if data.starts(with: Array("bplist".utf8)) {
-            throw ModelLoadingError(.legacyBinaryModel, path: path, message:
-                "the file is a binary property list (an Xcode 3 'elements' model or a compiled model), not Xcode's XML model source")
+        if file.lastPathComponent == XcodeModelLocation.legacyFile || data.starts(with: Array("bplist".utf8)) {
+            var decoder = LegacyModelDecoder(path: path)
+            let output = try decoder.decode(data)
+            try validate(output, path: path)
+            return Contents(file: file, output: output, warnings: locationWarnings + decoder.warnings, fetchRequestTemplates: [])
         }
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw ModelLoadingError(.malformedXML, path: path, line: 1, message: "the file is empty")

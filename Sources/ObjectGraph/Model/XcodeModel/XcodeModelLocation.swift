@@ -15,29 +15,31 @@ import Foundation
 ///     Model 2.xcdatamodel/contents
 /// ```
 ///
-/// Xcode 3 models keep only a binary `elements` file in each version; those are
-/// recognised and refused with ``ModelLoadingError/Code/legacyBinaryModel``.
+/// Xcode 3 models keep only a binary `elements` file in each version; that file
+/// stands for the version when there is no `contents` (see ``LegacyModelDecoder``).
 enum XcodeModelLocation {
+    /// The file of an Xcode 3 model version, read when the version has no `contents`.
+    static let legacyFile = "elements"
     /// The file `.xccurrentversion` inside a versioned model.
     static let currentVersionFile = ".xccurrentversion"
     /// The key of `.xccurrentversion` that names the current version's folder.
     static let currentVersionKey = "_XCCurrentVersionName"
 
-    /// The `contents` file that `url` stands for, and notes on choices made on the
-    /// way (a version picked without `.xccurrentversion`).
+    /// The `contents` file that `url` stands for (for an Xcode 3 version: its
+    /// `elements` file), and notes on choices made on the way (a version picked
+    /// without `.xccurrentversion`).
     static func contentsFile(for url: URL) throws -> (file: URL, warnings: [String]) {
         let path = url.path
         switch kind(of: url) {
         case .missing:
             throw ModelLoadingError(.unreadable, path: path, message: "there is no file or folder here")
         case .file:
-            if url.lastPathComponent == "elements" { throw legacyError(url.deletingLastPathComponent()) }
             if ["mom", "omo"].contains(url.pathExtension) { throw compiledError(path) }
             return (url, [])
         case .version:
             return (url.appendingPathComponent("contents"), [])
         case .legacyVersion:
-            throw legacyError(url)
+            return (url.appendingPathComponent(legacyFile), [])
         case .package:
             let (version, warnings) = try currentVersion(ofPackage: url)
             let (file, more) = try contentsFile(for: version)
@@ -108,7 +110,7 @@ enum XcodeModelLocation {
         guard manager.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return .missing }
         guard isDirectory.boolValue else { return .file }
         if manager.fileExists(atPath: url.appendingPathComponent("contents").path) { return .version }
-        if manager.fileExists(atPath: url.appendingPathComponent("elements").path) { return .legacyVersion }
+        if manager.fileExists(atPath: url.appendingPathComponent(legacyFile).path) { return .legacyVersion }
         if url.pathExtension == "xcdatamodeld"
             || manager.fileExists(atPath: url.appendingPathComponent(currentVersionFile).path)
             || ((try? versionFolders(in: url))?.isEmpty == false) {
@@ -146,11 +148,6 @@ enum XcodeModelLocation {
             throw ModelLoadingError(.missingValue, path: marker.path, message: "the property list has no \(currentVersionKey) string")
         }
         return name
-    }
-
-    private static func legacyError(_ folder: URL) -> ModelLoadingError {
-        ModelLoadingError(.legacyBinaryModel, path: folder.path, message:
-            "this is an Xcode 3 model stored only as a binary 'elements' file, which cannot be read; open it in Xcode 4 or later and save it to get the XML 'contents' file")
     }
 
     private static func compiledError(_ path: String) -> ModelLoadingError {

@@ -113,6 +113,48 @@ enum XcodeModelValues {
         return nil
     }
 
+    /// Sets an attribute's minimum and maximum from the strings a model file
+    /// holds: values for numbers and dates, lengths for strings, binary data and
+    /// transformables. Used by the XML and the Xcode 3 readers alike.
+    ///
+    /// - Returns: false when bounds have no meaning for the type (booleans,
+    ///   UUIDs, URIs) and were left unset, for the caller to warn about.
+    /// - Throws: ``InvalidLimit`` naming the bound that does not read, as in
+    ///   `minimum "ten" is not an integer of 16 bits`.
+    static func applyLimits(minimum: String?, maximum: String?, to attribute: AttributeDescription) throws(InvalidLimit) -> Bool {
+        let type = attribute.type
+        switch type {
+        case .integer16, .integer32, .integer64, .double, .float, .decimal, .date:
+            func bound(_ string: String, _ what: String) throws(InvalidLimit) -> PropertyValue {
+                guard let value = value(from: string, for: type) else {
+                    throw InvalidLimit(description: "\(what) \"\(string)\" is not \(type.valueDescription)")
+                }
+                return value
+            }
+            if let minimum { attribute.minimumValue = try bound(minimum, "minimum") }
+            if let maximum { attribute.maximumValue = try bound(maximum, "maximum") }
+            return true
+        case .string, .binaryData, .transformable:
+            func length(_ string: String, _ what: String) throws(InvalidLimit) -> Int {
+                guard let count = count(from: string) else {
+                    throw InvalidLimit(description: "\(what) length \"\(string)\" is not a whole number")
+                }
+                return count
+            }
+            if let minimum { attribute.minimumLength = try length(minimum, "minimum") }
+            if let maximum { attribute.maximumLength = try length(maximum, "maximum") }
+            return true
+        case .boolean, .uuid, .uri:
+            return false
+        }
+    }
+
+    /// A minimum or maximum that does not read as its attribute's type; the
+    /// caller prefixes the attribute (`Item.count minimum "ten" is not …`).
+    struct InvalidLimit: Error, CustomStringConvertible {
+        let description: String
+    }
+
     /// A non-negative count (`minCount`, `maxCount`, lengths).
     static func count(from string: String) -> Int? {
         guard let value = Int(string.trimmingCharacters(in: .whitespaces)), value >= 0 else { return nil }
