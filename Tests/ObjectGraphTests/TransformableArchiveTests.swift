@@ -50,6 +50,25 @@ import Testing
         }
     }
 
+    /// A batch insert converts values as key-value coding does: one conversion for both.
+    @Test(arguments: allStoreTypes)
+    func batchInsertsArchiveFoundationValuesAsKeyValueCodingDoes(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: Self.model())
+        let context = stack.newContext()
+        try context.performAndWait {
+            _ = try context.execute(BatchInsertRequest(entityName: "Note", objects: [
+                ["title": "one", "tags": ["a", "b"], "secure": ["n": 1] as [String: Int]],
+            ]))
+            let note = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")).first)
+            #expect(try note.value(forKey: "tags") as? [String] == ["a", "b"])
+            #expect((try note.value(forKey: "secure") as? [String: Any])?["n"] as? Int == 1)
+        }
+        if type == .sqlite {
+            let bytes = try #require(try RawStore.data(stack.storeURL, "SELECT ZTAGS FROM ZNOTE"))
+            #expect(bytes == ArchivedValue.array([.string("a"), .string("b")]).archived())
+        }
+    }
+
     @Test func dataAndEncodableValuesKeepTheirBytes() throws {
         let stack = try TestStack(type: .sqlite, model: Self.model())
         let context = stack.newContext()

@@ -78,8 +78,7 @@ extension ManagedObject {
     /// The slot value for a Swift value given for an attribute.
     private func slotValue(from value: Any?, for attribute: AttributeDescription) throws(ObjectGraphError) -> PropertyValue {
         guard let value, !(value is NSNull) else { return .null }
-        if attribute.archivesValues, let archived = attribute.archivedBytes(for: value) { return .data(archived) }
-        return try PropertyValue(value, for: attribute.type, key: attribute.name, entity: entity.name)
+        return try PropertyValue(value, for: attribute, entity: entity.name)
     }
 
     // MARK: - Slots

@@ -1,6 +1,19 @@
 import Foundation
 
 extension PropertyValue {
+    /// Converts a Swift value given through key-value coding or a batch insert
+    /// into the slot value for `attribute`: for a transformable attribute whose
+    /// transformer keeps keyed archives (``AttributeDescription/archivesValues``),
+    /// a Foundation value becomes the archive Core Data would store; otherwise
+    /// as ``init(_:for:key:entity:)`` converts for the attribute's type.
+    package init(_ value: Any, for attribute: AttributeDescription, entity: String) throws(ObjectGraphError) {
+        if attribute.archivesValues, let archived = attribute.archivedBytes(for: value) {
+            self = .data(archived)
+            return
+        }
+        try self.init(value, for: attribute.type, key: attribute.name, entity: entity)
+    }
+
     /// Converts a Swift value given through key-value coding into the slot value
     /// for an attribute of `type`.
     ///

@@ -131,7 +131,7 @@ package struct BatchInsertRows {
     private func convert(_ raw: any Sendable, at position: Int) throws -> PropertyValue {
         if let value = Self.exactValue(raw, for: types[position]) { return value }
         do {
-            return try PropertyValue(raw, for: types[position], key: names[position], entity: entityName)
+            return try PropertyValue(raw, for: attributes[position], entity: entityName)
         } catch {
             if (raw as? any OptionalValue)?.isNone == true { return .null }
             throw error
