@@ -158,6 +158,17 @@ import Testing
             return try context.fetch(request)
         }
         #expect(rows.first?["image"] as? Data == Self.large)
+
+        // The computed form of the same fetch (grouped): the same values.
+        let grouped = try context.performAndWait {
+            var request = FetchRequest<[String: Any]>(entityName: "Photo")
+            request.resultType = .dictionary
+            request.propertiesToFetch = ["title", "image"]
+            request.propertiesToGroupBy = ["title", "image"]
+            return try context.fetch(request)
+        }
+        #expect(grouped.count == 1)
+        #expect(grouped.first?["image"] as? Data == Self.large)
     }
 
     @Test func batchInsertAndUpdateTagTheirValuesInline() throws {

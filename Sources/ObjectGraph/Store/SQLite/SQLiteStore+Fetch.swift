@@ -40,15 +40,7 @@ extension SQLiteStore {
                 return .nodes(nodes)
             case .dictionary:
                 var rows = try Self.dictionaries(from: statement, columns: query.dictionaryColumns)
-                if !query.externalDictionaryColumns.isEmpty {
-                    let storage = ExternalBinaryStorage(storeURL: url)
-                    for index in rows.indices {
-                        for name in query.externalDictionaryColumns {
-                            guard case .data(let column)? = rows[index][name] else { continue }
-                            rows[index][name] = .data(try storage.value(fromColumn: column, describing: "\(fetch.entity.name).\(name) of a fetched row"))
-                        }
-                    }
-                }
+                try resolveExternalData(in: &rows, columns: query.externalDictionaryColumns, of: fetch.entity)
                 return .dictionaries(rows)
             }
         }
@@ -106,6 +98,21 @@ extension SQLiteStore {
         }
         // Join table or inverse foreign key: SQLiteStore+Relationships.swift.
         return try toManyDestinations(relationship, of: objectID)
+    }
+
+    /// Replaces the tagged column bytes of attributes with external binary storage
+    /// by their values, read from the row or from the file the column names.
+    ///
+    /// - Throws: ``PersistentStoreError`` naming the file when it is missing or unreadable.
+    func resolveExternalData(in rows: inout [[String: PropertyValue]], columns: Set<String>, of entity: EntityDescription) throws {
+        guard !columns.isEmpty else { return }
+        let storage = ExternalBinaryStorage(storeURL: url)
+        for index in rows.indices {
+            for name in columns {
+                guard case .data(let column)? = rows[index][name] else { continue }
+                rows[index][name] = .data(try storage.value(fromColumn: column, describing: "\(entity.name).\(name) of a fetched row"))
+            }
+        }
     }
 
     /// The rows a statement returns, each as its columns' values by name, read as their types.
