@@ -256,13 +256,21 @@ import Testing
         #expect(error?.description.contains(url.path) == true)
     }
 
-    @Test func aSQLiteFileWithoutPrimaryKeyTableThrowsNotAStoreNamingIt() throws {
+    @Test func aSQLiteFileWithoutCoreDataTablesThrowsNotAStoreNamingIt() throws {
         let workspace = try FixtureWorkspace()
-        let url = workspace.url.appendingPathComponent("other.sqlite")
-        try Connection(path: url.path).execute("CREATE TABLE ZTHING (Z_PK INTEGER PRIMARY KEY, ZNAME VARCHAR)")
-        let error = #expect(throws: PersistentStoreError.self) { try ManagedObjectModel(inferredFromSchemaOfStoreAt: url) }
+        let other = workspace.url.appendingPathComponent("other.sqlite")
+        try Connection(path: other.path).execute("CREATE TABLE ZTHING (Z_PK INTEGER PRIMARY KEY, ZNAME VARCHAR)")
+        let error = #expect(throws: PersistentStoreError.self) { try ManagedObjectModel(inferredFromSchemaOfStoreAt: other) }
         #expect(error?.code == .notAStore)
-        #expect(error?.message.contains("Z_PRIMARYKEY") == true)
-        #expect(error?.description.contains(url.path) == true)
+        #expect(error?.message.contains("Z_METADATA") == true)
+        #expect(error?.description.contains(other.path) == true)
+
+        // Metadata but no entity table: nothing to infer from.
+        let half = workspace.url.appendingPathComponent("half.sqlite")
+        try Connection(path: half.path).execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+        let noKeys = #expect(throws: PersistentStoreError.self) { try ManagedObjectModel(inferredFromSchemaOfStoreAt: half) }
+        #expect(noKeys?.code == .notAStore)
+        #expect(noKeys?.message.contains("Z_PRIMARYKEY") == true)
+        #expect(noKeys?.description.contains(half.path) == true)
     }
 }

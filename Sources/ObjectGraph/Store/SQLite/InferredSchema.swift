@@ -90,7 +90,7 @@ struct InferredSchema {
     ///   entity without its table, a column of a type Core Data never declares).
     init(storeAt url: URL) throws {
         self.url = url
-        let connection = try Self.open(url)
+        let connection = try SQLiteStoreFile.openExisting(url, readOnly: true)
         do {
             guard try connection.tableExists("Z_PRIMARYKEY") else {
                 throw PersistentStoreError(.notAStore, url: url, message: """
@@ -111,25 +111,6 @@ struct InferredSchema {
             manyToManys = try Self.readJoinTables(connection, entities: byNumber)
         } catch let error as SQLiteError {
             throw SQLiteStore.storeError(error, url: url, doing: "reading the store's schema")
-        }
-    }
-
-    /// A read-only connection to an existing file, never created.
-    private static func open(_ url: URL) throws -> Connection {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw PersistentStoreError(.cannotOpen, url: url, message: "no store file exists at this location")
-        }
-        guard !isDirectory.boolValue else {
-            throw PersistentStoreError(.notAStore, url: url, message: "the location is a folder, not a SQLite store file")
-        }
-        var configuration = Connection.Configuration()
-        configuration.isReadOnly = true
-        configuration.createsIfMissing = false
-        do {
-            return try Connection(path: url.path, configuration: configuration)
-        } catch let error as SQLiteError {
-            throw SQLiteStore.storeError(error, url: url, doing: "opening the store")
         }
     }
 
