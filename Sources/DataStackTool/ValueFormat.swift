@@ -89,20 +89,8 @@ enum ValueFormat {
         return "<\(data.count) bytes\(data.isEmpty ? "" : " " + hex)\(data.count > 16 ? "…" : "")>"
     }
 
-    /// A string in double quotes, with quotes, backslashes and control characters escaped.
+    /// A string in double quotes, escaped as a predicate literal.
     static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        PredicateFormatter.quoted(string)
     }
 }

@@ -145,6 +145,19 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         return entity
     }
 
+    /// The first of the entity's own properties that an ancestor declares
+    /// already, which Core Data does not allow (a model loader reports it);
+    /// nil when there is none.
+    package var propertyOverridingAnAncestor: PropertyDescription? {
+        var inherited = Set<String>()
+        var ancestor = superentity
+        while let current = ancestor {
+            inherited.formUnion(current.properties.map(\.name))
+            ancestor = current.superentity
+        }
+        return properties.first { inherited.contains($0.name) }
+    }
+
     /// Whether this entity is `other` or inherits from it.
     public func isKind(of other: EntityDescription) -> Bool {
         var entity: EntityDescription? = self

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Prints a ``PredicateNode`` in canonical format, which the parser reads back.
-enum PredicateFormatter {
+package enum PredicateFormatter {
     static func format(_ expression: PredicateNode) -> String {
         switch expression {
         case .truePredicate:
@@ -69,7 +69,9 @@ enum PredicateFormatter {
         }
     }
 
-    static func quoted(_ string: String) -> String {
+    /// A string as a predicate's quoted literal; also how the `datastack` tool
+    /// shows a string, so that what it prints can be pasted into `--where`.
+    package static func quoted(_ string: String) -> String {
         var out = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -315,13 +315,7 @@ struct LegacyModelDecoder {
     /// Checks that no entity declares a property it inherits, which Core Data does not allow.
     private func checkInheritedNames(_ entities: [EntityDescription]) throws {
         for entity in entities {
-            var inherited = Set<String>()
-            var ancestor = entity.superentity
-            while let current = ancestor {
-                inherited.formUnion(current.properties.map(\.name))
-                ancestor = current.superentity
-            }
-            if let clash = entity.properties.first(where: { inherited.contains($0.name) }) {
+            if let clash = entity.propertyOverridingAnAncestor {
                 throw error(.inconsistentModel, "entity \(entity.name) declares \(clash.name), which it already inherits; Core Data does not allow overriding properties")
             }
         }

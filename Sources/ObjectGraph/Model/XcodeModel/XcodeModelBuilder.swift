@@ -198,13 +198,7 @@ struct XcodeModelBuilder {
             if let subentities = children[ObjectIdentifier(entity)] { entity.subentities = subentities }
         }
         for (entity, node) in declared {
-            var inherited = Set<String>()
-            var ancestor = entity.superentity
-            while let current = ancestor {
-                inherited.formUnion(current.properties.map(\.name))
-                ancestor = current.superentity
-            }
-            if let clash = entity.properties.first(where: { inherited.contains($0.name) }) {
+            if let clash = entity.propertyOverridingAnAncestor {
                 throw error(.inconsistentModel, at: node,
                             "entity \(entity.name) declares \(clash.name), which it already inherits; Core Data does not allow overriding properties")
             }
