@@ -19,7 +19,9 @@ struct ObjectPager {
     let context: ManagedObjectContext
     let entity: EntityDescription
     let predicate: FetchPredicate?
-    var pageSize = 500
+    /// Objects per page.
+    static let pageSize = 500
+    var pageSize = Self.pageSize
 
     /// Calls `body` with each page of objects, on the context's queue; the
     /// objects are valid only until `body` returns.

@@ -53,7 +53,8 @@ struct OpenedStore {
         var options = StoreOptions()
         options.isReadOnly = true
         options.persistentHistoryTracking = tracksHistory
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        // Rows are read once, a page at a time: a cache of one page keeps memory flat.
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model, rowCacheCapacity: ObjectPager.pageSize)
         store = try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
         self.url = url
         self.model = model

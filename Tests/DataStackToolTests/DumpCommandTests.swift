@@ -71,6 +71,38 @@ import Testing
 
     /// The readable form: one block per object, a header line, then the
     /// property names in a column and their values aligned after them.
+    /// Strings that need escaping and doubles of every shape survive JSON Lines.
+    @Test func jsonLinesCarryAnyStringAndNumberExactly() throws {
+        let workspace = try ToolWorkspace()
+        let modelURL = try workspace.write(HistoryCommandTests.modelContents, to: "Companies.xcdatamodel/contents").deletingLastPathComponent()
+        let storeURL = workspace.url.appendingPathComponent("Companies.sqlite")
+        let model = try ManagedObjectModel(contentsOf: modelURL)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        let store = try coordinator.addPersistentStore(type: .sqlite, at: storeURL)
+        let names = ["quote \" backslash \\ slash /", "lines\nand\ttabs\r", "control \u{01}\u{1F}", "é 漢字 🦊", ""]
+        let prices = [0.1, -2.5e-300, 1e20, 12.0, -0.0, Double.greatestFiniteMagnitude]
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let company = try #require(model.entitiesByName["Company"])
+        try context.performAndWait {
+            for (name, price) in zip(names, prices) {
+                let object = ManagedObject(entity: company, insertInto: context)
+                try object.setValue(name, forKey: "name")
+                try object.setValue(price, forKey: "price")
+            }
+            try context.save()
+        }
+        try coordinator.remove(store)
+
+        let result = try Tool.run(["dump", storeURL.path, "--model", modelURL.path, "--json"])
+        #expect(result.status == 0, "\(result.errorOutput)")
+        let attributes = try result.jsonLines().compactMap { $0["attributes"] as? [String: Any] }
+        var read: [String: Double] = [:]
+        for values in attributes {
+            if let name = values["name"] as? String { read[name] = (values["price"] as? NSNumber)?.doubleValue }
+        }
+        #expect(read == Dictionary(uniqueKeysWithValues: zip(names, prices)))
+    }
+
     @Test func readableDumpHasOneAlignedBlockPerObject() throws {
         let workspace = try ToolWorkspace()
         let store = try workspace.copyStore(Self.kik)

@@ -31,10 +31,19 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The stores, each with the identity its object IDs carry (looked up once, when added).
     private let stores = Mutex<[(store: any PersistentStore, identity: StoreIdentity)]>([])
 
+    /// The rows a coordinator's row cache keeps unless told otherwise: 200,000.
+    public static let defaultRowCacheCapacity = 200_000
+
     /// Creates a coordinator for a model.
-    public init(managedObjectModel: ManagedObjectModel) {
+    ///
+    /// - Parameter rowCacheCapacity: the most rows the row cache keeps for
+    ///   faults to fire from (at least 1); past it, rows not read lately make
+    ///   room. Its memory grows with the rows read up to this bound, so a
+    ///   reader that walks a whole store once, page by page, does better with
+    ///   a bound near its page size.
+    public init(managedObjectModel: ManagedObjectModel, rowCacheCapacity: Int = defaultRowCacheCapacity) {
         self.managedObjectModel = managedObjectModel
-        self.rowCache = RowCache()
+        self.rowCache = RowCache(capacity: rowCacheCapacity)
     }
 
     // MARK: - Stores

@@ -30,11 +30,11 @@ package final class RowCache: Sendable {
         var misses = 0
     }
 
-    /// The most rows kept. The default is 200,000.
+    /// The most rows kept (``PersistentStoreCoordinator/defaultRowCacheCapacity`` unless the coordinator says otherwise).
     package let capacity: Int
     private let state = Mutex(State())
 
-    package init(capacity: Int = 200_000) {
+    package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
         self.capacity = max(1, capacity)
     }
 
