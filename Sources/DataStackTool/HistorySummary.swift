@@ -28,7 +28,7 @@ struct HistorySummary {
 
     var text: String {
         guard let first, let last else { return "\(count) transactions" }
-        return "\(count) transactions, first \(first.transactionNumber) at \(ValueFormat.date(first.timestamp)), "
+        return "\(count) transaction\(count == 1 ? "" : "s"), first \(first.transactionNumber) at \(ValueFormat.date(first.timestamp)), "
             + "last \(last.transactionNumber) at \(ValueFormat.date(last.timestamp))"
     }
 

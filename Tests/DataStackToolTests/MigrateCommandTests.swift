@@ -1,4 +1,5 @@
 import Foundation
+@testable import ObjectGraph
 import DataStack
 import Testing
 
@@ -29,6 +30,23 @@ import Testing
         #expect(again.status == 0)
         #expect(again.output.contains("nothing to migrate"))
         #expect(again.errorOutput.isEmpty)
+    }
+
+    /// The target as an app ships it: a compiled `.mom` in a `.momd` — here the
+    /// model Core Data cached in the store it migrated to.
+    @Test func migrateTakesACompiledModelBundle() throws {
+        let workspace = try ToolWorkspace()
+        let store = try workspace.copyStore(InspectCommandTests.wibosco)
+        let migrated = try workspace.copyStore("wibosco-migration/stores/CoreDataMigration_Example_2.sqlite")
+        let cache = try #require(try RawSQL(migrated).blob("SELECT Z_CONTENT FROM Z_MODELCACHE"))
+        let bundle = workspace.url.appendingPathComponent("Example.momd")
+        try FileManager.default.createDirectory(at: bundle, withIntermediateDirectories: true)
+        try RawDeflate.inflate(cache).write(to: bundle.appendingPathComponent("Example 2.mom"))
+
+        let result = try Tool.run(["migrate", store.path, "--model", bundle.path])
+        #expect(result.status == 0, "\(result.errorOutput)")
+        let columns = try RawSQL(store).column("SELECT name FROM pragma_table_info('ZPOST')")
+        #expect(columns.contains("ZHEXCOLOR") && !columns.contains("ZCOLOR"))
     }
 
     @Test func migrateWithoutModelIsAUsageError() throws {

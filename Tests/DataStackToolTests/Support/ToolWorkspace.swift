@@ -70,6 +70,12 @@ struct RawSQL {
         return values
     }
 
+    /// The first column of the first row as bytes.
+    func blob(_ sql: String) throws -> Data? {
+        let statement = try connection.prepare(sql)
+        return try statement.step() ? statement.data(at: 0) : nil
+    }
+
     /// The first column of the first row as an integer.
     func integer(_ sql: String) throws -> Int {
         let statement = try connection.prepare(sql)
