@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Core Data's external binary storage in a SQLite store: how the column of an
 /// attribute with ``AttributeDescription/allowsExternalBinaryDataStorage`` holds
@@ -110,6 +113,7 @@ struct ExternalBinaryStorage: Sendable {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try value.write(to: file, options: .atomic)
+            try Self.synchronize(file: file, folder: folder)
         } catch {
             throw PersistentStoreError(.ioFailure, url: file, message: "the external binary data file \(file.path) cannot be written: \(error.localizedDescription)")
         }
@@ -118,6 +122,22 @@ struct ExternalBinaryStorage: Sendable {
         column.append(contentsOf: Array(name.utf8))
         column.append(0)
         return column
+    }
+
+    /// Waits until the file and its name are on disk. The row that names the
+    /// file commits after this, so that not even a power loss can leave a row
+    /// naming a file the disk never got (`Data.write(options: .atomic)` renames
+    /// a complete file into place, but does not flush it).
+    private static func synchronize(file: URL, folder: URL) throws {
+        let handle = try FileHandle(forWritingTo: file)
+        defer { try? handle.close() }   // the bytes are flushed already: a failing close cannot lose them
+        try handle.synchronize()
+        let directory = open(folder.path, O_RDONLY)
+        guard directory >= 0 else { return }   // a folder that cannot be opened to flush: the file itself is flushed
+        defer { close(directory) }
+        if fsync(directory) != 0 {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: folder.path])
+        }
     }
 
     /// The file a column names, as a URL in ``folder``.
