@@ -80,6 +80,13 @@ import Testing
         #expect((history["last"] as? [String: Any])?["transaction"] as? Int == 3)
         let timestamps = try RawSQL(store).column("SELECT ZTIMESTAMP FROM ATRANSACTION ORDER BY Z_PK")
         #expect(timestamps.count == 3)
+
+        // The store caches its model, as Core Data's do: no --model needed.
+        let alone = try Tool.run(["inspect", store.path, "--json"])
+        #expect(alone.status == 0, "\(alone.errorOutput)")
+        let described = try #require(try alone.jsonObject()["model"] as? [String: Any])
+        #expect(described["source"] as? String == "cached")
+        #expect((described["entities"] as? [[String: Any]])?.first?["objects"] as? Int == 1)
     }
 
     @Test func historyOfAStoreWithoutHistoryIsBadInput() throws {

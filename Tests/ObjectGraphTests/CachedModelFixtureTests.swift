@@ -72,6 +72,27 @@ import Testing
         #expect(mismatches.isEmpty, "\(mismatches.count) differences, first: \(mismatches.prefix(8).joined(separator: "; "))")
     }
 
+    /// A store this package creates caches its model, as Core Data's do; a
+    /// migration replaces the cache with the new model, as Core Data's migrator does.
+    @Test func storesThisPackageWritesCacheTheirModelThroughMigrations() throws {
+        let workspace = try FixtureWorkspace()
+        let versions = "wibosco-migration/CoreDataMigration_Example.xcdatamodeld/"
+        let first = try ManagedObjectModel(contentsOf: CoreDataFixtures.url(versions + "CoreDataMigration_Example.xcdatamodel"))
+        let second = try ManagedObjectModel(contentsOf: CoreDataFixtures.url(versions + "CoreDataMigration_Example 2.xcdatamodel"))
+        let storeURL = workspace.url.appendingPathComponent("Posts.sqlite")
+        let creator = PersistentStoreCoordinator(managedObjectModel: first)
+        try creator.remove(creator.addPersistentStore(type: .sqlite, at: storeURL))
+        #expect(ModelDifferences.between(first, try ManagedObjectModel(cachedInStoreAt: storeURL)).isEmpty)
+
+        let migrator = PersistentStoreCoordinator(managedObjectModel: second)
+        var options = StoreOptions()
+        options.migratesAutomatically = true
+        options.infersMappingModel = true
+        try migrator.remove(migrator.addPersistentStore(type: .sqlite, at: storeURL, options: options))
+        let cached = try ManagedObjectModel(cachedInStoreAt: storeURL)
+        #expect(ModelDifferences.between(second, cached).isEmpty, "\(ModelDifferences.between(second, cached).prefix(4))")
+    }
+
     @Test func theOneLineOpenIsReadOnlyUnlessAsked() throws {
         let workspace = try FixtureWorkspace()
         let storeURL = try workspace.copyStore("plaso-apple-stores/stores/ios-Accounts3.sqlite")

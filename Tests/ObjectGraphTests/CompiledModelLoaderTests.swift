@@ -83,6 +83,46 @@ import Testing
         #expect(notModel.message.contains("NSDictionary"))
     }
 
+    // MARK: - Writing
+
+    /// Every Xcode model of the corpus, written as a compiled model and read back:
+    /// the same model, property by property.
+    @Test(arguments: CoreDataFixtures.xmlModels)
+    func aModelWrittenAsACompiledModelReadsBackTheSame(path: String) throws {
+        let model = try ManagedObjectModel(contentsOf: CoreDataFixtures.url(path))
+        let archive = CompiledModelEncoder.archive(model)
+        let loaded = try CompiledModelLoader.decode(archive: archive, from: URL(fileURLWithPath: "/written.mom"))
+        let differences = ModelDifferences.between(model, loaded.model)
+        #expect(differences.isEmpty, "\(differences.prefix(8).joined(separator: "; "))")
+        #expect(loaded.warnings.isEmpty, "\(loaded.warnings.prefix(4))")
+        #expect(try RawDeflate.inflate(RawDeflate.deflate(archive)) == archive)
+    }
+
+    /// What the Xcode models of the corpus do not have: every validation rule,
+    /// defaults of every type, external storage.
+    @Test func validationDefaultsAndExternalStorageSurviveWriting() throws {
+        let price = AttributeDescription(name: "price", type: .decimal, defaultValue: .decimal(Decimal(string: "9.95")!))
+        price.minimumValue = .decimal(0)
+        price.maximumValue = .decimal(1_000)
+        let code = AttributeDescription(name: "code", type: .string, isOptional: false, defaultValue: .string("X"))
+        code.minimumLength = 1
+        code.maximumLength = 8
+        code.regularExpression = "[A-Z]+"
+        let listed = AttributeDescription(name: "listed", type: .date, defaultValue: .date(Date(timeIntervalSinceReferenceDate: 0)))
+        listed.minimumValue = .date(Date(timeIntervalSinceReferenceDate: -86_400))
+        let logo = AttributeDescription(name: "logo", type: .binaryData)
+        logo.allowsExternalBinaryDataStorage = true
+        let id = AttributeDescription(name: "id", type: .uuid, defaultValue: .uuid(UUID(uuidString: "6E8F2A52-64B1-4C8B-9A2E-6D1F0C3B5A77")!))
+        id.preservesValueInHistoryOnDeletion = true
+        let site = AttributeDescription(name: "site", type: .uri, defaultValue: .uri(URL(string: "https://example.com")!))
+        let company = EntityDescription(name: "Company", properties: [price, code, listed, logo, id, site,
+            AttributeDescription(name: "count", type: .integer16, defaultValue: .integer(-3)),
+            AttributeDescription(name: "active", type: .boolean, defaultValue: .bool(true))])
+        let model = ManagedObjectModel(entities: [company])
+        let loaded = try CompiledModelLoader.decode(archive: CompiledModelEncoder.archive(model), from: URL(fileURLWithPath: "/written.mom"))
+        #expect(ModelDifferences.between(model, loaded.model).isEmpty, "\(ModelDifferences.between(model, loaded.model))")
+    }
+
     // MARK: - Damaged model caches
 
     @Test func aDamagedModelCacheThrowsNamingTheStore() throws {

@@ -67,6 +67,7 @@ enum ModelDifferences {
             check("indexed", a.isIndexed, b.isIndexed)
             check("value transformer", a.valueTransformerName, b.valueTransformerName)
             check("preserved in history", a.preservesValueInHistoryOnDeletion, b.preservesValueInHistoryOnDeletion)
+            check("external storage", a.allowsExternalBinaryDataStorage, b.allowsExternalBinaryDataStorage)
         }
         if let a = p as? RelationshipDescription, let b = q as? RelationshipDescription {
             check("destination", a.destinationEntityName, b.destinationEntityName)

@@ -54,7 +54,7 @@ extension CompiledModelDecoder {
         let isDerived = object.classChain.contains("NSDerivedAttributeDescription")
         var known = Self.propertyKeys.union([
             "NSAttributeType", "NSAttributeValueClassName", "NSDefaultValue", "NSValueTransformerName", "NSIsIndexed",
-            "NSFlagsKey",
+            "NSFlagsKey", "NSAllowsExternalBinaryDataStorage",
         ])
         if isDerived { known.formUnion(["NSDerivationExpression", "NSFilteringPredicate"]) }
         checkKeys(of: object, known: known, in: context)
@@ -69,6 +69,8 @@ extension CompiledModelDecoder {
             attribute.name = try object.string("NSPropertyName") ?? attribute.name
             attribute.isIndexed = try object.bool("NSIsIndexed") ?? false
             attribute.valueTransformerName = try object.string("NSValueTransformerName")
+            // This package's key (see CompiledModelEncoder): Apple's for the flag is not known.
+            attribute.allowsExternalBinaryDataStorage = try object.bool("NSAllowsExternalBinaryDataStorage") ?? false
             let flags = try object.integer("NSFlagsKey") ?? 0
             // Bit 16 is Xcode's "Preserve After Deletion" (checked against the fixtures' XML models).
             attribute.preservesValueInHistoryOnDeletion = flags & 16 != 0

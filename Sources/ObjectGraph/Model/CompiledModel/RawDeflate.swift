@@ -1,8 +1,8 @@
 import CZlib
 import Foundation
 
-/// Inflates raw DEFLATE data (RFC 1951, no zlib or gzip header) with the
-/// system's zlib: the form in which Core Data keeps a store's model in
+/// Raw DEFLATE data (RFC 1951, no zlib or gzip header) through the system's
+/// zlib: the form in which Core Data keeps a store's model in
 /// `Z_MODELCACHE.Z_CONTENT`.
 enum RawDeflate {
     /// A compressed stream that zlib cannot inflate, or that inflates past the limit.
@@ -56,5 +56,32 @@ enum RawDeflate {
         }
         if let failure { throw Failure(description: failure) }
         return output
+    }
+
+    /// `data` compressed at zlib's default level.
+    ///
+    /// - Throws: ``Failure`` when zlib cannot start (out of memory) or fails.
+    static func deflate(_ data: Data) throws(Failure) -> Data {
+        var stream = z_stream()
+        let started = czlib_deflate_init_raw(&stream, Z_DEFAULT_COMPRESSION)
+        guard started == Z_OK else {
+            throw Failure(description: "zlib could not start compressing (\(String(cString: zError(started))))")
+        }
+        defer { deflateEnd(&stream) }
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(data.count))))
+        var input = data
+        let status = input.withUnsafeMutableBytes { source in
+            output.withUnsafeMutableBytes { target in
+                stream.next_in = source.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.avail_in = uInt(source.count)
+                stream.next_out = target.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                stream.avail_out = uInt(target.count)
+                return CZlib.deflate(&stream, Z_FINISH)
+            }
+        }
+        guard status == Z_STREAM_END else {
+            throw Failure(description: "zlib could not compress the data (\(String(cString: zError(status))))")
+        }
+        return Data(output.prefix(Int(stream.total_out)))
     }
 }

@@ -65,3 +65,27 @@ extension CompiledModelLoader {
         return try decode(archive: archive, from: url)
     }
 }
+
+// MARK: - Writing the cache
+
+extension SQLiteStoreFile {
+    /// Puts `model` in the store's `Z_MODELCACHE`, as Core Data does when it
+    /// creates or migrates a store, inside the caller's transaction: so that the
+    /// store opens with ``ManagedObjectModel/init(cachedInStoreAt:)`` (and
+    /// `datastack`) with no model file.
+    static func writeModelCache(_ model: ManagedObjectModel, _ connection: Connection, url: URL?) throws {
+        let compressed: Data
+        do {
+            compressed = try RawDeflate.deflate(CompiledModelEncoder.archive(model))
+        } catch {
+            throw PersistentStoreError(.ioFailure, url: url, message: "the model cache (Z_MODELCACHE) cannot be written: \(error)")
+        }
+        if try !connection.tableExists("Z_MODELCACHE") {
+            try connection.execute("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+        }
+        try connection.execute("DELETE FROM Z_MODELCACHE")
+        let insert = try connection.prepare("INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)")
+        try insert.bind(compressed, at: 1)
+        try insert.execute()
+    }
+}

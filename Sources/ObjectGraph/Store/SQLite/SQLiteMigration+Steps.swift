@@ -125,8 +125,8 @@ extension SQLiteMigration {
     }
 
     /// Step 7: the metadata keeps the store UUID and takes the new model's
-    /// hashes, digest and checksum. The compiled-model cache describes the
-    /// old model, so it goes.
+    /// hashes, digest and checksum; the compiled-model cache becomes the new
+    /// model's, as Core Data's migrator leaves it.
     static func writeMetadata(_ connection: Connection, snapshot: StoreSchemaSnapshot, model: ManagedObjectModel) throws {
         var metadata = snapshot.metadata
         metadata.recordModel(model)
@@ -136,9 +136,7 @@ extension SQLiteMigration {
         let updateMetadata = try connection.prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
         try updateMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 1)
         try updateMetadata.execute()
-        if try connection.tableExists("Z_MODELCACHE") {
-            try connection.execute("DELETE FROM Z_MODELCACHE")
-        }
+        try SQLiteStoreFile.writeModelCache(model, connection, url: nil)
     }
 
     /// Step 8: the history written before the migration is deleted, and with

@@ -292,7 +292,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             }
             try connection.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
             try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
-            try connection.execute("CREATE TABLE Z_MODELCACHE (Z_CONTENT BLOB)")
+            try SQLiteStoreFile.writeModelCache(configuration.model, connection, url: url)
             for sql in schema.creationStatements() { try connection.execute(sql) }
             let insertKey = try connection.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)")
             for row in schema.primaryKeyRows() {
