@@ -83,7 +83,7 @@ func loadModel(for file: URL, modelPath: String?) throws -> (ManagedObjectModel,
     do {
         return (try ManagedObjectModel(cachedInStoreAt: file), .cached)
     } catch let error as ModelLoadingError where error.code == .notAModel {
-        // No cache (Core Data before 2012, or a store this package wrote). A damaged
+        // No cache (Core Data before 2012, or this package before it wrote one). A damaged
         // cache is not this case: it is reported, since guessing would hide it.
         return (try ManagedObjectModel(inferredFromSchemaOfStoreAt: file), .inferred)
     }
