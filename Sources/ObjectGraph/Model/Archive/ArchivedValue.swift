@@ -79,52 +79,43 @@ extension ArchivedValue {
             budget = overflow ? Int.max : scaled + 4096
         }
 
-        /// Decodes a value found under a key or in a collection: an inline scalar or a UID.
+        /// Decodes a value found under a key or at the top: an inline scalar or a UID.
         mutating func decode(_ value: PropertyListValue, path: String) throws(KeyedArchiveError) -> ArchivedValue {
+            guard let object = try archive.resolve(value, path: path) else { return .null }
+            return try decode(object)
+        }
+
+        /// Decodes an object of the archive: an inline scalar as itself, an
+        /// object by its class.
+        private mutating func decode(_ object: ArchivedObject) throws(KeyedArchiveError) -> ArchivedValue {
+            let path = object.path
             guard budget > 0 else {
                 throw KeyedArchiveError(code: .tooComplex, path: path,
                                         message: "shared objects expand to more values than the archive's \(archive.objects.count) objects can hold")
             }
             budget -= 1
-            switch value {
-            case .uid(0): return .null
-            case .uid(let uid):
-                guard uid < archive.objects.count else {
-                    throw KeyedArchiveError(code: .invalidReference, path: path,
-                                            message: "UID \(uid) is past the end of $objects (\(archive.objects.count) entries)")
-                }
-                switch archive.objects[uid] {
-                case .dictionary: break
-                case .uid, .array:
-                    throw KeyedArchiveError(code: .wrongType, path: path,
-                                            message: "$objects entry \(uid) is \(archive.objects[uid].kindDescription), not an object or a scalar")
-                case let scalar: return try decode(scalar, path: path)   // an inline scalar entry
-                }
-                guard !visiting.contains(uid) else {
-                    throw KeyedArchiveError(code: .tooComplex, path: path, message: "object UID \(uid) contains itself")
-                }
-                guard visiting.count < Self.maximumDepth else {
-                    throw KeyedArchiveError(code: .tooComplex, path: path, message: "values nest deeper than \(Self.maximumDepth)")
-                }
-                visiting.insert(uid)
-                defer { visiting.remove(uid) }
-                let object = try ArchivedObject(archive: archive, uid: uid, value: archive.objects[uid], path: path)
-                return try decode(object)
+            switch object.value {
             case .bool(let bool): return .bool(bool)
             case .integer(let integer): return .integer(integer)
             case .real(let real): return .double(real)
             case .string(let string): return .string(string)
             case .data(let data): return .data(data)
             case .date(let date): return .date(date)
-            case .array, .dictionary:
+            case .uid, .array:
                 throw KeyedArchiveError(code: .wrongType, path: path,
-                                        message: "expected a UID or an inline scalar, found \(value.kindDescription)")
+                                        message: "$objects entry \(object.uid ?? 0) is \(object.value.kindDescription), not an object or a scalar")
+            case .dictionary:
+                break
             }
-        }
-
-        /// Decodes an object of the archive by its class.
-        private mutating func decode(_ object: ArchivedObject) throws(KeyedArchiveError) -> ArchivedValue {
-            let path = object.path
+            let uid = object.uid ?? 0
+            guard !visiting.contains(uid) else {
+                throw KeyedArchiveError(code: .tooComplex, path: path, message: "object UID \(uid) contains itself")
+            }
+            guard visiting.count < Self.maximumDepth else {
+                throw KeyedArchiveError(code: .tooComplex, path: path, message: "values nest deeper than \(Self.maximumDepth)")
+            }
+            visiting.insert(uid)
+            defer { visiting.remove(uid) }
             switch object.className ?? "" {
             case "NSString", "NSMutableString":
                 return .string(try object.asString())
@@ -150,7 +141,9 @@ extension ArchivedValue {
             case "NSSet", "NSMutableSet":
                 return .set(Set(try elements(of: object)))
             case "NSDictionary", "NSMutableDictionary":
-                return .dictionary(try dictionary(object))
+                var result: [ArchivedValue: ArchivedValue] = [:]
+                for (key, value) in try object.asEntries() { result[try decode(key)] = try decode(value) }
+                return .dictionary(result)
             case "NSNull":
                 return .null
             case "NSDecimalNumber":
@@ -163,46 +156,11 @@ extension ArchivedValue {
         }
 
         private mutating func elements(of object: ArchivedObject) throws(KeyedArchiveError) -> [ArchivedValue] {
-            let items = try list("NS.objects", of: object)
+            let items = try object.asElements()
             var values: [ArchivedValue] = []
             values.reserveCapacity(items.count)
-            for (index, item) in items.enumerated() {
-                values.append(try element(item, path: "\(object.path)[\(index)]"))
-            }
+            for item in items { values.append(try decode(item)) }
             return values
-        }
-
-        private mutating func dictionary(_ object: ArchivedObject) throws(KeyedArchiveError) -> [ArchivedValue: ArchivedValue] {
-            let keys = try list("NS.keys", of: object)
-            let values = try list("NS.objects", of: object)
-            guard keys.count == values.count else {
-                throw KeyedArchiveError(code: .wrongType, path: object.path,
-                                        message: "NS.keys has \(keys.count) entries but NS.objects has \(values.count)")
-            }
-            var result: [ArchivedValue: ArchivedValue] = [:]
-            for index in keys.indices {
-                let key = try element(keys[index], path: "\(object.path).NS.keys[\(index)]")
-                let name = if case .string(let name) = key { ".\(name)" } else { "[\(index)]" }
-                result[key] = try element(values[index], path: object.path + name)
-            }
-            return result
-        }
-
-        /// A collection's member: `$null` cannot be one.
-        private mutating func element(_ value: PropertyListValue, path: String) throws(KeyedArchiveError) -> ArchivedValue {
-            guard value != .uid(0) else {
-                throw KeyedArchiveError(code: .invalidReference, path: path, message: "a collection element refers to $null")
-            }
-            return try decode(value, path: path)
-        }
-
-        private func list(_ key: String, of object: ArchivedObject) throws(KeyedArchiveError) -> [PropertyListValue] {
-            guard let list = object.fields[key] else { throw missing(key, in: object) }
-            guard case .array(let items) = list else {
-                throw KeyedArchiveError(code: .wrongType, path: "\(object.path).\(key)",
-                                        message: "expected an array of UIDs, found \(list.kindDescription)")
-            }
-            return items
         }
 
         /// `NSURL`: `NS.relative` resolved against `NS.base` (`$null` or another `NSURL`).
