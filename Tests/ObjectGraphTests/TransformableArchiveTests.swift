@@ -58,14 +58,19 @@ import Testing
         try context.performAndWait {
             _ = try context.execute(BatchInsertRequest(entityName: "Note", objects: [
                 ["title": "one", "tags": ["a", "b"], "secure": ["n": 1] as [String: Int]],
+                ["title": "two", "tags": NSNull()],
             ]))
-            let note = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Note")).first)
+            let notes = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note", predicate: nil, sortDescriptors: [FetchSort(key: "title")]))
+            let note = try #require(notes.first)
             #expect(try note.value(forKey: "tags") as? [String] == ["a", "b"])
             #expect((try note.value(forKey: "secure") as? [String: Any])?["n"] as? Int == 1)
+            // NSNull is no value, in a batch as through key-value coding: not an archive of NSNull.
+            #expect(try notes.last?.value(forKey: "tags") == nil)
         }
         if type == .sqlite {
-            let bytes = try #require(try RawStore.data(stack.storeURL, "SELECT ZTAGS FROM ZNOTE"))
+            let bytes = try #require(try RawStore.data(stack.storeURL, "SELECT ZTAGS FROM ZNOTE WHERE ZTITLE = 'one'"))
             #expect(bytes == ArchivedValue.array([.string("a"), .string("b")]).archived())
+            #expect(try RawStore.int(stack.storeURL, "SELECT COUNT(*) FROM ZNOTE WHERE ZTITLE = 'two' AND ZTAGS IS NULL") == 1)
         }
     }
 

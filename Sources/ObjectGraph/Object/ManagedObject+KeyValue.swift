@@ -77,7 +77,7 @@ extension ManagedObject {
 
     /// The slot value for a Swift value given for an attribute.
     private func slotValue(from value: Any?, for attribute: AttributeDescription) throws(ObjectGraphError) -> PropertyValue {
-        guard let value, !(value is NSNull) else { return .null }
+        guard let value else { return .null }
         return try PropertyValue(value, for: attribute, entity: entity.name)
     }
 

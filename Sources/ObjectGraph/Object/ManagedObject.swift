@@ -246,8 +246,8 @@ open class ManagedObject {
             if slots[index] != baseline {
                 // A changed value is in memory: nothing to read; only an archive
                 // that does not unarchive can fail, and its bytes are the value.
-                let raw = (property as? AttributeDescription).map { slots[index].anyValue(for: $0.type) } ?? nil
-                result[property.name] = (try? anyValue(slots[index], for: property)) ?? raw
+                result[property.name] = (try? anyValue(slots[index], for: property))
+                    ?? (property as? AttributeDescription).flatMap { slots[index].anyValue(for: $0.type) }
             }
         }
         return result

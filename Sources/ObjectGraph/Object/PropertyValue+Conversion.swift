@@ -7,7 +7,8 @@ extension PropertyValue {
     /// a Foundation value becomes the archive Core Data would store; otherwise
     /// as ``init(_:for:key:entity:)`` converts for the attribute's type.
     package init(_ value: Any, for attribute: AttributeDescription, entity: String) throws(ObjectGraphError) {
-        if attribute.archivesValues, let archived = attribute.archivedBytes(for: value) {
+        // `NSNull` is no value, not a value to archive.
+        if attribute.archivesValues, !(value is NSNull), let archived = attribute.archivedBytes(for: value) {
             self = .data(archived)
             return
         }

@@ -85,6 +85,8 @@ struct SQLiteSchema: Sendable {
     }
 
     private(set) var mappings: [ObjectIdentifier: EntityMapping] = [:]
+    /// Whether any entity has an attribute with external binary storage: saves then track files.
+    private(set) var usesExternalStorage = false
     private(set) var entitiesByNumber: [Int64: EntityDescription] = [:]
     /// The entity tables, one per root entity (join tables are in ``joinTables``).
     private(set) var tables: [Table] = []
@@ -217,6 +219,7 @@ struct SQLiteSchema: Sendable {
             }
         }
         problems += mapJoinTables(entities: entities, numbers: numbers, existingColumns: existingColumns)
+        usesExternalStorage = mappings.values.contains { !$0.externalSlots.isEmpty }
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
     }
 

@@ -12,18 +12,17 @@ extension SQLiteStore {
     func externalColumns(of node: IncrementalStoreNode, mapping: SQLiteSchema.EntityMapping, replacing: Bool,
                          files: ExternalDataFiles, connection: Connection) throws -> [Int: PropertyValue] {
         guard !mapping.externalSlots.isEmpty else { return [:] }
-        let storage = ExternalBinaryStorage(storeURL: url)
         let previous = replacing ? try currentExternalColumns(of: node.objectID, mapping: mapping, connection: connection) : [:]
         var columns: [Int: PropertyValue] = [:]
         for slot in mapping.externalSlots {
             let old = previous[slot] ?? nil
             let column: PropertyValue
             if case .data(let bytes) = node.values[slot] {
-                column = .data(try storage.column(for: bytes, previous: old, files: files))
+                column = .data(try externalStorage.column(for: bytes, previous: old, files: files))
             } else {
                 column = node.values[slot]
             }
-            if let old, let file = storage.file(inColumn: old), column != .data(old) {
+            if let old, let file = externalStorage.file(inColumn: old), column != .data(old) {
                 files.retire(file)
             }
             columns[slot] = column
@@ -34,9 +33,8 @@ extension SQLiteStore {
     /// Retires the files named by a row about to be deleted.
     func retireExternalFiles(of objectID: ObjectID, mapping: SQLiteSchema.EntityMapping, files: ExternalDataFiles,
                              connection: Connection) throws {
-        let storage = ExternalBinaryStorage(storeURL: url)
         for case let column? in try currentExternalColumns(of: objectID, mapping: mapping, connection: connection).values {
-            if let file = storage.file(inColumn: column) { files.retire(file) }
+            if let file = externalStorage.file(inColumn: column) { files.retire(file) }
         }
     }
 
@@ -44,12 +42,11 @@ extension SQLiteStore {
     func retireExternalFiles(selectedBy selection: BatchSelection, columns: [String], files: ExternalDataFiles,
                              connection: Connection) throws {
         guard !columns.isEmpty else { return }
-        let storage = ExternalBinaryStorage(storeURL: url)
         let list = columns.map { "t0.\($0)" }.joined(separator: ", ")
         let statement = try selection.prepare("SELECT \(list) FROM \(selection.table) t0\(selection.whereClause)", on: connection)
         while try statement.step() {
             for position in columns.indices {
-                if let column = statement.data(at: Int32(position)), let file = storage.file(inColumn: column) { files.retire(file) }
+                if let column = statement.data(at: Int32(position)), let file = externalStorage.file(inColumn: column) { files.retire(file) }
             }
         }
     }
@@ -71,11 +68,6 @@ extension SQLiteStore {
 }
 
 extension SQLiteSchema {
-    /// Whether any entity has an attribute with external binary storage: saves then track files.
-    var usesExternalStorage: Bool {
-        mappings.values.contains { !$0.externalSlots.isEmpty }
-    }
-
     /// The columns with external binary storage of every entity stored in `table`.
     func externalColumns(inTable table: String) -> [String] {
         var names: Set<String> = []

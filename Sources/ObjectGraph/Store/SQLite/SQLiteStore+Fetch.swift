@@ -106,11 +106,10 @@ extension SQLiteStore {
     /// - Throws: ``PersistentStoreError`` naming the file when it is missing or unreadable.
     func resolveExternalData(in rows: inout [[String: PropertyValue]], columns: Set<String>, of entity: EntityDescription) throws {
         guard !columns.isEmpty else { return }
-        let storage = ExternalBinaryStorage(storeURL: url)
         for index in rows.indices {
             for name in columns {
                 guard case .data(let column)? = rows[index][name] else { continue }
-                rows[index][name] = .data(try storage.value(fromColumn: column, describing: "\(entity.name).\(name) of a fetched row"))
+                rows[index][name] = .data(try externalStorage.value(fromColumn: column, describing: "\(entity.name).\(name) of a fetched row"))
             }
         }
     }

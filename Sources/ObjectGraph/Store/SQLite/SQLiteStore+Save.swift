@@ -301,9 +301,9 @@ extension SQLiteStore {
                             into statement: Statement, from index: inout Int32, schema: SQLiteSchema,
                             permanentIDs: [ObjectID: ObjectID], external: [Int: PropertyValue]) throws {
         var entityColumnValues: [PropertyValue] = []
-        // Borrowed: binding copies nothing out of the node.
-        // Borrowed, the slot descriptions too: copying one out retains and
-        // releases its column's strings, for every column of every row.
+        // Borrowed, the node's values and the slot descriptions: copying a
+        // description out retains and releases its column's strings, for
+        // every column of every row.
         try node.values.withUnsafeBufferPointer { values in
             try writable.withUnsafeBufferPointer { writable in
                 for entry in writable.indices {

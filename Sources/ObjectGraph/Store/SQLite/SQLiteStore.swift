@@ -32,6 +32,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     /// The connections for fetches and faults, so they never wait for a save nor for each other.
     let readers: ReaderPool
     let state = Mutex(State())
+    /// Where values of attributes with external binary storage live (ExternalBinaryStorage.swift).
+    let externalStorage: ExternalBinaryStorage
     /// The watcher that posts remote-change notifications, while one runs (SQLiteStore+RemoteChanges.swift).
     let changeWatcher = Mutex<SQLiteChangeWatcher?>(nil)
 
@@ -62,6 +64,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         self.configurationName = configuration.configurationName
         self.isReadOnly = configuration.options.isReadOnly
         self.readers = ReaderPool(maximumCount: configuration.options.maximumReaderCount, url: url)
+        self.externalStorage = ExternalBinaryStorage(storeURL: url)
     }
 
     public var identifier: String { state.withLock { $0.identifier } }
