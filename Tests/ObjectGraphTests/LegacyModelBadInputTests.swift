@@ -72,6 +72,21 @@ import Testing
         #expect(error.message.contains("Tweet.text") && error.message.contains("Object ID (2000)"), "\(error)")
     }
 
+    /// Xcode 3's "Allows External Storage" reaches the model: without it, a value
+    /// Core Data moved to a file would read as its reference bytes.
+    @Test func externalStorageIsReadAndMeaninglessOnTextIsAWarning() throws {
+        let loaded = try load { archive in
+            let text = try archive.element("text", of: "XDPMAttribute")
+            try archive.setSetting("XD_PAttK_allowsExternalBinaryDataStorage", of: "XD_PAtt_Stereotype", in: text, to: .bool(true))
+            try archive.setSetting("XD_PAttK_attributeType", of: "XD_PAtt_Stereotype", in: text, to: .integer(1000))
+            let name = try archive.element("name", of: "XDPMAttribute")
+            try archive.setSetting("XD_PAttK_allowsExternalBinaryDataStorage", of: "XD_PAtt_Stereotype", in: name, to: .bool(true))
+        }
+        let text = try #require(loaded.model.entitiesByName["Tweet"]?.attributesByName["text"])
+        #expect(text.type == .binaryData && text.allowsExternalBinaryDataStorage && text.storesExternalBinaryData)
+        #expect(loaded.warnings.contains { $0.contains(".name allows external binary storage") }, "\(loaded.warnings)")
+    }
+
     @Test func aMissingOrDanglingDestinationThrowsNamingTheRelationship() throws {
         let missing = try #require(throws: ModelLoadingError.self) {
             try load { archive in

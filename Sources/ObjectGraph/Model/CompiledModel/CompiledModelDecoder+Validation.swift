@@ -37,10 +37,9 @@ extension CompiledModelDecoder {
 
             if op == .matches {
                 guard left.classChain.contains("NSSelfExpression"), case .string(let pattern) = constant else { return false }
-                guard (try? NSRegularExpression(pattern: pattern)) != nil else {
+                guard XcodeModelValues.applyRegularExpression(pattern, to: attribute) else {
                     throw error(.invalidValue, "\(context) has a regular expression that does not compile: \(pattern)")
                 }
-                attribute.regularExpression = pattern
                 return true
             }
             let isMinimum = op == .greaterThan || op == .greaterThanOrEqual

@@ -122,15 +122,14 @@ extension LegacyModelDecoder {
         } catch {
             throw self.error(.invalidValue, "\(context) \(error)")
         }
-        if let pattern = try text("XD_PAttK_regularExpressionString") {
-            // The pattern itself says more than the parser's error would.
-            guard (try? NSRegularExpression(pattern: pattern)) != nil else {
-                throw error(.invalidValue, "\(context) has a regular expression that does not compile: \(pattern)")
-            }
-            attribute.regularExpression = pattern
+        if let pattern = try text("XD_PAttK_regularExpressionString"),
+           !XcodeModelValues.applyRegularExpression(pattern, to: attribute) {
+            throw error(.invalidValue, "\(context) has a regular expression that does not compile: \(pattern)")
         }
-        if try reading(context, { try settings.bool("XD_PAttK_allowsExternalBinaryDataStorage") }) == true {
-            warn(settings.object, "\(context) allows external binary storage; values are kept in the table here, and a value Core Data moved to an external file reads as its reference bytes")
+        attribute.allowsExternalBinaryDataStorage =
+            try reading(context, { try settings.bool("XD_PAttK_allowsExternalBinaryDataStorage") }) ?? false
+        if attribute.allowsExternalBinaryDataStorage && !attribute.storesExternalBinaryData {
+            warn(settings.object, "\(context) allows external binary storage, which only binary and transformable attributes have; the flag has no effect")
         }
         return attribute
     }

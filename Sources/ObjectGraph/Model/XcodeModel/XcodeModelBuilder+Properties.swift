@@ -43,13 +43,9 @@ extension XcodeModelBuilder {
             attribute.defaultValue = try value(string, of: type, at: node, in: "\(context) default value")
         }
         try readLimits(of: node, into: attribute, in: context)
-        if let pattern = node["regularExpressionString"], !pattern.isEmpty {
-            do {
-                _ = try NSRegularExpression(pattern: pattern)
-            } catch {
-                throw self.error(.invalidValue, at: node, "\(context) has a regular expression that does not compile: \(pattern)")
-            }
-            attribute.regularExpression = pattern
+        if let pattern = node["regularExpressionString"], !pattern.isEmpty,
+           !XcodeModelValues.applyRegularExpression(pattern, to: attribute) {
+            throw self.error(.invalidValue, at: node, "\(context) has a regular expression that does not compile: \(pattern)")
         }
 
         attribute.allowsExternalBinaryDataStorage = node.flag("allowsExternalBinaryDataStorage")

@@ -149,6 +149,18 @@ enum XcodeModelValues {
         }
     }
 
+    /// Sets an attribute's regular expression when the pattern compiles.
+    /// Used by every model reader (Xcode XML, Xcode 3, compiled).
+    ///
+    /// - Returns: false, leaving the attribute as it was, when the pattern does
+    ///   not compile; the caller throws, naming the attribute and the pattern.
+    static func applyRegularExpression(_ pattern: String, to attribute: AttributeDescription) -> Bool {
+        // Only whether it compiles matters here; the parser's own message says less than the pattern.
+        guard (try? NSRegularExpression(pattern: pattern)) != nil else { return false }
+        attribute.regularExpression = pattern
+        return true
+    }
+
     /// A minimum or maximum that does not read as its attribute's type; the
     /// caller prefixes the attribute (`Item.count minimum "ten" is not …`).
     struct InvalidLimit: Error, CustomStringConvertible {
