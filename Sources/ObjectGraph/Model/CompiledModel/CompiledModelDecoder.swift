@@ -17,10 +17,9 @@ import Foundation
 /// path in the archive; what would make the model wrong (an unknown attribute
 /// type, a dangling destination, an inheritance cycle) throws, naming the
 /// entity and property.
-struct CompiledModelDecoder {
-    /// The file the archive came from, for messages.
+struct CompiledModelDecoder: ArchivedModelReader {
     let path: String
-    private(set) var warnings: [String] = []
+    var warnings: [String] = []
 
     /// Entities by archive object, so that references between them resolve to one description.
     private(set) var entitiesByObject: [Int: EntityDescription] = [:]
@@ -36,34 +35,6 @@ struct CompiledModelDecoder {
         var entities: [EntityDescription]
         var configurations: [String: [String]]
         var versionIdentifiers: Set<String>
-    }
-
-    // MARK: - Messages
-
-    func error(_ code: ModelLoadingError.Code, _ message: String) -> ModelLoadingError {
-        ModelLoadingError(code, path: path, message: message)
-    }
-
-    mutating func warn(_ object: ArchivedObject, _ message: String) {
-        warnings.append("\(path): \(object.path): \(message)")
-    }
-
-    /// Warns about each key of `object` that is neither read (`known`) nor
-    /// deliberately ignored.
-    mutating func checkKeys(of object: ArchivedObject, known: Set<String>, in context: String) {
-        for key in object.keys.sorted() where !known.contains(key) && key != "$class" {
-            warn(object, "\(context): the key \(key) is not understood and was ignored")
-        }
-    }
-
-    /// Runs `body`, turning an archive that does not have the expected shape into
-    /// a ``ModelLoadingError`` that names `context` and the archive path.
-    func reading<T>(_ context: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as KeyedArchiveError {
-            throw self.error(.malformedArchive, "\(context()): \(error)")
-        }
     }
 
     // MARK: - The model

@@ -54,7 +54,7 @@ extension LegacyModelDecoder {
         if let listed, listed != name {
             throw error(.inconsistentModel, "\(entity.name) lists a property under the name \(listed), but the property is named \(name)")
         }
-        checkKeys(of: object, known: Self.propertyKeys, in: context)
+        checkElementKeys(of: object, known: Self.propertyKeys, in: context)
         let kind = isAttribute ? "XD_PAtt_Stereotype" : "XD_PR_Stereotype"
         let stereotypes = try stereotypes(of: object, expected: ["XD_PPropStereotype", kind], in: context)
         guard let settings = stereotypes[kind] else {

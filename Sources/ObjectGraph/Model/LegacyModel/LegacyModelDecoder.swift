@@ -49,10 +49,10 @@ import Foundation
 /// the archive. What would make the model wrong (an unknown attribute type, a
 /// dangling destination or inverse, an inheritance cycle, a damaged archive)
 /// throws ``ModelLoadingError`` naming the entity and property.
-struct LegacyModelDecoder {
+struct LegacyModelDecoder: ArchivedModelReader {
     /// The `elements` file, for messages.
     let path: String
-    private(set) var warnings: [String] = []
+    var warnings: [String] = []
 
     /// Entities by archive object, so that destinations and parents resolve to one description.
     var entitiesByObject: [Int: EntityDescription] = [:]
@@ -65,24 +65,16 @@ struct LegacyModelDecoder {
 
     // MARK: - Messages
 
-    func error(_ code: ModelLoadingError.Code, _ message: String) -> ModelLoadingError {
-        ModelLoadingError(code, path: path, message: message)
-    }
-
-    mutating func warn(_ object: ArchivedObject, _ message: String) {
-        warnings.append("\(path): \(object.path): \(message)")
-    }
-
     /// Keys of every UML element that only the editor uses.
     static let editorKeys: Set<String> = ["_owner", "_uniqueElementID", "_visibility"]
 
     /// Warns about each key of `object` that is neither read (`known`), nor the
     /// editor's (``editorKeys``), nor a bucket's bookkeeping (`XDBucketFor…wasEncoded`,
     /// `…ordered`, `…duplicates`).
-    mutating func checkKeys(of object: ArchivedObject, known: Set<String>, in context: String) {
-        for key in object.keys where !known.contains(key) && !Self.editorKeys.contains(key) {
-            if key.hasPrefix("XDBucketFor") && ["wasEncoded", "ordered", "duplicates"].contains(where: { key.hasSuffix($0) }) { continue }
-            warn(object, "\(context): the key \(key) is not understood and was ignored")
+    mutating func checkElementKeys(of object: ArchivedObject, known: Set<String>, in context: String) {
+        checkKeys(of: object, known: known, in: context) { key in
+            Self.editorKeys.contains(key)
+                || key.hasPrefix("XDBucketFor") && ["wasEncoded", "ordered", "duplicates"].contains(where: { key.hasSuffix($0) })
         }
     }
 
@@ -90,16 +82,6 @@ struct LegacyModelDecoder {
     mutating func checkSettings(of stereotype: LegacyModelStereotype, known: Set<String>, in context: String) {
         for setting in stereotype.settingNames where !known.contains(setting) {
             warn(stereotype.object, "\(context): the setting \(setting) is not understood and was ignored")
-        }
-    }
-
-    /// Runs `body`, turning an archive that does not have the expected shape into
-    /// a ``ModelLoadingError`` that names `context` and the archive path.
-    func reading<T>(_ context: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as KeyedArchiveError {
-            throw self.error(.malformedArchive, "\(context()): \(error)")
         }
     }
 
@@ -128,7 +110,7 @@ struct LegacyModelDecoder {
             throw error(.legacyBinaryModel, "the keyed archive has no root object, so it is not an Xcode 3 data model")
         }
         guard root.isKind(of: "XDPMModel") else { throw notADataModel(root) }
-        checkKeys(of: root, known: [
+        checkElementKeys(of: root, known: [
             "_xd_rootPackage", "_configurationsByName", "_modelVersionIdentifier",
             "_xd_comments", "_xd_modelManager", "_xd_modelName",   // the editor's
         ], in: "model")
@@ -172,7 +154,7 @@ struct LegacyModelDecoder {
         guard package.isKind(of: "XDUMLPackageImp") else {
             throw error(.malformedArchive, "the model's package is \(package.className ?? "a value"), not an XDModelPackage (\(package.path))")
         }
-        checkKeys(of: package, known: [
+        checkElementKeys(of: package, known: [
             "XDBucketForClassesstorage", "XDBucketForPackagesstorage", "XDBucketForInterfacesstorage",
             "XDBucketForDataTypesstorage", "_name", "_xd_owningModel",
         ], in: "the model's package")
@@ -218,7 +200,7 @@ struct LegacyModelDecoder {
             throw error(.inconsistentModel, "the model lists entity \(name) under the name \(listed)")
         }
         let context = "entity \(name)"
-        checkKeys(of: object, known: Self.entityKeys, in: context)
+        checkElementKeys(of: object, known: Self.entityKeys, in: context)
         let entity = EntityDescription(name: name, managedObjectClass: ManagedObject.self)
         let stereotypes = try stereotypes(of: object, expected: ["XD_PStereotype"], in: context)
         let ownAbstract = try reading(context) { try object.bool("_isAbstract") }
