@@ -1,0 +1,139 @@
+import Foundation
+
+/// A parsed search query: words and phrases joined by AND, OR and NOT.
+///
+/// Built by ``SearchQueryParser``; atoms without tokens are already gone.
+package indirect enum SearchNode: Sendable, Hashable {
+    /// A word or a phrase.
+    case atom(SearchAtom)
+    /// Both sides match.
+    case and(SearchNode, SearchNode)
+    /// Either side matches.
+    case or(SearchNode, SearchNode)
+    /// The left side matches and the right side does not (FTS5's binary NOT).
+    case not(SearchNode, SearchNode)
+}
+
+/// A word or phrase of a search query, tokenized.
+///
+/// A word with several tokens (`e-mail`) is a phrase of them, so the two are
+/// one thing here: a sequence of tokens that must appear consecutively in one
+/// column.
+package struct SearchAtom: Sendable, Hashable {
+    /// The atom's text as written, without its quotes and prefix `*`; never contains `"`.
+    package var text: String
+    /// The folded tokens of ``text`` (never empty).
+    package var tokens: [String]
+    /// Whether the last token matches any token it is a prefix of (`appl*`).
+    package var isPrefix: Bool
+
+    package init(text: String, tokens: [String], isPrefix: Bool) {
+        self.text = text
+        self.tokens = tokens
+        self.isPrefix = isPrefix
+    }
+}
+
+// MARK: - FTS5
+
+extension SearchNode {
+    /// The node as an FTS5 MATCH expression, fully parenthesized.
+    ///
+    /// Each atom is its text in double quotes, which FTS5 tokenizes with the
+    /// table's tokenizer: the same tokens ``SearchAtom/tokens`` holds. A NUL
+    /// separates tokens for both tokenizers but would end the expression for
+    /// FTS5's parser, so it is written as a space.
+    ///
+    /// Related SQLite documentation: <https://sqlite.org/fts5.html#full_text_query_syntax>
+    package var fts5Expression: String {
+        switch self {
+        case .atom(let atom):
+            let text = atom.text.contains("\u{0}") ? atom.text.replacingOccurrences(of: "\u{0}", with: " ") : atom.text
+            return "\"" + text + "\"" + (atom.isPrefix ? " *" : "")
+        case .and(let lhs, let rhs): return "(\(lhs.fts5Expression) AND \(rhs.fts5Expression))"
+        case .or(let lhs, let rhs): return "(\(lhs.fts5Expression) OR \(rhs.fts5Expression))"
+        case .not(let lhs, let rhs): return "(\(lhs.fts5Expression) NOT \(rhs.fts5Expression))"
+        }
+    }
+}
+
+// MARK: - Evaluation
+
+extension SearchNode {
+    /// Whether a document, given as the tokens of each of its columns, matches.
+    package func matches(_ columns: [[SearchToken]]) -> Bool {
+        switch self {
+        case .atom(let atom): return atom.occurs(in: columns)
+        case .and(let lhs, let rhs): return lhs.matches(columns) && rhs.matches(columns)
+        case .or(let lhs, let rhs): return lhs.matches(columns) || rhs.matches(columns)
+        case .not(let lhs, let rhs): return lhs.matches(columns) && !rhs.matches(columns)
+        }
+    }
+
+    /// The atoms not inside the right-hand side of a NOT, left to right: what a
+    /// matching document is ranked and highlighted by.
+    package var positiveAtoms: [SearchAtom] {
+        var atoms: [SearchAtom] = []
+        collectPositiveAtoms(into: &atoms)
+        return atoms
+    }
+
+    private func collectPositiveAtoms(into atoms: inout [SearchAtom]) {
+        switch self {
+        case .atom(let atom): atoms.append(atom)
+        case .and(let lhs, let rhs), .or(let lhs, let rhs):
+            lhs.collectPositiveAtoms(into: &atoms)
+            rhs.collectPositiveAtoms(into: &atoms)
+        case .not(let lhs, _): lhs.collectPositiveAtoms(into: &atoms)
+        }
+    }
+}
+
+extension SearchAtom {
+    /// Whether the atom occurs in any column.
+    func occurs(in columns: [[SearchToken]]) -> Bool {
+        columns.contains { column in firstOccurrence(in: column, from: 0) != nil }
+    }
+
+    /// How many times the atom occurs in all columns together.
+    func occurrenceCount(in columns: [[SearchToken]]) -> Int {
+        columns.reduce(0) { $0 + occurrences(in: $1).count }
+    }
+
+    /// The index of each token where the atom starts in `column`, overlapping occurrences included
+    /// (`"a a"` occurs twice in `a a a`), as FTS5 counts phrase instances.
+    func occurrences(in column: [SearchToken]) -> [Int] {
+        var starts: [Int] = []
+        var from = 0
+        while let start = firstOccurrence(in: column, from: from) {
+            starts.append(start)
+            from = start + 1
+        }
+        return starts
+    }
+
+    private func firstOccurrence(in column: [SearchToken], from: Int) -> Int? {
+        let count = tokens.count
+        guard column.count - from >= count else { return nil }
+        for start in from...(column.count - count) where matches(column, at: start) {
+            return start
+        }
+        return nil
+    }
+
+    /// Whether the atom's tokens equal the column's tokens from `start` on, comparing UTF-8 bytes
+    /// (not `String`'s canonical equivalence: the index compares bytes).
+    private func matches(_ column: [SearchToken], at start: Int) -> Bool {
+        let last = tokens.count - 1
+        for offset in 0...last {
+            let wanted = tokens[offset].utf8
+            let found = column[start + offset].folded.utf8
+            if offset == last && isPrefix {
+                guard found.starts(with: wanted) else { return false }
+            } else {
+                guard found.elementsEqual(wanted) else { return false }
+            }
+        }
+        return true
+    }
+}
