@@ -33,6 +33,11 @@ let predicateModel: ManagedObjectModel = {
         AttributeDescription(name: "name", type: .string),
         RelationshipDescription(name: "companies", destination: "Company", inverse: "tags", isToMany: true),
     ])
+    // Indexed for full-text search (MATCHES[search]); the SQL side has the FTS5 tables of `predicateSearchIndexes`.
+    for case let attribute as AttributeDescription in company.properties + update.properties
+    where attribute.name == "name" || attribute.name == "note" {
+        attribute.isIndexedBySpotlight = true
+    }
     let model = ManagedObjectModel(entities: [company, update, tag])
     _ = model.entitiesByName
     return model
@@ -126,6 +131,8 @@ final class PredicateTestData {
             CREATE TABLE ZTAG (Z_PK INTEGER PRIMARY KEY, ZNAME VARCHAR);
             CREATE TABLE Z_1TAGS (Z_1COMPANIES INTEGER, Z_3TAGS INTEGER);
             """)
+        // The store's full-text indexes, kept in step by their triggers as the rows go in.
+        for statement in predicateSearchIndexes.flatMap(\.creationStatements) { try connection.execute(statement) }
         for (entity, table) in rows {
             let keys = predicateEntity(entity).slotProperties.filter {
                 !(($0 as? RelationshipDescription)?.isToMany ?? false)
@@ -208,7 +215,19 @@ struct PredicateTestSchema: PredicateSQLSchema {
     func primaryKeySQL(alias: String) -> String {
         "\(alias).Z_PK"
     }
+
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+        let table = "Z" + attributes[0].entity!.name.uppercased()
+        return SearchIndexLayout.matchSQL(index: SearchIndexLayout.name(forTable: table), alias: alias,
+                                          columns: attributes.map { "Z" + $0.name.uppercased() }, query: query)
+    }
 }
+
+/// The FTS5 indexes of the indexed attributes, Company.name and Update.note.
+let predicateSearchIndexes = [
+    SearchIndexLayout(name: SearchIndexLayout.name(forTable: "ZCOMPANY"), table: "ZCOMPANY", columns: ["ZNAME"]),
+    SearchIndexLayout(name: SearchIndexLayout.name(forTable: "ZUPDATE"), table: "ZUPDATE", columns: ["ZNOTE"]),
+]
 
 /// A seeded generator (SplitMix64), so every failure can be replayed.
 struct SplitMix64: RandomNumberGenerator {

@@ -155,7 +155,7 @@ private func compile(_ format: String, _ arguments: Any?..., entity: String = "C
                 do {
                     predicate = try FetchPredicate(format: format, argumentArray: generator.arguments)
                 } catch {
-                    Issue.record("generated predicate does not parse: \(format): \(error)")
+                    Issue.record("generated predicate does not parse: \(format) \(generator.arguments): \(error)")
                     continue
                 }
                 do {
@@ -180,7 +180,13 @@ enum RandomPredicateData {
     static let names: [PropertyValue] = [
         .string("apple"), .string("Apple"), .string("APPLE"), .string("äpple"), .string("Äpple"), .string("straße"),
         .string("STRASSE"), .string(""), .string("a*b"), .string("b"), .string("ab"), .string("é"), .string("e\u{301}"),
-        .string("日本"), .string("10"), .string("5"), .string("ﬁ"), .null,
+        .string("日本"), .string("10"), .string("5"), .string("ﬁ"), .string("Big Apple pie"), .string("e-mail STRASSE"),
+        .string("apple, apple AND Äpple"), .null,
+    ]
+    /// Full-text queries for `MATCHES[search]` over the names.
+    static let searchQueries = [
+        "apple", "APPLE", "app*", "äpple", "strasse", "straße", "\"big apple\"", "apple OR b", "apple NOT pie", "e",
+        "日本", "(apple OR ab) pie", "a*", "mail", "e-mail", "b*", "\"apple and\"", "ﬁ", "AND* OR pie",
     ]
     static let numbers: [PropertyValue] = [
         .integer(-3), .integer(0), .integer(1), .integer(2), .integer(3), .integer(10), .double(-2.5), .double(0.5),
@@ -271,7 +277,14 @@ struct RandomPredicateGenerator {
     }
 
     private mutating func comparison(using random: inout SplitMix64) -> String {
-        switch Int.random(in: 0..<20, using: &random) {
+        switch Int.random(in: 0..<23, using: &random) {
+        case 20..<23:
+            let (key, toMany) = [("name", false), ("SELF", false), ("parent.name", false), ("parent", false),
+                                 ("updates.note", true), ("children.name", true), ("updates.company.name", true), ("updates", true)]
+                .randomElement(using: &random)!
+            let modifier = toMany ? ["", "ANY ", "ALL ", "NONE "].randomElement(using: &random)! : ""
+            let query = RandomPredicateData.searchQueries.randomElement(using: &random)!
+            return modifier + "\(key) MATCHES[search] " + (Bool.random(using: &random) ? argument(query) : PredicateFormatter.quoted(query))
         case 0..<7:
             let (key, kind) = Self.attributes.randomElement(using: &random)!
             return scalarComparison(key, kind, using: &random)
@@ -288,14 +301,15 @@ struct RandomPredicateGenerator {
             let kind: Kind = aggregate.hasSuffix("note") || aggregate.hasSuffix("name") ? .text : .number
             return aggregate + " " + ordering(using: &random) + " " + value(kind, using: &random)
         case 14..<16:
-            let inner = [
-                "$u.price " + ordering(using: &random) + " " + value(.number, using: &random),
-                "$u.note " + stringOperator(using: &random) + " " + value(.text, using: &random),
-                "$u.volume < $u.company.volume",
-                "$u.price >= price",
-                "ANY $u.company.tags.name ==[c] 'tech'",
-                "$u.price > 0 AND $u.note != nil",
-            ].randomElement(using: &random)!
+            // Built only once chosen, so that only its arguments join the list.
+            let inner = switch Int.random(in: 0..<6, using: &random) {
+            case 0: "$u.price " + ordering(using: &random) + " " + value(.number, using: &random)
+            case 1: "$u.note " + stringOperator(using: &random) + " " + value(.text, using: &random)
+            case 2: "$u.volume < $u.company.volume"
+            case 3: "$u.price >= price"
+            case 4: "ANY $u.company.tags.name ==[c] 'tech'"
+            default: "$u.price > 0 AND $u.note != nil"
+            }
             return "SUBQUERY(updates, $u, \(inner)).@count " + ordering(using: &random) + " " + String(Int.random(in: 0...2, using: &random))
         case 16:
             let (key, kind) = Self.attributes.randomElement(using: &random)!
@@ -369,7 +383,14 @@ struct RandomPredicateGenerator {
             switch RandomPredicateData.numbers.randomElement(using: &random)! {
             case .integer(let v): return Bool.random(using: &random) ? String(v) : argument(Int(v))
             case .double(let v): return Bool.random(using: &random) ? "\(v)" : argument(v)
-            default: return ["TRUE", "NO", argument(Decimal(string: "1.5")!), argument(false)].randomElement(using: &random)!
+            default:
+                // Only the chosen one may become an argument: the arguments must line up with the format's %@s.
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0: return "TRUE"
+                case 1: return "NO"
+                case 2: return argument(Decimal(string: "1.5")!)
+                default: return argument(false)
+                }
             }
         case .date:
             guard case .date(let date)? = RandomPredicateData.dates.randomElement(using: &random) else { return "nil" }

@@ -58,6 +58,7 @@ extension ManagedObjectContext {
         if expressions == nil {
             for sort in request.sortDescriptors {
                 try Self.validateKeyPath(sort.keyPath, from: entity)
+                if sort.relevanceQuery != nil { try PredicateSearch.validateRelevanceSort(sort, of: entity) }
             }
         }
         for key in names ?? [] {

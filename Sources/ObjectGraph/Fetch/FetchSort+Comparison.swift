@@ -38,7 +38,9 @@ extension FetchSort {
     package static func first(_ count: Int, of objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
         guard count > 0 else { return [] }
         let paths = sorts.map(\.keyPath)
-        let keyed = try objects.map { object in (object, try paths.map { try object.value(atKeyPath: $0) }) }
+        let keyed = try objects.map { object in
+            (object, try zip(sorts, paths).map { sort, path in sort.sortValue(try object.value(atKeyPath: path)) })
+        }
         func precedes(_ lhs: (ManagedObject, [PropertyValue]), _ rhs: (ManagedObject, [PropertyValue])) -> Bool {
             for (index, sort) in sorts.enumerated() {
                 let result = compare(lhs.1[index], rhs.1[index], caseInsensitive: sort.caseInsensitive)

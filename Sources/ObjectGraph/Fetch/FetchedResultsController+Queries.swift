@@ -164,7 +164,7 @@ extension FetchedResultsController {
 
     /// An object's keys, read in memory.
     func keys(of object: ManagedObject, _ plan: FetchPlan) throws -> FetchedKeys {
-        FetchedKeys(sortValues: try plan.sortPaths.map { try object.value(atKeyPath: $0) },
+        FetchedKeys(sortValues: try zip(plan.sorts, plan.sortPaths).map { $0.sortValue(try object.value(atKeyPath: $1)) },
                     sectionName: try plan.sectionPath.map { FetchedKeys.sectionName(for: try object.value(atKeyPath: $0)) } ?? "")
     }
 
@@ -217,7 +217,7 @@ extension FetchedResultsController {
 
     /// The keys of rows, without registering them.
     func readKeys(of rows: [IncrementalStoreNode], _ plan: FetchPlan) throws -> [FetchedKeys] {
-        let sortColumns = try plan.sortPaths.map { try values(at: $0[...], of: rows) }
+        let sortColumns = try zip(plan.sorts, plan.sortPaths).map { sort, path in try values(at: path[...], of: rows).map(sort.sortValue) }
         let sectionColumn = try plan.sectionPath.map { try values(at: $0[...], of: rows) }
         return rows.indices.map { row in
             FetchedKeys(sortValues: sortColumns.map { $0[row] },

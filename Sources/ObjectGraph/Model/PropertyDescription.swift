@@ -21,6 +21,16 @@ open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     public var renamingIdentifier: String? { didSet { checkMutable() } }
     /// Changes the version hash without changing the schema (Core Data's `versionHashModifier`).
     public var versionHashModifier: String? { didSet { checkMutable() } }
+    /// Whether the property is indexed for full-text search (Core Data:
+    /// `isIndexedBySpotlight`, Xcode's "Index in Spotlight"). The default is false.
+    ///
+    /// The SQLite store indexes the non-transient String attributes marked so
+    /// with SQLite FTS5, and `MATCHES[search]` predicates search them (see
+    /// ``SearchQuery``). The flag is not part of the version hash, as in Core
+    /// Data: turning it on or off needs no migration; the store builds or drops
+    /// the index when it next opens the file for writing. On attributes of
+    /// other types and on relationships it is kept but indexes nothing.
+    public var isIndexedBySpotlight: Bool = false { didSet { checkMutable() } }
     /// Free-form information from the model.
     public var userInfo: [String: String] = [:] { didSet { checkMutable() } }
 

@@ -105,7 +105,7 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
             matches.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
         } else {
             let keys = matches.map { node in
-                fetch.sortDescriptors.map { NodeSubject(node: node, rows: rows, toMany: toMany).value(atKeyPath: $0.keyPath) }
+                fetch.sortDescriptors.map { $0.sortValue(NodeSubject(node: node, rows: rows, toMany: toMany).value(atKeyPath: $0.keyPath)) }
             }
             let order = matches.indices.sorted { lhs, rhs in
                 for (index, sort) in fetch.sortDescriptors.enumerated() {

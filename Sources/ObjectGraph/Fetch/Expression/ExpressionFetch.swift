@@ -116,6 +116,10 @@ extension ExpressionFetch {
             try checkHaving(having, grouped: grouped, checker: checker)
         }
         for (index, sort) in request.sortDescriptors.enumerated() {
+            if sort.relevanceQuery != nil {
+                throw checker.error(.unknownName, "sortDescriptors[\(index)] '\(sort.key)'",
+                                    "a computed or grouped fetch can't sort by relevance; it sorts by its fetched values")
+            }
             guard let column = columns.firstIndex(where: { $0.name == sort.key }) else {
                 throw checker.error(.unknownName, "sortDescriptors[\(index)] '\(sort.key)'",
                                     "a computed or grouped fetch sorts by the names of its fetched values")

@@ -66,9 +66,17 @@ struct PredicateValidator {
             for child in children { try check(child, self: entity, variables: variables) }
         case .not(let child):
             try check(child, self: entity, variables: variables)
-        case .comparison(let lhs, _, let rhs, _, let modifier):
+        case .comparison(let lhs, let op, let rhs, _, let modifier):
             try check(lhs, self: entity, variables: variables)
             try check(rhs, self: entity, variables: variables)
+            if op == .textSearch {
+                if case .constant = rhs { _ = try PredicateSearch.query(from: rhs) }
+                if let info = try info(lhs, self: entity, variables: variables), lhs.isKeyPathOrVariable {
+                    _ = try PredicateSearch.attributes(info, keys: lhs.keyPathKeys)
+                } else if !lhs.isKeyPathOrVariable {
+                    throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
+                }
+            }
             if modifier != .direct, try info(lhs, self: entity, variables: variables)?.crossesToMany != true,
                try info(rhs, self: entity, variables: variables)?.crossesToMany != true {
                 throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")

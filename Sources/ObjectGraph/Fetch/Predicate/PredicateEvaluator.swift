@@ -102,6 +102,7 @@ struct PredicateEvaluator {
 
     private func compare(_ lhs: PredicateNode, _ op: ComparisonOperator, _ rhs: PredicateNode,
                          options: ComparisonOptions, modifier: ComparisonModifier, on object: Value) throws -> Bool? {
+        if op == .textSearch { return try search(lhs, rhs, modifier: modifier, on: object) }
         var left = try value(lhs, on: object)
         let right = try value(rhs, on: object)
         let lhsIsNil = lhs == .constant(.null), rhsIsNil = rhs == .constant(.null)
@@ -186,6 +187,49 @@ struct PredicateEvaluator {
         }
     }
 
+    /// `MATCHES[search]`: whether the text the left side reaches matches the
+    /// query (``SearchQuery/matches(_:)``, the tokenizer the store's FTS5 index
+    /// uses). No value, a nil attribute or a nil object on the way, matches
+    /// nothing: false, not unknown, as the compiled SQL's `IN` gives.
+    private func search(_ lhs: PredicateNode, _ rhs: PredicateNode, modifier: ComparisonModifier,
+                        on object: Value) throws -> Bool {
+        let query = try PredicateSearch.query(from: rhs)
+        func matches(_ value: Value) throws -> Bool? {
+            switch value {
+            case .scalar(.text(let text)):
+                return query.matches([text])
+            case .scalar:
+                return false
+            case .subject(let subject):
+                return query.matches(try Self.searchDocument(of: subject))
+            case .many, .list:
+                throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
+            }
+        }
+        let left = try value(lhs, on: object)
+        if case .many(let items) = left { return try quantify(modifier, items, matches) }
+        if modifier != .direct {
+            throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")
+        }
+        return try matches(left) == true
+    }
+
+    /// The texts of an object's indexed attributes, one column each, as the
+    /// store's index holds them: what `SELF MATCHES[search]` searches.
+    private static func searchDocument(of subject: any PredicateSubject) throws -> [String?] {
+        guard let entity = subject.predicateObjectID?.entity else {
+            throw PredicateProblem("SELF MATCHES[search] needs an object with an entity")
+        }
+        let attributes = entity.searchIndexedAttributes
+        guard !attributes.isEmpty else {
+            throw PredicateProblem("entity \(entity.name) has no attribute indexed for search (isIndexedBySpotlight on a String attribute)")
+        }
+        return try attributes.map { attribute in
+            if case .value(.string(let text)) = try subject.predicateValue(forKey: attribute.name) { return text }
+            return nil
+        }
+    }
+
     /// `ANY`/`SOME` (and a to-many side without a modifier): some element is
     /// true; `ALL`: every element is true; `NONE`: no element is true.
     private func quantify(_ modifier: ComparisonModifier, _ items: [Value], _ condition: (Value) throws -> Bool?) throws -> Bool {
@@ -213,8 +257,8 @@ struct PredicateEvaluator {
             return ordered(op, a, b, options)
         case .beginsWith, .endsWith, .contains, .like, .matches:
             return PredicateScalar.stringTest(op, a, b, options)
-        case .in, .between:
-            return nil
+        case .in, .between, .textSearch:
+            return nil   // each has its own path in compare(…)
         }
     }
 

@@ -64,6 +64,9 @@ package enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
     case matches = "MATCHES"
     case `in` = "IN"
     case between = "BETWEEN"
+    /// `MATCHES[search]`: full-text search of the left side's indexed text with
+    /// the ``SearchQuery`` on the right (the store's FTS5 index in SQL).
+    case textSearch = "MATCHES[search]"
 
     /// The operator with its sides swapped (`a < b` ⇔ `b > a`).
     var swapped: ComparisonOperator {
@@ -135,6 +138,11 @@ extension PredicateNode {
             for child in children { child.forEachSQLBinding(body) }
         case .not(let child):
             child.forEachSQLBinding(body)
+        case .comparison(let lhs, .textSearch, .constant(.string(let text)), _, _):
+            lhs.forEachSQLBinding(body)
+            // The compiler binds the query's FTS5 form; an invalid query never
+            // gets this far, since compiling it throws.
+            body(.string((try? SearchQuery(text))?.fts5Expression ?? text))
         case .comparison(let lhs, .in, .collection(let elements), let options, _):
             lhs.forEachSQLBinding(body)
             if let list = PredicateSQLList.json(elements, options: options) {
@@ -179,6 +187,14 @@ extension PredicateNode {
                                 predicate: try predicate.rewritten(transform))
         }
         return try transform(rebuilt) ?? rebuilt
+    }
+
+    /// The keys of a key path, or those after a variable; empty otherwise.
+    var keyPathKeys: [String] {
+        switch self {
+        case .keyPath(let keys), .variable(_, let keys): keys
+        default: []
+        }
     }
 
     /// Whether this node is a key path or a variable.

@@ -9,6 +9,7 @@ import Foundation
 /// not         := (NOT | !) not | '(' predicate ')' | TRUEPREDICATE | FALSEPREDICATE | comparison
 /// comparison  := [ANY | SOME | ALL | NONE] expression operator ['[' c|d|cd ']'] expression
 /// operator    := = == != <> < <= =< > >= => BEGINSWITH ENDSWITH CONTAINS LIKE MATCHES IN BETWEEN
+///              | MATCHES '[' search ']'       (full-text search; the value is a ``SearchQuery``)
 /// expression  := primary ( '.' key | '.' @count | '.' @sum|@avg|@min|@max '.' keyPath )*
 /// primary     := key | #key | SELF | $variable | %K | %@ | %d | %f … | string | number | -number
 ///              | TRUE | YES | FALSE | NO | NIL | NULL | '{' [expression (',' expression)*] '}'
@@ -154,10 +155,15 @@ struct PredicateParser {
 
         if case .end = current.kind { throw error(expected: "a predicate") }
         let lhs = try parseExpression(what: modifier == .direct ? "a predicate" : "a key path after \(modifier.rawValue)")
-        guard let op = parseOperator() else {
+        guard var op = parseOperator() else {
             throw error(expected: "a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES, IN, BETWEEN)")
         }
+        if op == .matches, parseSearchOption() { op = .textSearch }
+        let optionsToken = current
         let options = try parseOptions()
+        if op == .textSearch, !options.isEmpty {
+            throw error(reason: "MATCHES[search] always ignores case and diacritics; it takes no [c], [d] or [cd]", at: optionsToken)
+        }
         let rhsToken = current
         let rhs = try parseExpression(what: "a value")
         switch op {
@@ -167,6 +173,16 @@ struct PredicateParser {
             case .collection: throw error(reason: "BETWEEN needs two bounds, {low, high}", at: rhsToken)
             case .constant(let value) where !value.isNull: throw error(expected: "{low, high} after BETWEEN", at: rhsToken)
             default: break
+            }
+        case .textSearch:
+            if case .constant = rhs {
+                do {
+                    _ = try PredicateSearch.query(from: rhs)
+                } catch let problem as PredicateProblem {
+                    throw error(reason: problem.reason, at: rhsToken)
+                } catch {
+                    throw self.error(reason: "\(error)", at: rhsToken)
+                }
             }
         case .matches:
             if case .constant(.string(let pattern)) = rhs, PredicateScalar.regularExpression(pattern, options: options) == nil {
@@ -207,6 +223,14 @@ struct PredicateParser {
         }
         if op != nil { _ = advance() }
         return op
+    }
+
+    /// Consumes `[search]` after `MATCHES`, if it follows.
+    private mutating func parseSearchOption() -> Bool {
+        guard isSymbol("["), index + 2 < tokens.count, isKeyword("SEARCH", at: 1),
+              case .symbol("]") = tokens[index + 2].kind else { return false }
+        index += 3
+        return true
     }
 
     /// Parses `[c]`, `[d]`, `[cd]` after an operator.

@@ -19,6 +19,19 @@ package protocol PredicateSQLSchema {
     func toManySource(_ relationship: RelationshipDescription, fromAlias: String, toAlias: String) throws -> (from: String, correlation: String)
     /// The primary key of the row at `alias` (`"t0.Z_PK"`).
     func primaryKeySQL(alias: String) -> String
+    /// A condition true for the row at `alias` when its `attributes` (of one
+    /// entity, all indexed for search) match the FTS5 expression in the
+    /// parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`.
+    ///
+    /// - Throws: when the layout has no full-text index for them.
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String
+}
+
+extension PredicateSQLSchema {
+    /// Layouts without full-text indexes: every search throws.
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+        throw PredicateProblem("this store has no full-text index, so MATCHES[search] can't be compiled to its SQL")
+    }
 }
 
 extension FetchPredicate {
@@ -164,6 +177,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     private mutating func comparison(_ lhs: PredicateNode, _ op: ComparisonOperator, _ rhs: PredicateNode,
                                      options: ComparisonOptions, modifier: ComparisonModifier,
                                      _ context: Context) throws -> String {
+        if op == .textSearch { return try search(lhs, rhs, modifier: modifier, context) }
         let lhsMany = try crossesToMany(lhs, context)
         let rhsMany = try crossesToMany(rhs, context)
         if modifier != .direct, !lhsMany, !rhsMany {
@@ -196,6 +210,48 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
             right = .scalar(try operand(rhs, context, many: nil))
         }
         let condition = try build(op, left, right, options: options, rhsIsToMany: rhsMany)
+        guard let many else { return condition }
+        switch modifier {
+        case .direct, .any:
+            return "EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
+        case .none:
+            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
+        case .all:
+            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND (\(condition)) IS NOT 1)"
+        }
+    }
+
+    /// `MATCHES[search]`: the rows whose searched attributes match, as the
+    /// schema's full-text index finds them
+    /// (``PredicateSQLSchema/searchMatchSQL(for:alias:query:)``), with the
+    /// query's FTS5 form as a parameter.
+    ///
+    /// A row reached through a nil to-one is false rather than NULL, as the
+    /// in-memory evaluator has it; through a to-many, the `EXISTS` forms of
+    /// ``comparison(_:_:_:options:modifier:_:)`` quantify.
+    private mutating func search(_ lhs: PredicateNode, _ rhs: PredicateNode, modifier: ComparisonModifier,
+                                 _ context: Context) throws -> String {
+        let keys = lhs.keyPathKeys
+        let start: Base
+        switch lhs {
+        case .keyPath: start = context.selfBase
+        case .variable(let name, _): start = try base(ofVariable: name, context)
+        default: throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
+        }
+        let info = try KeyPathInfo.walk(keys, from: start.entity)
+        if modifier != .direct, !info.crossesToMany {
+            throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")
+        }
+        let attributes = try PredicateSearch.attributes(info, keys: keys)
+        let query = try PredicateSearch.query(from: rhs)
+        let many = info.crossesToMany ? Scope(parent: context.scope) : nil
+        let objectKeys = info.attribute == nil ? keys : Array(keys.dropLast())
+        guard case .object(let owner) = try walk(objectKeys, from: start, context, many: many, endAtObject: true) else {
+            throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
+        }
+        let parameter = bind(.string(query.fts5Expression))
+        var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql)
+        if owner.alias != rootAlias { condition = "(\(condition)) IS 1" }
         guard let many else { return condition }
         switch modifier {
         case .direct, .any:
@@ -254,6 +310,8 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
             throw PredicateProblem("BETWEEN needs {low, high} after it")
         case (_, .list):
             throw PredicateProblem("a collection {…} can only follow IN or BETWEEN")
+        case (.textSearch, _):
+            throw PredicateProblem("MATCHES[search] is compiled by search(_:_:modifier:_:)")
         }
     }
 

@@ -10,6 +10,8 @@ extension FetchPredicate {
     /// - `DS_BEGINSWITH(text, prefix, flags)`, `DS_ENDSWITH`, `DS_CONTAINS`,
     ///   `DS_LIKE(text, pattern, flags)`, `DS_MATCHES(text, regex, flags)`:
     ///   NULL if either value is NULL, 0 if either is not text, else 0 or 1.
+    /// - `DS_SEARCH_RELEVANCE(text, query)`: what relevance sorts order by
+    ///   (``FetchSort/init(key:relevanceTo:ascending:)``).
     ///
     /// Call it once per connection, before the first fetch with a predicate.
     ///
@@ -29,6 +31,7 @@ extension FetchPredicate {
                 return result.map { .integer($0 ? 1 : 0) } ?? .null
             }
         }
+        try PredicateSearch.registerRelevanceFunction(on: connection)
     }
 
     private static func options(_ value: SQLiteValue) -> ComparisonOptions {

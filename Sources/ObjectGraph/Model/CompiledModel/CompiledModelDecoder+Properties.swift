@@ -41,6 +41,7 @@ extension CompiledModelDecoder {
         try reading(context) {
             property.isOptional = try object.bool("NSIsOptional") ?? false
             property.isTransient = try object.bool("NSIsTransient") ?? false
+            property.isIndexedBySpotlight = try object.bool("NSIndexedBySpotlight") ?? false
             property.renamingIdentifier = try object.string("NSRenamingIdentifier").flatMap { $0 == name ? nil : $0 }
             property.versionHashModifier = try object.string("NSVersionHashModifier")
         }

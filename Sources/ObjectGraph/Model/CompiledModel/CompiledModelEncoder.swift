@@ -121,6 +121,7 @@ enum CompiledModelEncoder {
                 "NSEntity": uid(of: entity),
                 "NSIsOptional": .bool(property.isOptional),
                 "NSIsTransient": .bool(property.isTransient),
+                "NSIndexedBySpotlight": .bool(property.isIndexedBySpotlight),
                 "NSRenamingIdentifier": writer.string(property.renamingIdentifier ?? property.name),
                 "NSVersionHashModifier": writer.string(property.versionHashModifier),
                 "NSUserInfo": userInfo(property.userInfo),

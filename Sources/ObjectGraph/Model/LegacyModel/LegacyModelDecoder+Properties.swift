@@ -12,7 +12,7 @@ extension LegacyModelDecoder {
     ]
 
     /// Settings of `XD_PPropStereotype`, which every property has. Sync
-    /// Services' truth-file flag and Spotlight indexing are read and ignored.
+    /// Services' truth-file flag is read and ignored.
     private static let commonSettings: Set<String> = [
         "XD_PPSK_isOptional", "XD_PPSK_isTransient", "XD_PPSK_isIndexed", "XD_PPSK_elementID",
         "XD_PPSK_versionHashModifier", "XD_PPSK_userInfo", "XD_PPSK_isStoredInTruthFile", "XD_PPSK_isSpotlightIndexed",
@@ -73,6 +73,7 @@ extension LegacyModelDecoder {
             // Core Data's and Xcode's default for a new property is optional.
             property.isOptional = try common.bool("XD_PPSK_isOptional") ?? true
             property.isTransient = try common.bool("XD_PPSK_isTransient") ?? false
+            property.isIndexedBySpotlight = try common.bool("XD_PPSK_isSpotlightIndexed") ?? false
             property.renamingIdentifier = try common.string("XD_PPSK_elementID").flatMap { $0.isEmpty || $0 == name ? nil : $0 }
             property.versionHashModifier = try common.string("XD_PPSK_versionHashModifier").flatMap { $0.isEmpty ? nil : $0 }
             // Relationships carry the flag too (their foreign key is always indexed); only attributes keep it.

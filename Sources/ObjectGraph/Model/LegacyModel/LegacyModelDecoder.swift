@@ -30,6 +30,7 @@ import Foundation
 /// | `XD_PSK_elementID`, `XD_PPSK_elementID` | renaming identifiers |
 /// | `XD_PSK_versionHashModifier`, `XD_PPSK_versionHashModifier` | version hash modifiers |
 /// | `XD_PPSK_isOptional`, `XD_PPSK_isTransient`, `XD_PPSK_isIndexed` | optional (default true), transient, indexed |
+/// | `XD_PPSK_isSpotlightIndexed` | ``PropertyDescription/isIndexedBySpotlight`` |
 /// | `XD_PAttK_attributeType` | ``AttributeType`` by Core Data's code (100 … 1800) |
 /// | `XD_PAttK_defaultValueAsString`, `…minValueString`, `…maxValueString`, `…regularExpressionString`, `…valueTransformerName` | as the XML file's strings |
 /// | `XD_PRK_destination`, `XD_PRK_inverseRelationship` | destination entity and inverse name |
@@ -42,7 +43,7 @@ import Foundation
 /// names its parent in `_general` (or is the parent entity itself), and a
 /// configuration lists entities or entity names.
 ///
-/// What the editor keeps only for itself (sync services and Spotlight flags,
+/// What the editor keeps only for itself (sync services flags,
 /// the class mapping, diagram bookkeeping such as `XDBucketFor…wasEncoded`) is
 /// ignored; settings and keys the decoder does not know, user-info entries
 /// that are not strings, and fetch requests are warnings naming their path in

@@ -6,8 +6,7 @@ extension XcodeModelBuilder {
     /// XML attributes of `<attribute>` that only steer Xcode's code generation or
     /// features with no effect on the stored values; they are accepted without a warning.
     private static let ignoredAttributeKeys: Set<String> = [
-        "syncable", "usesScalarValueType", "customClassName", "spotlightIndexingEnabled", "indexedBySpotlight",
-        "storedInTruthFile", "allowsCloudEncryption",
+        "syncable", "usesScalarValueType", "customClassName", "storedInTruthFile", "allowsCloudEncryption",
     ]
 
     /// Reads an `<attribute>`.
@@ -22,6 +21,7 @@ extension XcodeModelBuilder {
             "minValueString", "maxValueString", "minDateTimeInterval", "maxDateTimeInterval", "regularExpressionString",
             "valueTransformerName", "renamingIdentifier", "elementID", "versionHashModifier",
             "allowsExternalBinaryDataStorage", "derived", "derivationExpression", "preserveAfterDeletion",
+            "spotlightIndexingEnabled", "indexedBySpotlight",
         ], ignored: Self.ignoredAttributeKeys, in: context)
 
         let typeName = try required("attributeType", of: node, in: "attribute \(context)")
@@ -38,6 +38,7 @@ extension XcodeModelBuilder {
         attribute.versionHashModifier = node["versionHashModifier"]
         attribute.valueTransformerName = node["valueTransformerName"]
         attribute.preservesValueInHistoryOnDeletion = node.flag("preserveAfterDeletion")
+        attribute.isIndexedBySpotlight = node.flag("spotlightIndexingEnabled") || node.flag("indexedBySpotlight")
 
         if let string = node["defaultDateTimeInterval"] ?? node["defaultValueString"] {
             attribute.defaultValue = try value(string, of: type, at: node, in: "\(context) default value")
@@ -95,7 +96,8 @@ extension XcodeModelBuilder {
         checkAttributes(of: node, known: [
             "name", "destinationEntity", "inverseName", "inverseEntity", "toMany", "ordered", "deletionRule", "optional",
             "minCount", "maxCount", "transient", "renamingIdentifier", "elementID", "versionHashModifier",
-        ], ignored: ["syncable", "spotlightIndexingEnabled", "indexedBySpotlight", "storedInTruthFile", "allowsCloudEncryption"],
+            "spotlightIndexingEnabled", "indexedBySpotlight",
+        ], ignored: ["syncable", "storedInTruthFile", "allowsCloudEncryption"],
                         in: context)
         let destination = try required("destinationEntity", of: node, in: "relationship \(context)")
 
@@ -135,6 +137,7 @@ extension XcodeModelBuilder {
             relationship.maxCount = maxCount ?? 0
         }
         relationship.isTransient = node.flag("transient")
+        relationship.isIndexedBySpotlight = node.flag("spotlightIndexingEnabled") || node.flag("indexedBySpotlight")
         relationship.renamingIdentifier = node["renamingIdentifier"] ?? node["elementID"]
         relationship.versionHashModifier = node["versionHashModifier"]
         for child in node.children {

@@ -95,6 +95,10 @@ struct SQLiteSchema: Sendable {
     var joinTables: [JoinTable] = []
     /// Each join-table relationship's view of its table, by relationship.
     var joinSides: [ObjectIdentifier: JoinSide] = [:]
+    /// Full-text indexes the file lacks or has in another layout, by index
+    /// name, with why: searches through them throw. Set by the store after
+    /// looking at the file (SQLiteStore+Search.swift); empty once it is in step.
+    var unavailableSearchIndexes: [String: String] = [:]
     /// `Z_FOK_<INVERSE>` of each to-one whose inverse is an ordered to-many, by the
     /// to-one relationship: the sort key of the row in its owner's ordered relationship.
     private(set) var orderColumns: [ObjectIdentifier: String] = [:]

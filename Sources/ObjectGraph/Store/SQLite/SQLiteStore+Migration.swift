@@ -174,6 +174,8 @@ struct SQLiteMigration {
             try connection.execute("DROP TABLE \(quoted(aside))")
         }
         try rewritePrimaryKeys(connection, mapping: mapping)
+        // The tables were rebuilt, and their triggers with them: index every row again, in this transaction.
+        try SQLiteStore.replaceSearchIndexes(with: mapping.schema.searchIndexLayouts(), on: connection, rebuildingAll: true)
         try restartHistory(connection, snapshot: snapshot, recordsMigration: recordsHistory)
         try writeMetadata(connection, snapshot: snapshot, model: model)
         progress(1)

@@ -156,8 +156,10 @@ enum SQLiteStoreFile {
     static func empty(_ connection: Connection, url: URL) throws {
         do {
             try connection.inWriteTransaction {
+                // Virtual tables (the full-text indexes) first: dropping one drops its
+                // shadow tables, which are then gone from the list already read.
                 for name in try tableNames(connection) {
-                    try connection.execute("DROP TABLE \(Connection.quotedIdentifier(name))")
+                    try connection.execute("DROP TABLE IF EXISTS \(Connection.quotedIdentifier(name))")
                 }
             }
             _ = try? connection.checkpoint(mode: .truncate)
@@ -167,7 +169,10 @@ enum SQLiteStoreFile {
     }
 
     private static func tableNames(_ connection: Connection) throws -> [String] {
-        let statement = try connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        let statement = try connection.prepare("""
+            SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+            ORDER BY sql LIKE 'CREATE VIRTUAL TABLE%' DESC
+            """)
         var names: [String] = []
         while try statement.step() {
             if let name = statement.string(at: 0) { names.append(name) }

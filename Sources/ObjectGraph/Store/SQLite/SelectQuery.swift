@@ -31,7 +31,12 @@ struct SelectQuery {
         if fetch.resultType != .count {
             for sort in fetch.sortDescriptors {
                 var expression = try columnExpression(for: sort.keyPath, from: fetch.entity)
-                if sort.caseInsensitive { expression += " COLLATE NOCASE" }
+                if let query = sort.relevanceQuery {
+                    bindings.append(.string(query.text))
+                    expression = "DS_SEARCH_RELEVANCE(\(expression), ?\(bindings.count))"
+                } else if sort.caseInsensitive {
+                    expression += " COLLATE NOCASE"
+                }
                 orderings.append(expression + (sort.ascending ? " ASC" : " DESC"))
             }
         }

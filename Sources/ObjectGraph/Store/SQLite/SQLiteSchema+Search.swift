@@ -1,0 +1,99 @@
+import Foundation
+
+/// One full-text index of the SQLite store: an FTS5 table over the indexed
+/// String columns of one entity table, kept in step with it by triggers.
+///
+/// The FTS5 table is an *external-content* table (`content='ZCOMPANY'`): it
+/// holds the index only, and reads the texts from the entity table, so no text
+/// is stored twice. Its name, `DS_SEARCH_<TABLE>`, cannot clash with Core
+/// Data's tables, which all start with `Z`, `A` or `Y`.
+///
+/// Triggers on the entity table, rather than statements in the save path, keep
+/// the index in step: every writer of the file, in every transaction, updates
+/// it in that same transaction — saves, batch inserts, updates and deletes,
+/// migrations, another process, even Apple's Core Data, whose SQLite has FTS5.
+/// The `unicode61` tokenizer with `remove_diacritics 2` is built into FTS5, so
+/// any SQLite with FTS5 can write the file; a tokenizer of our own would make
+/// it unwritable elsewhere. ``SearchTokenizer`` tokenizes exactly as it does.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/fts5.html#external_content_tables>
+struct SearchIndexLayout: Sendable, Hashable {
+    /// The FTS5 table: `DS_SEARCH_<TABLE>`.
+    let name: String
+    /// The entity table it indexes.
+    let table: String
+    /// The indexed columns, in the entity table's order.
+    let columns: [String]
+
+    /// The FTS5 table's name for an entity table.
+    static func name(forTable table: String) -> String { "DS_SEARCH_" + table }
+
+    /// The FTS5 table and its three triggers, exactly as `sqlite_master` keeps
+    /// them: the store compares them with the file's to see that the index is in step.
+    var creationStatements: [String] {
+        let list = columns.joined(separator: ", ")
+        let newValues = columns.map { "new." + $0 }.joined(separator: ", ")
+        let oldValues = columns.map { "old." + $0 }.joined(separator: ", ")
+        let changed = columns.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR ")
+        let insert = "INSERT INTO \(name) (rowid, \(list)) VALUES (new.Z_PK, \(newValues));"
+        // An external-content index forgets a row by being told the values it indexed.
+        let remove = "INSERT INTO \(name) (\(name), rowid, \(list)) VALUES ('delete', old.Z_PK, \(oldValues));"
+        return [
+            "CREATE VIRTUAL TABLE \(name) USING fts5(\(list), content='\(table)', content_rowid='Z_PK', tokenize='unicode61 remove_diacritics 2')",
+            "CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(table) BEGIN \(insert) END",
+            "CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(table) BEGIN \(remove) END",
+            "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN \(changed) BEGIN \(remove) \(insert) END",
+        ]
+    }
+
+    /// The names `creationStatements` create, in their order.
+    var objectNames: [String] { [name, name + "_INSERT", name + "_DELETE", name + "_UPDATE"] }
+
+    /// The condition true for the row at `alias` when `columns` of it match
+    /// the FTS5 expression in the parameter `query`: FTS5's column filter
+    /// limits the match to those columns.
+    static func matchSQL(index: String, alias: String, columns: [String], query: String) -> String {
+        "\(alias).Z_PK IN (SELECT rowid FROM \(index) WHERE \(index) MATCH '{\(columns.joined(separator: " "))} : (' || \(query) || ')')"
+    }
+
+    /// Reads every row of the entity table into the (empty or stale) index.
+    var rebuildStatement: String { "INSERT INTO \(name) (\(name)) VALUES ('rebuild')" }
+}
+
+extension SQLiteSchema {
+    /// The full-text indexes the model asks for: one per entity table with
+    /// attributes indexed for search (``AttributeDescription/isSearchIndexed``)
+    /// in any of its entities.
+    func searchIndexLayouts() -> [SearchIndexLayout] {
+        tables.compactMap { table in
+            var indexed: Set<String> = []
+            for entity in table.root.selfAndDescendants {
+                guard let mapping = mappings[ObjectIdentifier(entity)] else { continue }
+                for attribute in entity.searchIndexedAttributes {
+                    if let column = mapping.columns[attribute.index] { indexed.insert(column.name) }
+                }
+            }
+            guard !indexed.isEmpty else { return nil }
+            return SearchIndexLayout(name: SearchIndexLayout.name(forTable: table.name), table: table.name,
+                                     columns: table.columns.map(\.name).filter(indexed.contains))
+        }
+    }
+
+    /// ``SearchIndexLayout/matchSQL(index:alias:columns:query:)`` over the
+    /// searched attributes' columns, or an error naming why the file's index can't serve.
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+        var table: String?
+        var columns: [String] = []
+        for attribute in attributes {
+            guard let entity = attribute.entity, let column = try mapping(for: entity).columns[attribute.index] else {
+                throw ObjectGraphError.unknownKey(attribute.name, entity: attribute.entity?.name ?? "?")
+            }
+            table = try mapping(for: entity).table
+            if !columns.contains(column.name) { columns.append(column.name) }
+        }
+        guard let table else { throw PredicateProblem("MATCHES[search] needs an attribute indexed for search") }
+        let index = SearchIndexLayout.name(forTable: table)
+        if let reason = unavailableSearchIndexes[index] { throw PredicateProblem(reason) }
+        return SearchIndexLayout.matchSQL(index: index, alias: alias, columns: columns, query: query)
+    }
+}
