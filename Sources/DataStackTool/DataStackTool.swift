@@ -28,6 +28,7 @@ enum DataStackTool {
             case "dump": command = try DumpCommand(rest)
             case "history": command = try HistoryCommand(rest)
             case "migrate": command = try MigrateCommand(rest)
+            case "reindex": command = try ReindexCommand(rest)
             default: throw ToolError.usage("unknown command '\(name)'")
             }
         } catch {

@@ -4,8 +4,8 @@ enum Usage {
     static let text = """
         usage: datastack COMMAND FILE [OPTIONS]
 
-        Reads and migrates Core Data SQLite stores. inspect, dump and history open
-        the store read-only and never change it.
+        Reads, migrates and reindexes Core Data SQLite stores. inspect, dump and
+        history open the store read-only and never change it.
 
         commands:
           inspect FILE [--json] [--model PATH]
@@ -22,6 +22,10 @@ enum Usage {
           migrate FILE --model PATH
               Migrates the store in place to the model at PATH (lightweight migration),
               with a progress bar on standard error.
+          reindex FILE [--model PATH]
+              Builds the store's full-text search index anew, from its rows, for the
+              String attributes the model marks for search (Xcode: Index in Spotlight);
+              creates it for a store that has none, such as one Apple's Core Data wrote.
           help
               This text.
 

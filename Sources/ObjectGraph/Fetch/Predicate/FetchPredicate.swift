@@ -13,6 +13,8 @@ import Foundation
 /// The grammar: comparisons `== = != <> < <= =< > >= =>`; `AND && OR || NOT !`
 /// (NOT binds tighter than AND, AND tighter than OR) and parentheses;
 /// `BEGINSWITH ENDSWITH CONTAINS LIKE MATCHES` with `[c]`, `[d]` or `[cd]`;
+/// `MATCHES[search]`, full-text search of attributes indexed for search with a
+/// ``SearchQuery`` (`title MATCHES[search] "apple pie"`, `SELF MATCHES[search] %@`);
 /// `IN` a collection `{a, b}`, an array or set argument, a to-many key path or a
 /// string; `BETWEEN {low, high}` (inclusive); `nil`/`NULL`; `TRUEPREDICATE`,
 /// `FALSEPREDICATE`; `TRUE YES FALSE NO`; quoted strings; numbers (`12`, `1.5e3`,

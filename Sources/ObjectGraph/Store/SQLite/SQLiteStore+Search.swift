@@ -14,11 +14,14 @@ extension SQLiteStore {
     /// that was damaged or written without its triggers by another program.
     /// It also drops the indexes of attributes no longer indexed.
     ///
+    /// It changes no object, so it leaves the persistent history alone, and
+    /// runs on a store with history opened without history tracking too.
+    ///
     /// - Throws: ``PersistentStoreError``: `.readOnly` for a read-only store,
     ///   or the SQLite failure; the file is then unchanged.
     public func rebuildSearchIndex() throws {
         let layouts = try schema.searchIndexLayouts()
-        try write { connection in
+        try write(changesObjects: false) { connection in
             do {
                 try Self.replaceSearchIndexes(with: layouts, on: connection, rebuildingAll: true)
             } catch let error as SQLiteError {

@@ -352,9 +352,15 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     /// A file deleted, renamed or replaced since the store opened it
     /// (`SQLITE_FCNTL_HAS_MOVED`) is refused before the transaction begins:
     /// its writes would reach an inode no path leads to and vanish.
-    func write<T>(_ body: (Connection) throws -> T) throws -> T {
+    ///
+    /// - Parameter changesObjects: false for work that changes no object
+    ///   (rebuilding an index), which a store refusing saves for another reason
+    ///   than being read-only (``State/readOnlyReason``) still allows.
+    func write<T>(changesObjects: Bool = true, _ body: (Connection) throws -> T) throws -> T {
         if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
-        if let reason = state.withLock({ $0.readOnlyReason }) { throw PersistentStoreError(.readOnly, url: url, message: reason) }
+        if changesObjects, let reason = state.withLock({ $0.readOnlyReason }) {
+            throw PersistentStoreError(.readOnly, url: url, message: reason)
+        }
         var attempt = 0
         while true {
             attempt += 1
