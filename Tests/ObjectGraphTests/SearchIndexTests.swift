@@ -177,6 +177,43 @@ import Testing
         try library.checkIndexIntegrity()
     }
 
+    @Test func anUpsertingBatchInsertReindexesTheRowsItUpdates() throws {
+        let directory = TemporaryDirectory()
+        let model = Self.model()
+        model.entitiesByName["Author"]!.uniquenessConstraints = [["name"]]
+        let library = try Library(directory, model: model)
+        try library.seed()
+        let context = library.context
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        try context.performAndWait {
+            _ = try context.execute(BatchInsertRequest(entityName: "Author", objects: [
+                ["name": "Ada Lovelace", "bio": "Countess and poet's daughter"], ["name": "Charles Babbage", "bio": "Inventor"],
+            ]))
+            var request = FetchRequest<ManagedObject>(entityName: "Author")
+            request.sortDescriptors = [FetchSort(key: "name")]
+            func names(_ query: String) throws -> [String] {
+                request.predicate = try FetchPredicate(format: "bio MATCHES[search] %@", query)
+                return try context.fetch(request).map { try $0.value(forKey: "name") as? String ?? "-" }
+            }
+            #expect(try names("countess OR inventor") == ["Ada Lovelace", "Charles Babbage"])
+            #expect(try names("mathematician").isEmpty)
+        }
+        let connection = try Connection(path: library.url.path)
+        try connection.execute("INSERT INTO DS_SEARCH_ZAUTHOR (DS_SEARCH_ZAUTHOR, rank) VALUES ('integrity-check', 1)")
+    }
+
+    @Test func destroyingAStoreWithAnIndexLeavesRoomForANewOne() throws {
+        let directory = TemporaryDirectory()
+        let library = try Library(directory)
+        try library.seed()
+        try library.coordinator.destroyPersistentStore(at: library.url)
+        let fresh = try Library(directory)
+        #expect(try fresh.titles("title MATCHES[search] 'engine'").isEmpty)
+        try fresh.seed()
+        #expect(try fresh.titles("title MATCHES[search] 'engine'") == ["Engine repair", "Notes on the Analytical Engine"])
+        try fresh.checkIndexIntegrity()
+    }
+
     @Test func aMigrationIndexesTheMigratedRowsInItsTransaction() throws {
         let directory = TemporaryDirectory()
         try Library(directory).seed()
