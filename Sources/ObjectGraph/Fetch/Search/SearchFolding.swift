@@ -16,7 +16,8 @@ import Foundation
 /// - Otherwise letters (`L*`), numbers (`N*`), private use (`Co`) and
 ///   noncharacters are token characters, and so are the *diacritics*: the
 ///   combining marks that appear alone after an ASCII letter in a canonical
-///   decomposition (U+0300 COMBINING GRAVE ACCENT…). Diacritics vanish.
+///   decomposition (U+0300 COMBINING GRAVE ACCENT…). Diacritics vanish, and
+///   one that follows no token character separates like punctuation.
 /// - A token character is case-folded: its simple lowercase mapping when that
 ///   scalar is also in Unicode 6.1, or one of the case-folding specials
 ///   (``caseFoldSpecials``). If the result decomposes canonically into an
@@ -33,7 +34,7 @@ import Foundation
 package enum SearchFolding {
     /// ``fold(_:)``'s answer for a scalar that separates tokens.
     package static let separator: UInt32 = 0xFFFF_FFFF
-    /// ``fold(_:)``'s answer for a token character that folds to nothing (a diacritic).
+    /// ``fold(_:)``'s answer for a diacritic: it continues a token, adding nothing to it, but starts none.
     package static let vanishes: UInt32 = 0xFFFF_FFFE
 
     /// What `scalar` becomes in a token: ``separator``, ``vanishes``, or the folded scalar's value.

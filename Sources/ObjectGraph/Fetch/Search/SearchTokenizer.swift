@@ -5,8 +5,9 @@
 package struct SearchToken: Sendable {
     /// The token case-folded and without diacritics, as SQLite's `unicode61` tokenizer writes it.
     package var folded: String
-    /// The token's characters in the tokenized text, from its first to its last token
-    /// character (Unicode-scalar aligned, not necessarily `Character` aligned).
+    /// The token in the tokenized text: from its first token character to its last token
+    /// character or diacritic (Unicode-scalar aligned, not necessarily `Character` aligned),
+    /// the byte range SQLite reports for it.
     package var range: Range<String.Index>
 
     package init(folded: String, range: Range<String.Index>) {
@@ -28,10 +29,12 @@ package struct SearchToken: Sendable {
 /// Unicode scalar (`SearchTokenizerTests` checks each one against the system
 /// SQLite):
 ///
-/// - A token is a maximal run of token characters: letters (`L*`), numbers
-///   (`N*`), private use (`Co`), scalars SQLite's Unicode 6.1 tables do not
-///   know, and the combining marks that can carry a diacritic on a Latin
-///   letter (U+0300 and friends). Everything else separates tokens.
+/// - A token starts at a token character: a letter (`L*`), a number (`N*`),
+///   private use (`Co`), or a scalar SQLite's Unicode 6.1 tables do not
+///   know. It runs on over token characters and *diacritics*, the combining
+///   marks that can carry an accent on a Latin letter (U+0300 and friends).
+///   Everything else separates tokens, and so does a diacritic that no token
+///   character precedes.
 /// - Each token character is case-folded (simple lowercase mapping, plus the
 ///   case-folding specials such as `ſ` → `s` and final `ς` → `σ`), then a
 ///   letter that decomposes into an ASCII letter and diacritics becomes the
@@ -81,12 +84,15 @@ package enum SearchTokenizer {
                     folded.removeAll(keepingCapacity: true)
                     tokenStart = nil
                 }
+            } else if fold == SearchFolding.vanishes {
+                // A diacritic continues a token (and ends up inside its range) but never starts one.
+                if tokenStart != nil { tokenEnd = next }
             } else {
                 if tokenStart == nil { tokenStart = index }
                 tokenEnd = next
                 if fold < 0x80 {
                     folded.append(UInt8(truncatingIfNeeded: fold))
-                } else if fold != SearchFolding.vanishes {
+                } else {
                     UTF8.encode(Unicode.Scalar(fold).unsafelyUnwrapped) { folded.append($0) }
                 }
             }
