@@ -186,6 +186,38 @@ private func queryError(_ text: String) -> SearchQueryError? {
         #expect(try SearchQuery("\u{D55C}").matches(["\u{D55C}"]))
     }
 
+    /// FTS5 keeps a token's first 32,768 bytes, in the index and in queries.
+    @Test func longTokensCompareByTheFirst32768BytesAsInFTS5() throws {
+        let long = String(repeating: "a", count: 40_000)
+        let cases: [(query: String, text: String)] = [
+            (long + "c", long + "b"),
+            (String(repeating: "a", count: 32_767) + "c", long),
+            (String(repeating: "a", count: 32_767) + "é", long),
+            (long + "*", long),
+            (String(repeating: "a", count: 32_768), long),
+        ]
+        let connection = try Connection(path: ":memory:")
+        try connection.execute("CREATE VIRTUAL TABLE texts USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
+        let insert = try connection.prepare("INSERT INTO texts(rowid, text) VALUES (?, ?)")
+        for (row, text) in cases.enumerated() {
+            try insert.bind(Int64(row), at: 1)
+            try insert.bind(text.text, at: 2)
+            try insert.execute()
+        }
+        let select = try connection.prepare("SELECT count(*) FROM texts WHERE texts MATCH ? AND rowid = ?")
+        for (row, text) in cases.enumerated() {
+            let query = try SearchQuery(text.query)
+            try select.bind(query.fts5Expression, at: 1)
+            try select.bind(Int64(row), at: 2)
+            #expect(try select.step())
+            let sqliteMatches = select.int64(at: 0) == 1
+            select.reset()
+            #expect(query.matches([text.text]) == sqliteMatches, "case \(row)")
+        }
+        #expect(try SearchQuery(long + "c").matches([long + "b"]))
+        #expect(try !SearchQuery(String(repeating: "a", count: 32_767) + "c").matches([long]))
+    }
+
     @Test func prefixesMatchTheStartOfTheLastToken() throws {
         let prefix = try SearchQuery("appl*")
         #expect(prefix.matches(["Apples"]))

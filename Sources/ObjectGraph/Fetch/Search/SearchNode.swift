@@ -126,8 +126,8 @@ extension SearchAtom {
     private func matches(_ column: [SearchToken], at start: Int) -> Bool {
         let last = tokens.count - 1
         for offset in 0...last {
-            let wanted = tokens[offset].utf8
-            let found = column[start + offset].folded.utf8
+            let wanted = Self.indexed(tokens[offset])
+            let found = Self.indexed(column[start + offset].folded)
             if offset == last && isPrefix {
                 guard found.starts(with: wanted) else { return false }
             } else {
@@ -135,5 +135,16 @@ extension SearchAtom {
             }
         }
         return true
+    }
+
+    /// The most bytes of a token FTS5 keeps, in the index and in queries alike (`FTS5_MAX_TOKEN_SIZE`);
+    /// longer tokens that share their first 32,768 bytes are the same token.
+    static let maximumTokenBytes = 32_768
+
+    /// The bytes of `token` that FTS5 compares.
+    @inline(__always)
+    private static func indexed(_ token: String) -> Substring.UTF8View {
+        let bytes = token.utf8
+        return bytes.count > maximumTokenBytes ? bytes.prefix(maximumTokenBytes) : bytes[...]
     }
 }
