@@ -441,7 +441,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
                 guard !query.fts5Expression.contains(" NOT ") else { continue }
                 for row in rows where sqliteRows.contains(row) {
                     guard let column = documents[row][1] else { continue }
-                    let tokens = [SearchTokenizer.tokens(in: column)]
+                    let tokens = [SearchTokenizer.foldedTokens(in: column)]
                     guard query.root.positiveAtoms.allSatisfy({ $0.occurrenceCount(in: tokens) > 0 }) else { continue }
                     highlightsCompared += 1
                     let ours = Self.bracketed(column, query.highlights(in: column))

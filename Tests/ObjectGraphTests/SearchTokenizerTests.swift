@@ -46,7 +46,7 @@ func searchEscaped(_ text: String) -> String {
             let insert = try connection.prepare("INSERT INTO texts(rowid, text) VALUES (?, ?)")
             for (row, block) in blocks.enumerated() {
                 try insert.bind(Int64(row), at: 1)
-                try insert.bind(block.map { "x\($0)x" }.joined(separator: " "), at: 2)
+                try insert.bind(Self.blockText(block), at: 2)
                 try insert.execute()
             }
         }
@@ -59,11 +59,23 @@ func searchEscaped(_ text: String) -> String {
         }
         var mismatches: [String] = []
         for (row, block) in blocks.enumerated() {
-            let tokens = block.map { SearchTokenizer.foldedTokens(in: "x\($0)x").joined(separator: " ") }.joined(separator: " ")
+            let tokens = SearchTokenizer.foldedTokens(in: Self.blockText(block)).joined(separator: " ")
             guard !tokens.utf8.elementsEqual(sqliteTokens[row].utf8) else { continue }
             mismatches.append(Self.firstMismatch(in: block, sqliteTokens: sqliteTokens[row]))
         }
         #expect(mismatches.isEmpty, "\(mismatches.count) blocks of 1,024 scalars tokenize differently; first mismatch in each:\n\(mismatches.prefix(20).joined(separator: "\n"))")
+    }
+
+    /// "x<c>x" for each scalar c of the block, separated by spaces.
+    private static func blockText(_ block: ArraySlice<Unicode.Scalar>) -> String {
+        var text = String.UnicodeScalarView()
+        for scalar in block {
+            if !text.isEmpty { text.append(" ") }
+            text.append("x")
+            text.append(scalar)
+            text.append("x")
+        }
+        return String(text)
     }
 
     /// The first scalar of `block` whose tokens are not the next ones in SQLite's (space-separated) tokens.

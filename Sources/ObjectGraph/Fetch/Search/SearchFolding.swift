@@ -6,8 +6,8 @@ import Foundation
 /// SQLite carries its own Unicode tables, which date from Unicode 6.1; Swift's
 /// are much newer. The rules below rebuild SQLite's answers from Swift's
 /// Unicode properties, restricted to what Unicode 6.1 knew, plus the handful
-/// of scalars where the two disagree. They were measured over all 1,112,063
-/// scalars, and `SearchTokenizerTests` measures them again against the
+/// of scalars where the two disagree. They were measured over every Unicode
+/// scalar, and `SearchTokenizerTests` measures them again against the
 /// system SQLite on every run, so a toolchain whose Unicode data moves fails
 /// that test rather than search results.
 ///
@@ -63,8 +63,9 @@ package enum SearchFolding {
 
     // MARK: - Unicode 6.1 differences
 
-    /// The simple case foldings that differ from the lowercase mapping (`CaseFolding.txt`, status C/S),
-    /// which SQLite applies and `Unicode.Scalar.Properties.lowercaseMapping` does not.
+    /// Case foldings SQLite applies where `Unicode.Scalar.Properties.lowercaseMapping` gives
+    /// another scalar or several: `CaseFolding.txt`'s simple foldings of letters that are already
+    /// lower case (`ſ` → `s`, `ς` → `σ`, `µ` → `μ`…), `ẞ` → `ß`, and `İ` → `i`.
     static let caseFoldSpecials: [UInt32: UInt32] = [
         0xB5: 0x3BC, 0x17F: 0x73, 0x3C2: 0x3C3, 0x3D0: 0x3B2, 0x3D1: 0x3B8, 0x3D5: 0x3C6, 0x3D6: 0x3C0,
         0x3F0: 0x3BA, 0x3F1: 0x3C1, 0x3F5: 0x3B5, 0x130: 0x69, 0x1E9B: 0x1E61, 0x1E9E: 0xDF, 0x345: 0x3B9,
@@ -72,8 +73,8 @@ package enum SearchFolding {
     ]
 
     /// Scalars whose general category changed after Unicode 6.1 from a mark to a letter
-    /// (New Tai Lue vowel signs, Vedic tone marks), and the two noncharacters SQLite's table leaves out:
-    /// SQLite still separates tokens at them.
+    /// (New Tai Lue vowel signs and tone marks, two Vedic signs), and the two noncharacters
+    /// SQLite's table leaves out: SQLite still separates tokens at them.
     private static func isSeparatorSinceUnicode61(_ value: UInt32) -> Bool {
         switch value {
         case 0x19B0...0x19C0, 0x19C8, 0x19C9, 0x1CF2, 0x1CF3, 0xFFFE, 0xFFFF: return true

@@ -47,8 +47,9 @@ package struct SearchToken: Sendable {
 ///
 /// Related SQLite documentation: <https://sqlite.org/fts5.html#unicode61_tokenizer>
 ///
-/// - Complexity: O(*n*) in the text's length. ASCII takes a fast path; other
-///   scalars below U+2000 are looked up in a table built once.
+/// - Complexity: O(*n*) in the text's length, over its UTF-8 bytes. ASCII
+///   takes a fast path; the rest of the Basic Multilingual Plane is one
+///   table lookup (see ``SearchFolding``).
 package enum SearchTokenizer {
     /// The tokens of `text`, in order.
     package static func tokens(in text: String) -> [SearchToken] {
