@@ -60,8 +60,8 @@ extension SearchNode {
 // MARK: - Evaluation
 
 extension SearchNode {
-    /// Whether a document, given as the tokens of each of its columns, matches.
-    package func matches(_ columns: [[SearchToken]]) -> Bool {
+    /// Whether a document, given as the folded tokens of each of its columns, matches.
+    package func matches(_ columns: [[String]]) -> Bool {
         switch self {
         case .atom(let atom): return atom.occurs(in: columns)
         case .and(let lhs, let rhs): return lhs.matches(columns) && rhs.matches(columns)
@@ -91,18 +91,18 @@ extension SearchNode {
 
 extension SearchAtom {
     /// Whether the atom occurs in any column.
-    func occurs(in columns: [[SearchToken]]) -> Bool {
+    func occurs(in columns: [[String]]) -> Bool {
         columns.contains { column in firstOccurrence(in: column, from: 0) != nil }
     }
 
     /// How many times the atom occurs in all columns together.
-    func occurrenceCount(in columns: [[SearchToken]]) -> Int {
+    func occurrenceCount(in columns: [[String]]) -> Int {
         columns.reduce(0) { $0 + occurrences(in: $1).count }
     }
 
     /// The index of each token where the atom starts in `column`, overlapping occurrences included
     /// (`"a a"` occurs twice in `a a a`), as FTS5 counts phrase instances.
-    func occurrences(in column: [SearchToken]) -> [Int] {
+    func occurrences(in column: [String]) -> [Int] {
         var starts: [Int] = []
         var from = 0
         while let start = firstOccurrence(in: column, from: from) {
@@ -112,7 +112,7 @@ extension SearchAtom {
         return starts
     }
 
-    private func firstOccurrence(in column: [SearchToken], from: Int) -> Int? {
+    private func firstOccurrence(in column: [String], from: Int) -> Int? {
         let count = tokens.count
         guard column.count - from >= count else { return nil }
         for start in from...(column.count - count) where matches(column, at: start) {
@@ -123,11 +123,11 @@ extension SearchAtom {
 
     /// Whether the atom's tokens equal the column's tokens from `start` on, comparing UTF-8 bytes
     /// (not `String`'s canonical equivalence: the index compares bytes).
-    private func matches(_ column: [SearchToken], at start: Int) -> Bool {
+    private func matches(_ column: [String], at start: Int) -> Bool {
         let last = tokens.count - 1
         for offset in 0...last {
-            let wanted = tokens[offset].utf8
-            let found = column[start + offset].folded.utf8
+            let wanted = Self.indexed(tokens[offset])
+            let found = Self.indexed(column[start + offset])
             if offset == last && isPrefix {
                 guard found.starts(with: wanted) else { return false }
             } else {
@@ -135,5 +135,16 @@ extension SearchAtom {
             }
         }
         return true
+    }
+
+    /// The most bytes of a token FTS5 keeps, in the index and in queries alike (`FTS5_MAX_TOKEN_SIZE`);
+    /// longer tokens that share their first 32,768 bytes are the same token.
+    static let maximumTokenBytes = 32_768
+
+    /// The bytes of `token` that FTS5 compares.
+    @inline(__always)
+    private static func indexed(_ token: String) -> Substring.UTF8View {
+        let bytes = token.utf8
+        return bytes.count > maximumTokenBytes ? bytes.prefix(maximumTokenBytes) : bytes[...]
     }
 }

@@ -85,9 +85,10 @@ extension SearchQuery {
     /// The token spans `[first, last + 1)` of every positive atom's occurrence in `tokens`,
     /// sorted, overlapping spans merged.
     private func matchedSpans(in tokens: [SearchToken]) -> [Range<Int>] {
+        let folded = tokens.map(\.folded)
         var spans: [Range<Int>] = []
         for atom in root.positiveAtoms {
-            for start in atom.occurrences(in: tokens) {
+            for start in atom.occurrences(in: folded) {
                 spans.append(start..<(start + atom.tokens.count))
             }
         }

@@ -104,7 +104,8 @@ public struct SearchQuery: Sendable {
         root.matches(Self.columns(of: document))
     }
 
-    /// The relevance of a document (see *Relevance* above); 0 when it does not match.
+    /// The relevance of a document, by the formula under *Relevance* in ``SearchQuery``'s
+    /// documentation; 0 when it does not match.
     ///
     /// - Complexity: O(*n* × *a*): *n* tokens in the document, *a* atoms in the query.
     public func relevance(of document: [String?]) -> Double {
@@ -120,9 +121,9 @@ public struct SearchQuery: Sendable {
         return score
     }
 
-    /// The tokens of each attribute of a document.
-    static func columns(of document: [String?]) -> [[SearchToken]] {
-        document.map { $0.map(SearchTokenizer.tokens(in:)) ?? [] }
+    /// The folded tokens of each attribute of a document.
+    static func columns(of document: [String?]) -> [[String]] {
+        document.map { $0.map(SearchTokenizer.foldedTokens(in:)) ?? [] }
     }
 }
 
@@ -142,6 +143,7 @@ extension SearchQuery: Hashable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        for byte in text.utf8 { hasher.combine(byte) }
+        var text = text   // withUTF8 needs a mutable string; the copy shares a native string's storage
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }
