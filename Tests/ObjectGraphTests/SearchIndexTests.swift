@@ -379,6 +379,43 @@ import Testing
         }
     }
 
+    @Test func aFetchedResultsControllerFollowsSearchesAndRelevanceAcrossMergedSaves() throws {
+        let directory = TemporaryDirectory()
+        let library = try Library(directory)
+        try library.seed()
+        let query = try SearchQuery("engine")
+        var request = FetchRequest<ManagedObject>(entityName: "Document")
+        request.predicate = try FetchPredicate(format: "SELF MATCHES[search] %@", query.text)
+        request.sortDescriptors = [FetchSort(key: "title", relevanceTo: query), FetchSort(key: "title")]
+        let viewer = library.context
+        let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: viewer)
+        func titles() throws -> [String] {
+            try viewer.performAndWait { try (controller.fetchedObjects ?? []).map { try $0.value(forKey: "title") as? String ?? "-" } }
+        }
+        try viewer.performAndWait { try controller.performFetch() }
+        #expect(try titles() == ["Engine repair", "Notes on the Analytical Engine"])
+
+        // Elsewhere: a new, more relevant title; a renamed one that stops matching; a memo whose body starts matching.
+        let writer = library.context
+        let save = try writer.performAndWait {
+            try library.insert("Document", ["title": "Engine engine"], in: writer)
+            var all = FetchRequest<ManagedObject>(entityName: "Document")
+            all.predicate = try FetchPredicate(format: "title == 'Notes on the Analytical Engine'")
+            try writer.fetch(all).first?.setValue("Notes on the Analytical Machine", forKey: "title")
+            all.predicate = try FetchPredicate(format: "title == 'Shopping'")
+            try writer.fetch(all).first?.setValue("an engine part", forKey: "body")
+            let inserted = writer.insertedObjects, updated = Set(writer.updatedObjects.map(\.objectID))
+            try writer.save()
+            // After the save: the inserted objects' IDs are permanent now.
+            return ContextDidSave(insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: updated, deletedObjectIDs: [])
+        }
+        viewer.performAndWait { viewer.mergeChanges(fromContextDidSave: save) }
+        let expected = try library.titles("SELF MATCHES[search] 'engine'", sorts: request.sortDescriptors)
+        #expect(expected == ["Engine engine", "Engine repair", "Shopping"])
+        let listed = try titles()
+        #expect(listed == expected)
+    }
+
     // MARK: - Bad input
 
     @Test func badSearchesThrowErrorsThatSayWhatAndWhere() throws {
