@@ -45,6 +45,8 @@ extension SQLiteStore {
             }
             differences = [:]
         }
+        // Read-only: indexes the model no longer asks for stay, unused; those it asks for and lacks refuse searches.
+        differences[Self.unwantedIndexes] = nil
         let unavailable = differences.mapValues { problem in
             "the store's full-text index \(problem); the store is open read-only, so it can't build it: open it for writing once, or call rebuildSearchIndex()"
         }
@@ -72,7 +74,12 @@ extension SQLiteStore {
         }
     }
 
-    /// For each layout whose index the file lacks or holds in another form, what is wrong.
+    /// The key of ``searchIndexDifferences(_:on:)`` for indexes and triggers of ours that no layout names.
+    private static let unwantedIndexes = ""
+
+    /// For each layout whose index the file lacks or holds in another form,
+    /// what is wrong; under ``unwantedIndexes``, whether the file has indexes
+    /// the model no longer asks for.
     static func searchIndexDifferences(_ layouts: [SearchIndexLayout], on connection: Connection) throws -> [String: String] {
         let existing = try searchIndexObjects(on: connection)
         var differences: [String: String] = [:]
@@ -85,7 +92,7 @@ extension SQLiteStore {
         }
         let wanted = Set(layouts.flatMap(\.objectNames))
         if existing.keys.contains(where: { !wanted.contains($0) }) {
-            differences[""] = "has indexes the model no longer asks for"
+            differences[unwantedIndexes] = "has indexes the model no longer asks for"
         }
         return differences
     }
