@@ -409,7 +409,7 @@ import Testing
             // After the save: the inserted objects' IDs are permanent now.
             return ContextDidSave(insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: updated, deletedObjectIDs: [])
         }
-        viewer.performAndWait { viewer.mergeChanges(fromContextDidSave: save) }
+        viewer.performAndWait { _ = viewer.mergeChanges(fromContextDidSave: save) }
         let expected = try library.titles("SELF MATCHES[search] 'engine'", sorts: request.sortDescriptors)
         #expect(expected == ["Engine engine", "Engine repair", "Shopping"])
         let listed = try titles()

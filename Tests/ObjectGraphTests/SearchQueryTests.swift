@@ -336,7 +336,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
     ]
     private static let separators = [" ", " ", " ", ", ", ". ", "-", " — ", "!\n", "'", "/", " \u{301}"]
 
-    private static func randomColumn(using random: inout SearchTestRandom) -> String? {
+    private static func randomColumn(using random: inout SplitMix64) -> String? {
         if Int.random(in: 0..<6, using: &random) == 0 { return nil }
         var text = ""
         for index in 0..<Int.random(in: 0...7, using: &random) {
@@ -346,7 +346,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
         return text
     }
 
-    private static func randomQuery(depth: Int, using random: inout SearchTestRandom) -> String {
+    private static func randomQuery(depth: Int, using random: inout SplitMix64) -> String {
         if depth == 0 || Int.random(in: 0..<10, using: &random) < 4 { return randomAtom(using: &random) }
         let lhs = randomQuery(depth: depth - 1, using: &random)
         let rhs = randomQuery(depth: depth - 1, using: &random)
@@ -360,7 +360,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
         }
     }
 
-    private static func randomAtom(using random: inout SearchTestRandom) -> String {
+    private static func randomAtom(using random: inout SplitMix64) -> String {
         let word = vocabulary.randomElement(using: &random)!
         switch Int.random(in: 0..<10, using: &random) {
         case 0..<4:
@@ -390,7 +390,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
     }
 
     @Test func matchesFindsTheRowsSQLiteFTS5FindsAndHighlightsTheSameTokens() throws {
-        var random = SearchTestRandom(seed: 0xF75_5EA4C4)
+        var random = SplitMix64(seed: 0xF75_5EA4C4)
         let documents = (0..<120).map { _ in (0..<3).map { _ in Self.randomColumn(using: &random) } }
         let connection = try Connection(path: ":memory:")
         try connection.execute("CREATE VIRTUAL TABLE documents USING fts5(c0, c1, c2, tokenize='unicode61 remove_diacritics 2')")

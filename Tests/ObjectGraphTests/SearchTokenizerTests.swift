@@ -2,21 +2,6 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 
-/// A deterministic random number generator (SplitMix64), so a failure can be replayed.
-struct SearchTestRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `text` with every scalar outside printable ASCII written as `\u{…}`, for failure messages.
 func searchEscaped(_ text: String) -> String {
     text.unicodeScalars.map { scalar in
@@ -97,7 +82,7 @@ func searchEscaped(_ text: String) -> String {
     @Test func randomTextsTokenizeAsSQLiteFTS5Does() throws {
         let connection = try Connection(path: ":memory:")
         try connection.execute(Self.createTable)
-        var random = SearchTestRandom(seed: 0x5EA2C4)
+        var random = SplitMix64(seed: 0x5EA2C4)
         let texts = (0..<3000).map { _ in Self.randomText(using: &random) }
         try connection.inWriteTransaction {
             let insert = try connection.prepare("INSERT INTO texts(rowid, text) VALUES (?, ?)")
@@ -143,7 +128,7 @@ func searchEscaped(_ text: String) -> String {
         [0x0378, 0x0870, 0x1E900, 0x1E922, 0x10400, 0x10428, 0x2C00, 0x2C30, 0xA7C0, 0x1F979, 0x31350, 0xE0001],
     ]
 
-    private static func randomText(using random: inout SearchTestRandom) -> String {
+    private static func randomText(using random: inout SplitMix64) -> String {
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 1...16, using: &random) {
             let pool = scalarPools.randomElement(using: &random)!

@@ -211,13 +211,20 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         }
         let condition = try build(op, left, right, options: options, rhsIsToMany: rhsMany)
         guard let many else { return condition }
+        return quantified(condition, over: many, modifier)
+    }
+
+    /// A condition on the rows of a to-many scope as the modifier quantifies it:
+    /// `EXISTS` one true (`ANY`, or none written), `NOT EXISTS` one true (`NONE`),
+    /// `NOT EXISTS` one not true (`ALL`).
+    private func quantified(_ condition: String, over many: Scope, _ modifier: ComparisonModifier) -> String {
         switch modifier {
         case .direct, .any:
-            return "EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
+            "EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
         case .none:
-            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
+            "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
         case .all:
-            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND (\(condition)) IS NOT 1)"
+            "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND (\(condition)) IS NOT 1)"
         }
     }
 
@@ -253,14 +260,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql)
         if owner.alias != rootAlias { condition = "(\(condition)) IS 1" }
         guard let many else { return condition }
-        switch modifier {
-        case .direct, .any:
-            return "EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
-        case .none:
-            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
-        case .all:
-            return "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND (\(condition)) IS NOT 1)"
-        }
+        return quantified(condition, over: many, modifier)
     }
 
     private func build(_ op: ComparisonOperator, _ left: Operand, _ right: Right,
