@@ -132,7 +132,9 @@ final class PredicateTestData {
             CREATE TABLE Z_1TAGS (Z_1COMPANIES INTEGER, Z_3TAGS INTEGER);
             """)
         // The store's full-text indexes, kept in step by their triggers as the rows go in.
-        for statement in predicateSearchIndexes.flatMap(\.creationStatements) { try connection.execute(statement) }
+        for statement in SearchIndexLayout.writerTableStatements + predicateSearchIndexes.flatMap(\.creationStatements) {
+            try connection.execute(statement)
+        }
         for (entity, table) in rows {
             let keys = predicateEntity(entity).slotProperties.filter {
                 !(($0 as? RelationshipDescription)?.isToMany ?? false)

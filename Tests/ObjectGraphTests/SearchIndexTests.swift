@@ -131,6 +131,57 @@ import Testing
         try library.checkIndexIntegrity()
     }
 
+    /// FTS5 writes its pending entries out at each statement that touches it, so
+    /// a save indexes in one statement per table, whatever its size, with the
+    /// triggers standing aside; the flag that sets them aside is down again
+    /// when the save commits.
+    @Test func aSaveIndexesInBulkWithoutTheTriggers() throws {
+        let directory = TemporaryDirectory()
+        let library = try Library(directory)
+        try library.seed()
+        let store = try #require(library.coordinator.persistentStores.first as? SQLiteStore)
+        let log = FRCStatementLog()
+        store.traceStatements { log.append($0) }
+        let context = library.context
+        try context.performAndWait {
+            for number in 0..<200 { try library.insert("Memo", ["title": "Bulk \(number)", "body": "engine"], in: context) }
+            var request = FetchRequest<ManagedObject>(entityName: "Document")
+            request.predicate = try FetchPredicate(format: "title == 'Shopping'")
+            try #require(try context.fetch(request).first).setValue("Shopping list", forKey: "title")
+            try context.save()
+        }
+        store.traceStatements(nil)
+        // The store's statements: flag up, forget the updated row, index the 201 rows, flag down.
+        let statements = log.statements.filter { $0.contains("DS_SEARCH") && !$0.hasPrefix("--") }
+        #expect(statements.count == 4, "\(statements)")
+        // The triggers run their WHEN only: FTS5 wrote one new segment (the bulk's), not one per row.
+        let segments = log.statements.filter { $0.contains("DS_SEARCH_ZDOCUMENT_idx'(segid") }
+        #expect(segments.count <= 2, "\(segments.count) segments written")
+        #expect(try library.titles("body MATCHES[search] 'engine'", entity: "Memo").count == 200)
+        #expect(try library.titles("title MATCHES[search] 'list'") == ["Shopping list"])
+        try library.checkIndexIntegrity()
+        let connection = try Connection(path: library.url.path)
+        let flag = try connection.prepare("SELECT ZBULK FROM DS_SEARCH_WRITER")
+        #expect(try flag.step() && flag.int64(at: 0) == 0)
+    }
+
+    /// Any other program writing the file goes through the triggers.
+    @Test func anotherProgramsWritesAreIndexedByTheTriggers() throws {
+        let directory = TemporaryDirectory()
+        let library = try Library(directory)
+        try library.seed()
+        let connection = try Connection(path: library.url.path)
+        try connection.execute("UPDATE ZDOCUMENT SET ZTITLE = 'Outside rename' WHERE ZTITLE = 'Shopping'")
+        try connection.execute("DELETE FROM ZDOCUMENT WHERE ZTITLE = 'Engine repair'")
+        try connection.execute("""
+            INSERT INTO ZDOCUMENT (Z_PK, Z_ENT, Z_OPT, ZTITLE)
+            SELECT 1000, Z_ENT, 1, 'Outside engine' FROM Z_PRIMARYKEY WHERE Z_NAME = 'Document'
+            """)
+        try library.checkIndexIntegrity()
+        #expect(try library.titles("title MATCHES[search] 'outside'") == ["Outside engine", "Outside rename"])
+        #expect(try library.titles("title MATCHES[search] 'engine'") == ["Notes on the Analytical Engine", "Outside engine"])
+    }
+
     @Test func aRolledBackContextAndAFailedSaveLeaveTheIndexAsItWas() throws {
         let directory = TemporaryDirectory()
         let library = try Library(directory)

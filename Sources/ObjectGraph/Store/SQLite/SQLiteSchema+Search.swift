@@ -8,13 +8,20 @@ import Foundation
 /// is stored twice. Its name, `DS_SEARCH_<TABLE>`, cannot clash with Core
 /// Data's tables, which all start with `Z`, `A` or `Y`.
 ///
-/// Triggers on the entity table, rather than statements in the save path, keep
-/// the index in step: every writer of the file, in every transaction, updates
-/// it in that same transaction — saves, batch inserts, updates and deletes,
-/// migrations, another process, even Apple's Core Data, whose SQLite has FTS5.
-/// The `unicode61` tokenizer with `remove_diacritics 2` is built into FTS5, so
-/// any SQLite with FTS5 can write the file; a tokenizer of our own would make
-/// it unwritable elsewhere. ``SearchTokenizer`` tokenizes exactly as it does.
+/// Triggers on the entity table keep the index in step for every writer of
+/// the file, in the writer's transaction: batch updates and deletes, another
+/// program, even Apple's Core Data, whose SQLite has FTS5. The `unicode61`
+/// tokenizer with `remove_diacritics 2` is built into FTS5, so any SQLite with
+/// FTS5 can write the file; a tokenizer of our own would make it unwritable
+/// elsewhere. ``SearchTokenizer`` tokenizes exactly as it does.
+///
+/// The store's own saves and batch inserts index in bulk instead
+/// (``SearchIndexMaintenance``), one statement per table, because FTS5 writes
+/// its pending entries out at every statement of a transaction that touched
+/// it: a trigger indexing one row per `INSERT` cost 18 times the insert, and
+/// one statement per save costs about what indexing itself costs. They set
+/// ``writerTable``'s flag inside their transaction, which the triggers' `WHEN`
+/// reads to stand aside; no other connection ever sees it set.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/fts5.html#external_content_tables>
 struct SearchIndexLayout: Sendable, Hashable {
@@ -28,6 +35,19 @@ struct SearchIndexLayout: Sendable, Hashable {
     /// The FTS5 table's name for an entity table.
     static func name(forTable table: String) -> String { "DS_SEARCH_" + table }
 
+    /// The one-row table whose flag the store's own writers set inside their
+    /// transaction while they index in bulk: the triggers then stand aside.
+    static let writerTable = "DS_SEARCH_WRITER"
+
+    /// Creates ``writerTable`` with its flag down, when it is missing.
+    static let writerTableStatements = [
+        "CREATE TABLE IF NOT EXISTS \(writerTable) (Z_PK INTEGER PRIMARY KEY, ZBULK INTEGER)",
+        "INSERT OR IGNORE INTO \(writerTable) (Z_PK, ZBULK) VALUES (1, 0)",
+    ]
+
+    /// Raises (1) or lowers (0) the flag, inside the caller's transaction.
+    static let setWriterFlagSQL = "UPDATE \(writerTable) SET ZBULK = ?1 WHERE Z_PK = 1"
+
     /// The FTS5 table and its three triggers, exactly as `sqlite_master` keeps
     /// them: the store compares them with the file's to see that the index is in step.
     var creationStatements: [String] {
@@ -35,15 +55,35 @@ struct SearchIndexLayout: Sendable, Hashable {
         let newValues = columns.map { "new." + $0 }.joined(separator: ", ")
         let oldValues = columns.map { "old." + $0 }.joined(separator: ", ")
         let changed = columns.map { "old.\($0) IS NOT new.\($0)" }.joined(separator: " OR ")
+        let unflagged = "(SELECT ZBULK FROM \(Self.writerTable) WHERE Z_PK = 1) IS NOT 1"
         let insert = "INSERT INTO \(name) (rowid, \(list)) VALUES (new.Z_PK, \(newValues));"
         // An external-content index forgets a row by being told the values it indexed.
         let remove = "INSERT INTO \(name) (\(name), rowid, \(list)) VALUES ('delete', old.Z_PK, \(oldValues));"
         return [
             "CREATE VIRTUAL TABLE \(name) USING fts5(\(list), content='\(table)', content_rowid='Z_PK', tokenize='unicode61 remove_diacritics 2')",
-            "CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(table) BEGIN \(insert) END",
-            "CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(table) BEGIN \(remove) END",
-            "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN \(changed) BEGIN \(remove) \(insert) END",
+            "CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(table) WHEN \(unflagged) BEGIN \(insert) END",
+            "CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(table) WHEN \(unflagged) BEGIN \(remove) END",
+            "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN (\(changed)) AND \(unflagged) BEGIN \(remove) \(insert) END",
         ]
+    }
+
+    /// Forgets the rows whose keys are in the JSON array `?1`, with the values
+    /// they hold now: run before they change or go.
+    var removeRowsSQL: String {
+        let list = columns.joined(separator: ", ")
+        return "INSERT INTO \(name) (\(name), rowid, \(list)) SELECT 'delete', Z_PK, \(list) FROM \(table) WHERE Z_PK IN (SELECT value FROM json_each(?1))"
+    }
+
+    /// Indexes the rows whose keys are in the JSON array `?1`, as they are now.
+    var addRowsSQL: String {
+        let list = columns.joined(separator: ", ")
+        return "INSERT INTO \(name) (rowid, \(list)) SELECT Z_PK, \(list) FROM \(table) WHERE Z_PK IN (SELECT value FROM json_each(?1))"
+    }
+
+    /// Indexes the rows with keys from `?1` through `?2`.
+    var addKeyRangeSQL: String {
+        let list = columns.joined(separator: ", ")
+        return "INSERT INTO \(name) (rowid, \(list)) SELECT Z_PK, \(list) FROM \(table) WHERE Z_PK BETWEEN ?1 AND ?2"
     }
 
     /// The names `creationStatements` create, in their order.
@@ -65,7 +105,13 @@ extension SQLiteSchema {
     /// attributes indexed for search (``AttributeDescription/isSearchIndexed``)
     /// in any of its entities.
     func searchIndexLayouts() -> [SearchIndexLayout] {
-        tables.compactMap { table in
+        tables.compactMap { searchIndexes[$0.name] }
+    }
+
+    /// ``searchIndexLayouts()`` by entity table, built once with the schema.
+    static func searchIndexes(tables: [Table], mappings: [ObjectIdentifier: EntityMapping]) -> [String: SearchIndexLayout] {
+        var layouts: [String: SearchIndexLayout] = [:]
+        for table in tables {
             var indexed: Set<String> = []
             for entity in table.root.selfAndDescendants {
                 guard let mapping = mappings[ObjectIdentifier(entity)] else { continue }
@@ -73,10 +119,11 @@ extension SQLiteSchema {
                     if let column = mapping.columns[attribute.index] { indexed.insert(column.name) }
                 }
             }
-            guard !indexed.isEmpty else { return nil }
-            return SearchIndexLayout(name: SearchIndexLayout.name(forTable: table.name), table: table.name,
-                                     columns: table.columns.map(\.name).filter(indexed.contains))
+            guard !indexed.isEmpty else { continue }
+            layouts[table.name] = SearchIndexLayout(name: SearchIndexLayout.name(forTable: table.name), table: table.name,
+                                                    columns: table.columns.map(\.name).filter(indexed.contains))
         }
+        return layouts
     }
 
     /// ``SearchIndexLayout/matchSQL(index:alias:columns:query:)`` over the

@@ -95,6 +95,8 @@ struct SQLiteSchema: Sendable {
     var joinTables: [JoinTable] = []
     /// Each join-table relationship's view of its table, by relationship.
     var joinSides: [ObjectIdentifier: JoinSide] = [:]
+    /// The full-text index of each entity table that has one, by table (SQLiteSchema+Search.swift).
+    private(set) var searchIndexes: [String: SearchIndexLayout] = [:]
     /// Full-text indexes the file lacks or has in another layout, by index
     /// name, with why: searches through them throw. Set by the store after
     /// looking at the file (SQLiteStore+Search.swift); empty once it is in step.
@@ -224,6 +226,7 @@ struct SQLiteSchema: Sendable {
         }
         problems += mapJoinTables(entities: entities, numbers: numbers, existingColumns: existingColumns)
         usesExternalStorage = mappings.values.contains { !$0.externalSlots.isEmpty }
+        searchIndexes = Self.searchIndexes(tables: tables, mappings: mappings)
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
     }
 

@@ -60,6 +60,10 @@ extension SQLiteStore {
         // (ExternalBinaryStorage.swift); a batch writes no files.
         let external = rows.attributes.map(\.storesExternalBinaryData)
         let tagsExternal = external.contains(true)
+        // Rows only inserted are indexed for search in one statement at the end
+        // (SearchIndexMaintenance.swift); an upsert may change stored rows, which the triggers index.
+        let searchIndex = statements.resolvesConflicts && insert.onConflict == .overwrite ? nil : schema.searchIndexes[mapping.table]
+        if searchIndex != nil { try SearchIndexMaintenance.setFlag(true, on: connection) }
         while try rows.next() {
             let statement = try single ?? statements.statement(for: rows.given)
             try statement.bind(next, at: 1)
@@ -109,6 +113,10 @@ extension SQLiteStore {
                 }
                 next += 1
             }
+        }
+        if let searchIndex {
+            try SearchIndexMaintenance.index(first..<next, of: searchIndex, on: connection)
+            try SearchIndexMaintenance.setFlag(false, on: connection)
         }
         guard next > first || !updated.isEmpty else { return BatchChanges() }
         if next > first {

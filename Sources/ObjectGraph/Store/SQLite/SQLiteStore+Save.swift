@@ -117,6 +117,10 @@ extension SQLiteStore {
         do {
             let (permanentIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
                                                                       identity: identity, connection: connection)
+            var search = SearchIndexMaintenance(schema: schema, connection: connection)
+            try search.plan(deleted: request.deletedObjects, updated: request.updatedObjects,
+                            inserted: request.insertedObjects, insertedKeys: insertedKeys)
+            try search.beforeWritingRows()
             var conflicts: [MergeConflict] = []
             var deletes = EntityStatementCache(connection: connection, schema: schema, sql: \.deleteSQL)
             var updates = EntityStatementCache(connection: connection, schema: schema, sql: \.updateSQL)
@@ -175,6 +179,7 @@ extension SQLiteStore {
                 try Self.executeCheckingUniqueness(statement, node: node)
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
+            try search.afterWritingRows()
             return (SaveResult(permanentIDs: permanentIDs), insertedKeys)
         }
     }

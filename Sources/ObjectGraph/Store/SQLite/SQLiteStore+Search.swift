@@ -62,6 +62,11 @@ extension SQLiteStore {
         let existing = try searchIndexObjects(on: connection)
         let differences = try searchIndexDifferences(layouts, on: connection)
         let wanted = Set(layouts.flatMap(\.objectNames))
+        if layouts.isEmpty {
+            try connection.execute("DROP TABLE IF EXISTS \(SearchIndexLayout.writerTable)")
+        } else {
+            for statement in SearchIndexLayout.writerTableStatements { try connection.execute(statement) }
+        }
         for layout in layouts where rebuildingAll || differences[layout.name] != nil {
             for name in layout.objectNames.reversed() where existing[name] != nil {
                 try drop(name, existing[name]!, on: connection)

@@ -298,7 +298,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
             try SQLiteStoreFile.writeModelCache(configuration.model, connection, url: url)
             for sql in schema.creationStatements() { try connection.execute(sql) }
-            for sql in schema.searchIndexLayouts().flatMap(\.creationStatements) { try connection.execute(sql) }
+            try Self.replaceSearchIndexes(with: schema.searchIndexLayouts(), on: connection, rebuildingAll: false)
             let insertKey = try connection.prepare("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, 0)")
             for row in schema.primaryKeyRows() {
                 insertKey.reset()
