@@ -3,6 +3,8 @@
 # and fault phases: unlike times, they do not move with the machine's load.
 #
 #   Benchmarks/Scripts/instruction-counts.sh [N]       (default N = 10000)
+#   Benchmarks/Scripts/instruction-counts.sh --search [ROWS]
+#                                    (the search task's queries on ROWS companies, default 20000)
 #
 # Each phase is counted alone, in a run of its own, by toggling collection on
 # the phase's function (its mangled name: a pattern that also matched the
@@ -11,6 +13,8 @@
 # (`swift build -c release --package-path Benchmarks`) and valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+search=false
+if [ "${1:-}" = "--search" ]; then search=true; shift; fi
 n="${1:-10000}"
 binary=.build/release/datastack-benchmarks
 [ -x "$binary" ] || { echo "error: build first: swift build -c release --package-path Benchmarks" >&2; exit 1; }
@@ -29,6 +33,40 @@ C
 fi
 
 prefix='$s19DataStackBenchmarks'
+
+# The search task: each query function (none calls another) counted alone, in a run of its
+# own without the task's import measurement. Each runs twice (the untimed pass and the one
+# repetition): the counts are halved, one pass.
+if $search; then
+    rows="${1:-20000}"
+    search_prefix="${prefix}15SearchBenchmarkO"
+    declare -A search_phase=(
+        [raw]="${search_prefix}03rawD0_5index2ons8DurationV_SitSS_SSAA13RawConnectionCtKFZ*"
+        [raw-ranked]="${search_prefix}09rawRankedD0_5limit5index2ons8DurationV_SitSS_SiSSAA13RawConnectionCtKFZ*"
+        [search]="${search_prefix}11searchFetch_2ins8DurationV_SitSS_11ObjectGraph07ManagedJ7ContextCtKFZ"
+        [scan]="${search_prefix}9scanFetch_2ins8DurationV_SitSS_11ObjectGraph07ManagedJ7ContextCtKFZ"
+        [ranked]="${search_prefix}11rankedFetch_5limit2ins8DurationV_SitSS_Si11ObjectGraph07ManagedK7ContextCtKFZ"
+    )
+    search_count() {
+        local out
+        out="$(mktemp)"
+        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
+            "$binary" --tasks search --search-rows "$rows" --repetitions 1 --no-search-import > /dev/null 2>&1
+        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 / 2 }'
+        rm -f "$out"
+    }
+    raw=$(search_count "${search_phase[raw]}"); found=$(search_count "${search_phase[search]}")
+    scanned=$(search_count "${search_phase[scan]}")
+    raw_ranked=$(search_count "${search_phase[raw-ranked]}"); ranked=$(search_count "${search_phase[ranked]}")
+    echo "| search, $rows companies: instructions of one pass | raw FTS5 | DataStack | × raw |"
+    echo "|---|---|---|---|"
+    awk -v r="$raw" -v d="$found" 'BEGIN { printf "| MATCHES[search], the 4 queries | %.2f M | %.2f M | %.2f× |\n", r / 1e6, d / 1e6, d / r }'
+    awk -v r="$raw" -v d="$scanned" -v s="$found" 'BEGIN {
+        printf "| CONTAINS[cd], the same 4 (%.0f× the search) | %.2f M | %.2f M | %.2f× |\n", d / s, r / 1e6, d / 1e6, d / r }'
+    awk -v r="$raw_ranked" -v d="$ranked" 'BEGIN {
+        printf "| relevance sort, limit 20 (raw: ORDER BY rank) | %.2f M | %.2f M | %.2f× |\n", r / 1e6, d / 1e6, d / r }'
+    exit 0
+fi
 declare -A phase=(
     [raw/import]="${prefix}9RawSQLiteC6insert_9chunkSize9upsertingySayAA12TickerValuesVG_SiSbtKF"
     [raw/fetch]="${prefix}9RawSQLiteC8fetchAllAA8ChecksumVyKF"

@@ -13,11 +13,16 @@ struct MarketFeed {
         var listing: Int
         var price: Double
         var volume: Int64
+        /// The company's new name, when the quote comes with a rename (``renameInterval``); nil otherwise.
+        var rename: String?
     }
 
     private(set) var listings: [Listing] = []
     private var prices: [Double] = []
     private var random: SplitMix64
+    /// Draws the renames, apart from `random`, so that a seed's prices and
+    /// volumes are what they were before the feed renamed anything.
+    private var renames: SplitMix64
 
     init(seed: UInt64, tickers: Int) {
         var names = SplitMix64(seed: seed)
@@ -33,6 +38,7 @@ struct MarketFeed {
         }
         prices = listings.map(\.openingPrice)
         random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        renames = SplitMix64(seed: seed &* 0xD1B5_4A32_D192_ED03 &+ 2)
     }
 
     private static let suffixes: [(name: String, sector: String)] = [
@@ -40,13 +46,27 @@ struct MarketFeed {
         ("Systems", "Technology"), ("Labs", "Health Care"), ("Energy", "Energy"), ("Foods", "Consumer"),
     ]
 
-    /// The next quotes: a random listing moves by up to ±2%.
+    /// About one quote in this many renames its company: `--search` then
+    /// shows companies entering and leaving its results as the import runs.
+    static let renameInterval: UInt64 = 250
+
+    /// Brands a renamed company takes, in front of its listed name ("Acme Todf Labs").
+    private static let brands = ["Acme", "Globex", "Global", "Initech", "Umbrella", "Hooli", "Stark", "Wonka"]
+
+    /// The next quotes: a random listing moves by up to ±2%; now and then
+    /// (one quote in ``renameInterval``) it is renamed as well: a brand in front
+    /// of its listed name, or, one rename in five, back to the listed name.
     mutating func next(_ count: Int) -> [Quote] {
         (0..<count).map { _ in
             let index = Int(random.next() % UInt64(listings.count))
             let move = (Double(random.next() % 4_001) - 2_000) / 100_000
             prices[index] = max(0.01, (prices[index] * (1 + move) * 100).rounded() / 100)
-            return Quote(listing: index, price: prices[index], volume: Int64(100 + random.next() % 10_000))
+            var quote = Quote(listing: index, price: prices[index], volume: Int64(100 + random.next() % 10_000))
+            if renames.next() % Self.renameInterval == 0 {
+                let brand = renames.next() % UInt64(Self.brands.count + Self.brands.count / 4)
+                quote.rename = brand < Self.brands.count ? "\(Self.brands[Int(brand)]) \(listings[index].name)" : listings[index].name
+            }
+            return quote
         }
     }
 }

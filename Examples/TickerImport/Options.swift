@@ -25,6 +25,9 @@ struct Options: Sendable {
     var watch: [String] = []
     /// How many companies the watchlist shows without `--watch`: the first of the market.
     var watchCount = 10
+    /// `--search TEXT`: the screen lists the companies whose name matches it,
+    /// most relevant first (``SearchPanel``); nil shows no such panel.
+    var search: SearchQuery?
     var store: URL?
     var seed: UInt64 = 1
     var json = false
@@ -53,6 +56,10 @@ struct Options: Sendable {
                                at most N + --batch updates (default: keep every update)
           --watch SYM,SYM,...  tickers to show (default: the first 10 of the market;
                                with --view-only, shown once another process creates them)
+          --search TEXT        also show the 10 companies whose name best matches TEXT, the
+                               matched words in [brackets], kept up to date as the import
+                               adds and renames companies. TEXT is a full-text query: words
+                               (all must match), OR, a NOT b, "a phrase", prefix*, ( )
           --store PATH         the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
                                then ticker-import/ticker-import.sqlite)
           --seed N             seed of the simulated market (default 1)
@@ -102,6 +109,13 @@ struct Options: Sendable {
             case "--watch":
                 options.watch = try value(for: flag).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }.filter { !$0.isEmpty }
                 if options.watch.isEmpty { throw UsageError(description: "--watch needs at least one symbol") }
+            case "--search":
+                do {
+                    options.search = try SearchQuery(try value(for: flag))
+                } catch let error as SearchQueryError {
+                    // "bad search query at offset 0 in '"unclosed': …": the place and what is wrong.
+                    throw UsageError(description: "--search: \(error)")
+                }
             case "--store": options.store = URL(fileURLWithPath: try value(for: flag))
             case "--seed":
                 let text = try value(for: flag)
@@ -120,6 +134,9 @@ struct Options: Sendable {
         // An option for the half that does not run would be silently ignored: say so instead.
         if options.mode == .importOnly && !options.watch.isEmpty {
             throw UsageError(description: "--watch shows tickers, and --import-only shows none")
+        }
+        if options.mode == .importOnly && options.search != nil {
+            throw UsageError(description: "--search shows companies, and --import-only shows none")
         }
         if options.mode == .viewOnly && options.batchGiven {
             throw UsageError(description: "--batch sizes the import's saves, and --view-only imports nothing")

@@ -89,14 +89,17 @@ final class TickerApp: Sendable {
         }
     }
 
-    /// Shows the watchlist and the top movers from the main context, and redraws them after every merge.
+    /// Shows the watchlist, the top movers and, with `--search`, the companies
+    /// matching it, from the main context, and redraws them after every merge.
     private func showWatchlist(_ symbols: [String]) async throws {
         guard let view else { return }
         let main = stack.mainContext
         let storePath = stack.storeURL?.path ?? "in memory"
+        let search = options.search
         try await main.perform {
             try view.show(symbols, in: main, storePath: storePath)
             view.showTopMovers(try TopMoversPanel(context: main))
+            if let search { try view.showSearch(SearchPanel(query: search, context: main)) }
         }
         observeMerges()
         let snapshot = counters.withLock { counters in
@@ -124,7 +127,8 @@ final class TickerApp: Sendable {
     /// Imports the feed until cancelled, a save per `--batch` quotes; returns the error that stopped it.
     ///
     /// Each quote upserts its company by symbol — each save finds the
-    /// companies of its quotes with one query — and inserts a stock update.
+    /// companies of its quotes with one query — and inserts a stock update;
+    /// now and then a quote renames its company (``MarketFeed/renameInterval``).
     /// With `--keep-updates`, each save is followed by a trim (``UpdateRetention``).
     private func importFeed(_ feed: MarketFeed) async -> (any Error)? {
         var feed = feed
@@ -137,6 +141,8 @@ final class TickerApp: Sendable {
                                           key: { listings[$0.listing].symbol }) { quote, company, context in
                 // New only if it was deleted since prepareCompanies: it is listed again.
                 if company.isInserted { Self.list(company, as: listings[quote.listing]) }
+                // Now and then a quote renames its company: `--search` results change as names do.
+                if let name = quote.rename { company.name = name }
                 let now = clock.next()
                 company.price = quote.price
                 company.lastUpdate = now

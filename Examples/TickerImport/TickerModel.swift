@@ -4,6 +4,7 @@ import Foundation
 /// A listed company and its latest quote.
 final class Company: ManagedObject {
     @Managed var symbol: String
+    /// Indexed for search (Xcode: "Index in Spotlight"); the feed renames a company now and then.
     @Managed var name: String
     @Managed var price: Double
     @Managed var previousClose: Double
@@ -27,9 +28,14 @@ enum TickerModel {
     /// The model, declared in code with the classes above: the current
     /// version, `TickerModel 2` of `Resources/TickerModel.xcdatamodeld`.
     static func make() -> ManagedObjectModel {
+        let name = AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string(""))
+        // Indexed for `--search` (SearchPanel): the store keeps an FTS5 index of
+        // the names, and builds it when it opens a store made before. Outside the
+        // version hash, as in Core Data, so no migration.
+        name.isIndexedBySpotlight = true
         let company = EntityDescription(name: "Company", managedObjectClass: Company.self, properties: [
             AttributeDescription(name: "symbol", type: .string, isOptional: false),
-            AttributeDescription(name: "name", type: .string, isOptional: false, defaultValue: .string("")),
+            name,
             AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
             AttributeDescription(name: "previousClose", type: .double, isOptional: false, defaultValue: .double(0)),
             AttributeDescription(name: "lastUpdate", type: .date),

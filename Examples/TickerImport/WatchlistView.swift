@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// The watchlist on screen: the main context's companies, drawn after every merge,
-/// with the top movers panel beside it and the market by sector below
+/// with the top movers panel beside it, with `--search` the companies matching
+/// it below (``SearchPanel``), and the market by sector below that
 /// (``SectorSummary``, one grouped fetch per merge).
 ///
 /// It watches symbols, not objects: with `--view-only` another process may
@@ -13,7 +14,7 @@ import Glibc
 /// up with the first merge that brings its company.
 ///
 /// It holds the watched companies strongly, so they stay registered in the
-/// main context — those, and the movers on the panel, are the only objects a
+/// main context — those, and the companies on the panels, are the only objects a
 /// merge refreshes.
 ///
 /// Each refresh reads the watched companies through throwing calls and draws
@@ -63,6 +64,11 @@ final class WatchlistView: @unchecked Sendable {
     private var moverRows: [Row] = []
     /// The market by sector, read like the watchlist's (kept on a failed read).
     private var sectorRows: [SectorSummary.Row] = []
+    /// `--search`: the companies matching it; nil without the flag.
+    private var search: SearchPanel?
+    /// The search panel's rows and its number of matches, read like the watchlist's (kept on a failed read).
+    private var searchRows: [SearchPanel.Row] = []
+    private var searchMatches = 0
     private var storePath = ""
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
@@ -114,9 +120,17 @@ final class WatchlistView: @unchecked Sendable {
         movers = panel
     }
 
-    /// Reads the watched companies and the top movers again: new rows on
-    /// success; on failure the last rows stay and `readError` says why, until
-    /// a read succeeds.
+    /// Starts showing the companies that match `--search`.
+    ///
+    /// - Throws: the store's error when the first read fails, as ``show(_:in:storePath:)`` does.
+    func showSearch(_ panel: SearchPanel) throws {
+        search = panel
+        (searchRows, searchMatches) = try panel.read()
+    }
+
+    /// Reads the watched companies, the top movers and the search panel again:
+    /// new rows on success; on failure the last rows stay and `readError` says
+    /// why, until a read succeeds.
     ///
     /// - Parameter companiesMayHaveArrived: whether the merge inserted companies,
     ///   which may be watched ones another process created.
@@ -128,8 +142,9 @@ final class WatchlistView: @unchecked Sendable {
             let moving = try readRows(of: movers?.companies ?? [])
             // One query, computed by the store: what the merge brought is in it.
             let sectors = try context.map(SectorSummary.read(in:)) ?? []
-            // Kept together: a failed read changes none of the three.
-            (rows, moverRows, sectorRows) = (watched, moving, sectors)
+            let found = try search?.read() ?? (rows: [], matches: 0)
+            // Kept together: a failed read changes none of them.
+            (rows, moverRows, sectorRows, searchRows, searchMatches) = (watched, moving, sectors, found.rows, found.matches)
             rowsReadAt = Date()
             readError = nil
         } catch {
@@ -218,6 +233,7 @@ final class WatchlistView: @unchecked Sendable {
         } else {
             lines += table + (panel.isEmpty ? [] : [""] + panel)
         }
+        if let search { lines += searchLines(search) }
         if !sectorRows.isEmpty {
             lines += ["", "BY SECTOR", pad("SECTOR", 14) + lpad("COMPANIES", 10) + lpad("UPDATES", 10) + lpad("AVG PRICE", 11)]
             for sector in sectorRows {
@@ -233,6 +249,23 @@ final class WatchlistView: @unchecked Sendable {
         FileHandle.standardOutput.write(Data(frame.utf8))
     }
 
+    /// The search panel: the query, how many companies match, the last change,
+    /// then the most relevant ones, matched words in `[brackets]`.
+    private func searchLines(_ panel: SearchPanel) -> [String] {
+        let shown = searchRows.count < searchMatches ? ", the \(searchRows.count) most relevant" : ""
+        var lines = ["", "SEARCH \"\(panel.query.text)\"  \(searchMatches) \(searchMatches == 1 ? "company matches" : "companies match")\(shown)"
+                     + "  last change " + panel.lastChange]
+        if searchRows.isEmpty {
+            lines.append("no company's name matches yet: the import renames one now and then")
+            return lines
+        }
+        lines.append(pad("SYMBOL", 7) + pad("NAME", 34) + lpad("PRICE", 10) + lpad("CHANGE", 9))
+        for row in searchRows {
+            lines.append(pad(row.symbol, 7) + pad(row.highlightedName, 34) + lpad(String(format: "%.2f", row.price), 10)
+                         + lpad(String(format: "%+.2f%%", row.change), 9))
+        }
+        return lines
+    }
 
     private struct Line: Encodable {
         struct Entry: Encodable {
@@ -256,6 +289,10 @@ final class WatchlistView: @unchecked Sendable {
         var topMovers: [Entry]
         /// The market by sector after this merge (``SectorSummary``).
         var sectors: [SectorSummary.Row]
+        /// With `--search`: the companies on its panel, most relevant first; absent without it.
+        var search: [SearchEntry]?
+        /// With `--search`: how many companies match it in all.
+        var searchMatches: Int?
         /// Stock updates deleted by `--keep-updates` so far, as merged.
         var trimmed: Int
         var final: Bool
@@ -263,6 +300,14 @@ final class WatchlistView: @unchecked Sendable {
         var error: String?
         /// Why this refresh could not read the watchlist, which then holds the last rows read.
         var readError: String?
+    }
+
+    /// One company of the search panel in a `--json` line.
+    private struct SearchEntry: Encodable {
+        var symbol: String
+        var name: String
+        /// The name with each match in `[brackets]`.
+        var highlighted: String
     }
 
     private func printJSON(_ counters: TickerApp.Counters, registeredInMain: Int, final: Bool, failure: String?) {
@@ -274,7 +319,9 @@ final class WatchlistView: @unchecked Sendable {
                         topMovers: moverRows.map {
                             .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
                         },
-                        sectors: sectorRows, trimmed: counters.trimmedUpdates,
+                        sectors: sectorRows,
+                        search: search.map { _ in searchRows.map { .init(symbol: $0.symbol, name: $0.name, highlighted: $0.highlightedName) } },
+                        searchMatches: search.map { _ in searchMatches }, trimmed: counters.trimmedUpdates,
                         final: final, error: failure, readError: readError)
         // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }

@@ -170,6 +170,34 @@ struct Benchmarks {
                                  Report.milliseconds(result.batchInsertUntracked), ratio(result.batchInsertUntracked)]]))
             print("")
         }
+        if options.runs("search") { try await runSearch(options) }
+    }
+
+    // MARK: - Full-text search
+
+    static func runSearch(_ options: Options) async throws {
+        let result = try await SearchBenchmark.run(rows: options.searchRows, chunkSize: options.chunkSize, repetitions: options.repetitions,
+                                                   imports: options.searchImports)
+        func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%.2f×", a.seconds / max(b.seconds, 1e-9)) }
+        print("search: \(result.rows) companies, store and index built untimed in \(Report.milliseconds(result.build)); best of \(options.repetitions)")
+        let headers = ["search: query (N = \(result.rows))", "matches", "raw FTS5 MATCH", "DataStack MATCHES[search]", "× raw",
+                       "DataStack CONTAINS[cd] (scan)", "scan ÷ search"]
+        let rows = result.queries.map { row -> [String] in
+            let query: String = row.query.label + ": " + row.query.search
+            return [query, String(row.matches), Report.milliseconds(row.raw), Report.milliseconds(row.search), ratio(row.search, row.raw),
+                    Report.milliseconds(row.scan), ratio(row.scan, row.search)]
+        }
+        print(Report.table(headers, rows))
+        let ranked = result.ranked
+        print(Report.table(["search: most relevant \(ranked.limit) for \(ranked.query)", "raw FTS5 ORDER BY rank", "DataStack relevance sort", "× raw"],
+                           [["limit \(ranked.limit)", Report.milliseconds(ranked.raw), Report.milliseconds(ranked.dataStack),
+                             ratio(ranked.dataStack, ranked.raw)]]))
+        if let imports = result.imports {
+            print(Report.table(["search: import of N through the stack", "name not indexed", "name indexed", "× (target ≤ 1.5×)"],
+                               [[String(result.rows), Report.milliseconds(imports.plain), Report.milliseconds(imports.indexed),
+                                 ratio(imports.indexed, imports.plain)]]))
+        }
+        print("")
     }
 
     // MARK: - Aggregates and batch requests

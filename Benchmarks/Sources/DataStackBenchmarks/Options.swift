@@ -30,6 +30,11 @@ struct Options: Sendable {
     var readersImportRows = 100_000
     /// Wall time of each of the readers task's measurements.
     var readersWindow = Duration.seconds(2)
+    /// Companies in the search task's store, and imported by its index-cost measurement.
+    var searchRows = 1_000_000
+    /// Also measure the search task's import with and without the index; off
+    /// for the instruction-count script, which counts the queries alone.
+    var searchImports = true
     /// Run only these tasks (all when empty).
     var tasks: Set<String> = []
     /// Run only these contenders in the import, fetch and fault tasks (all when empty);
@@ -43,10 +48,10 @@ struct Options: Sendable {
     static let quick = Options(n: 2_000, repetitions: 1, mergeSizes: [10, 1_000], mergeRegistered: 10,
                                memorySizes: [2_000, 20_000], chunkSize: 10_000, migrationRows: 20_000,
                                bulkRows: 20_000, upsertRows: 4_000, insertRows: 10_000, toManyBuildSizes: [1_000, 2_000, 4_000], historySaves: 20, idleSeconds: 1,
-                               readersImportRows: 10_000, readersWindow: .milliseconds(300), tasks: [], contenders: [])
+                               readersImportRows: 10_000, readersWindow: .milliseconds(300), searchRows: 20_000, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,tomany-build,window,readers]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,tomany-build,window,readers,search]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -61,7 +66,10 @@ struct Options: Sendable {
           --readers-import-rows N  rows imported while the readers task fetches (default 100000; --quick: 10000);
                              its 3 contexts fetch for 2 s (--quick: 0.3 s) over N stored rows
           --tomany-build LIST  to-many sizes of the tomany-build task (default 10000,20000,40000; --quick: 1000,2000,4000)
+          --search-rows N    companies in the search task's store, also imported with and without the index
+                             (default 1000000; --quick: 20000)
           --no-history-off-import  skip DataStack's second import, with persistent history off
+          --no-search-import  skip the search task's imports with and without the index
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -82,7 +90,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "tomany-build", "window", "readers"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "tomany-build", "window", "readers", "search"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }
@@ -108,6 +116,8 @@ struct Options: Sendable {
             case "--upsert-rows": options.upsertRows = try number(after: argument)
             case "--insert-rows": options.insertRows = try number(after: argument)
             case "--readers-import-rows": options.readersImportRows = try number(after: argument)
+            case "--search-rows": options.searchRows = try number(after: argument)
+            case "--no-search-import": options.searchImports = false
             case "--no-history-off-import": options.importsWithoutHistory = false
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
