@@ -76,7 +76,7 @@ import DataStack
         // The matched words, and only they, are in brackets.
         for entry in last.search ?? [] {
             #expect(entry.highlighted.replacingOccurrences(of: "[", with: "").replacingOccurrences(of: "]", with: "") == entry.name)
-            let marked = entry.highlighted.split(separator: "[").dropFirst().compactMap { $0.split(separator: "]").first?.lowercased() }
+            let marked = entry.highlighted.split(separator: "[", omittingEmptySubsequences: false).dropFirst().compactMap { $0.split(separator: "]").first?.lowercased() }
             #expect(!marked.isEmpty && marked.allSatisfy { $0 == "acme" || $0.hasPrefix("glob") || $0 == "labs" }, "\(entry.highlighted)")
         }
     }

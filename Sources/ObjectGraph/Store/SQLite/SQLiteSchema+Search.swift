@@ -60,7 +60,9 @@ struct SearchIndexLayout: Sendable, Hashable {
         // An external-content index forgets a row by being told the values it indexed.
         let remove = "INSERT INTO \(name) (\(name), rowid, \(list)) VALUES ('delete', old.Z_PK, \(oldValues));"
         return [
-            "CREATE VIRTUAL TABLE \(name) USING fts5(\(list), content='\(table)', content_rowid='Z_PK', tokenize='unicode61 remove_diacritics 2')",
+            // columnsize=0: no table of token counts per row, which only FTS5's own ranking
+            // reads (ours runs in Swift, ``SearchQuery/relevance(of:)``); a fifth less to write per row.
+            "CREATE VIRTUAL TABLE \(name) USING fts5(\(list), content='\(table)', content_rowid='Z_PK', columnsize=0, tokenize='unicode61 remove_diacritics 2')",
             "CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(table) WHEN \(unflagged) BEGIN \(insert) END",
             "CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(table) WHEN \(unflagged) BEGIN \(remove) END",
             "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN (\(changed)) AND \(unflagged) BEGIN \(remove) \(insert) END",
