@@ -151,18 +151,41 @@ import Testing
             try context.save()
         }
         store.traceStatements(nil)
-        // The store's statements: flag up, forget the updated row, index the 201 rows, flag down.
+        // The store's statements: flag up, index the 200 inserted rows, flag down; the renamed
+        // row goes through the update trigger, which fires for changed indexed values only.
         let statements = log.statements.filter { $0.contains("DS_SEARCH") && !$0.hasPrefix("--") }
-        #expect(statements.count == 4, "\(statements)")
-        // The triggers run their WHEN only: FTS5 wrote one new segment (the bulk's), not one per row.
+        #expect(statements.count == 3, "\(statements)")
+        // The insert trigger ran its WHEN only: FTS5 wrote the bulk's segment and the rename's, not one per row.
         let segments = log.statements.filter { $0.contains("DS_SEARCH_ZDOCUMENT_idx'(segid") }
-        #expect(segments.count <= 2, "\(segments.count) segments written")
+        #expect(segments.count <= 3, "\(segments.count) segments written")
         #expect(try library.titles("body MATCHES[search] 'engine'", entity: "Memo").count == 200)
         #expect(try library.titles("title MATCHES[search] 'list'") == ["Shopping list"])
         try library.checkIndexIntegrity()
         let connection = try Connection(path: library.url.path)
         let flag = try connection.prepare("SELECT ZBULK FROM DS_SEARCH_WRITER")
         #expect(try flag.step() && flag.int64(at: 0) == 0)
+    }
+
+    /// A save rewrites every column of an updated row; the index only hears of
+    /// rows whose indexed values changed.
+    @Test func updatingAttributesThatAreNotIndexedLeavesTheIndexAlone() throws {
+        let directory = TemporaryDirectory()
+        let library = try Library(directory)
+        try library.seed()
+        let store = try #require(library.coordinator.persistentStores.first as? SQLiteStore)
+        let log = FRCStatementLog()
+        store.traceStatements { log.append($0) }
+        let context = library.context
+        try context.performAndWait {
+            for document in try context.fetch(FetchRequest<ManagedObject>(entityName: "Document")) {
+                try document.setValue(42, forKey: "pages")
+            }
+            try context.save()
+        }
+        store.traceStatements(nil)
+        #expect(log.statements.contains { $0.hasPrefix("UPDATE ZDOCUMENT") })
+        #expect(!log.statements.contains { $0.contains("DS_SEARCH_ZDOCUMENT_idx") || $0.contains("DS_SEARCH_ZDOCUMENT_data") })
+        try library.checkIndexIntegrity()
     }
 
     /// Any other program writing the file goes through the triggers.

@@ -15,13 +15,16 @@ import Foundation
 /// FTS5 can write the file; a tokenizer of our own would make it unwritable
 /// elsewhere. ``SearchTokenizer`` tokenizes exactly as it does.
 ///
-/// The store's own saves and batch inserts index in bulk instead
-/// (``SearchIndexMaintenance``), one statement per table, because FTS5 writes
-/// its pending entries out at every statement of a transaction that touched
-/// it: a trigger indexing one row per `INSERT` cost 18 times the insert, and
-/// one statement per save costs about what indexing itself costs. They set
-/// ``writerTable``'s flag inside their transaction, which the triggers' `WHEN`
-/// reads to stand aside; no other connection ever sees it set.
+/// The store's own saves and batch inserts index their inserted and deleted
+/// rows in bulk instead (``SearchIndexMaintenance``), one statement per table,
+/// because FTS5 writes its pending entries out at every statement of a
+/// transaction that touched it: a trigger indexing one row per `INSERT` cost
+/// 18 times the insert, and one statement per save costs about what indexing
+/// itself costs. They set ``writerTable``'s flag inside their transaction,
+/// which the insert and delete triggers' `WHEN` reads to stand aside; no other
+/// connection ever sees it set. Updates stay with their trigger, which fires
+/// only for rows whose indexed values changed: a save rewrites every column
+/// of the rows it updates, most of them (a price, a count) not indexed.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/fts5.html#external_content_tables>
 struct SearchIndexLayout: Sendable, Hashable {
@@ -65,7 +68,9 @@ struct SearchIndexLayout: Sendable, Hashable {
             "CREATE VIRTUAL TABLE \(name) USING fts5(\(list), content='\(table)', content_rowid='Z_PK', columnsize=0, tokenize='unicode61 remove_diacritics 2')",
             "CREATE TRIGGER \(name)_INSERT AFTER INSERT ON \(table) WHEN \(unflagged) BEGIN \(insert) END",
             "CREATE TRIGGER \(name)_DELETE AFTER DELETE ON \(table) WHEN \(unflagged) BEGIN \(remove) END",
-            "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN (\(changed)) AND \(unflagged) BEGIN \(remove) \(insert) END",
+            // Not set aside by the flag: a save writes every column of an updated row, and only
+            // the trigger knows cheaply which rows' indexed values changed (the rest cost nothing).
+            "CREATE TRIGGER \(name)_UPDATE AFTER UPDATE OF \(list) ON \(table) WHEN \(changed) BEGIN \(remove) \(insert) END",
         ]
     }
 

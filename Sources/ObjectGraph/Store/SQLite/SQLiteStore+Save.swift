@@ -118,8 +118,7 @@ extension SQLiteStore {
             let (permanentIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
                                                                       identity: identity, connection: connection)
             var search = SearchIndexMaintenance(schema: schema, connection: connection)
-            try search.plan(deleted: request.deletedObjects, updated: request.updatedObjects,
-                            inserted: request.insertedObjects, insertedKeys: insertedKeys)
+            try search.plan(deleted: request.deletedObjects, inserted: request.insertedObjects, insertedKeys: insertedKeys)
             try search.beforeWritingRows()
             var conflicts: [MergeConflict] = []
             var deletes = EntityStatementCache(connection: connection, schema: schema, sql: \.deleteSQL)

@@ -1,8 +1,10 @@
 import Foundation
 
 /// Keeps the full-text indexes in step with one save of the store, in bulk:
-/// before the rows change, one statement per table forgets the rows to update
-/// or delete; after, one indexes the rows inserted or updated.
+/// before the rows go, one statement per table forgets the rows to delete;
+/// after, one indexes the rows inserted. Updated rows are left to the update
+/// trigger, which indexes only those whose indexed values changed (see
+/// ``SearchIndexLayout``).
 ///
 /// FTS5 writes its pending entries out at each statement of a transaction that
 /// has touched it, so indexing row by row, as the triggers do for other
@@ -18,7 +20,7 @@ import Foundation
 struct SearchIndexMaintenance {
     private let schema: SQLiteSchema
     private let connection: Connection
-    /// Keys to forget (updated and deleted rows) and to index (inserted and updated rows), by index.
+    /// Keys to forget (deleted rows) and to index (inserted rows), by entity table.
     private var removals: [String: [Int64]] = [:]
     private var additions: [String: [Int64]] = [:]
 
@@ -33,19 +35,12 @@ struct SearchIndexMaintenance {
         return schema.searchIndexes[try schema.mapping(for: entity).table]
     }
 
-    /// Notes the rows a save deletes, updates and inserts (with their keys).
-    mutating func plan(deleted: [IncrementalStoreNode], updated: [IncrementalStoreNode],
-                       inserted: [IncrementalStoreNode], insertedKeys: [Int64]) throws {
+    /// Notes the rows a save deletes and inserts (with their keys).
+    mutating func plan(deleted: [IncrementalStoreNode], inserted: [IncrementalStoreNode], insertedKeys: [Int64]) throws {
         guard !schema.searchIndexes.isEmpty else { return }
         for node in deleted {
             if let layout = try layout(of: node.objectID.entity), let key = node.objectID.primaryKey {
                 removals[layout.table, default: []].append(key)
-            }
-        }
-        for node in updated {
-            if let layout = try layout(of: node.objectID.entity), let key = node.objectID.primaryKey {
-                removals[layout.table, default: []].append(key)
-                additions[layout.table, default: []].append(key)
             }
         }
         for (node, key) in zip(inserted, insertedKeys) {
@@ -55,7 +50,7 @@ struct SearchIndexMaintenance {
         }
     }
 
-    /// Raises the flag and forgets the rows about to change or go; call before writing them.
+    /// Raises the flag and forgets the rows about to go; call before writing any row.
     func beforeWritingRows() throws {
         guard !removals.isEmpty || !additions.isEmpty else { return }
         try setFlag(true)
@@ -64,7 +59,7 @@ struct SearchIndexMaintenance {
         }
     }
 
-    /// Indexes the rows as written and lowers the flag; call after writing them.
+    /// Indexes the inserted rows as written and lowers the flag; call after writing them.
     func afterWritingRows() throws {
         guard !removals.isEmpty || !additions.isEmpty else { return }
         for (table, keys) in additions {
