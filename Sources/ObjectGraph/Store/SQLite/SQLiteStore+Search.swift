@@ -35,19 +35,17 @@ extension SQLiteStore {
     /// store opens: a writable store builds what is missing or different (in
     /// one write transaction, which looks again once it holds the lock, so
     /// that two coordinators opening the file do the work once); a read-only
-    /// one records what it lacks, so that searches through it throw.
+    /// one records the indexes it cannot read, so that searches through them throw.
     func synchronizeSearchIndexes(_ connection: Connection) throws {
         guard let layouts = state.withLock({ $0.schema })?.searchIndexLayouts() else { return }
-        var differences = try Self.searchIndexDifferences(layouts, on: connection)
-        if !differences.isEmpty, !isReadOnly {
+        var file = try SearchIndexFile(connection)
+        if !file.isInStep(with: layouts), !isReadOnly {
             try connection.inWriteTransaction {
                 try Self.replaceSearchIndexes(with: layouts, on: connection, rebuildingAll: false)
             }
-            differences = [:]
+            file = try SearchIndexFile(connection)
         }
-        // Read-only: indexes the model no longer asks for stay, unused; those it asks for and lacks refuse searches.
-        differences[Self.unwantedIndexes] = nil
-        let unavailable = differences.mapValues { problem in
+        let unavailable = file.unreadableIndexes(of: layouts).mapValues { problem in
             "the store's full-text index \(problem); the store is open read-only, so it can't build it: open it for writing once, or call rebuildSearchIndex()"
         }
         state.withLock { $0.schema?.unavailableSearchIndexes = unavailable }
@@ -59,69 +57,84 @@ extension SQLiteStore {
     /// caller's transaction.
     static func replaceSearchIndexes(with layouts: [SearchIndexLayout], on connection: Connection,
                                      rebuildingAll: Bool) throws {
-        let existing = try searchIndexObjects(on: connection)
-        let differences = try searchIndexDifferences(layouts, on: connection)
-        let wanted = Set(layouts.flatMap(\.objectNames))
+        let file = try SearchIndexFile(connection)
         if layouts.isEmpty {
             try connection.execute("DROP TABLE IF EXISTS \(SearchIndexLayout.writerTable)")
         } else {
             for statement in SearchIndexLayout.writerTableStatements { try connection.execute(statement) }
         }
-        for layout in layouts where rebuildingAll || differences[layout.name] != nil {
-            for name in layout.objectNames.reversed() where existing[name] != nil {
-                try drop(name, existing[name]!, on: connection)
-            }
+        for layout in layouts where rebuildingAll || !file.holds(layout) {
+            for name in layout.objectNames.reversed() { try file.drop(name, on: connection) }
             for statement in layout.creationStatements { try connection.execute(statement) }
             try connection.execute(layout.rebuildStatement)
         }
-        for (name, object) in existing where !wanted.contains(name) {
-            try drop(name, object, on: connection)
-        }
+        for name in file.names(notIn: layouts) { try file.drop(name, on: connection) }
     }
+}
 
-    /// The key of ``searchIndexDifferences(_:on:)`` for indexes and triggers of ours that no layout names.
-    private static let unwantedIndexes = ""
-
-    /// For each layout whose index the file lacks or holds in another form,
-    /// what is wrong; under ``unwantedIndexes``, whether the file has indexes
-    /// the model no longer asks for.
-    static func searchIndexDifferences(_ layouts: [SearchIndexLayout], on connection: Connection) throws -> [String: String] {
-        let existing = try searchIndexObjects(on: connection)
-        var differences: [String: String] = [:]
-        for layout in layouts {
-            if existing[layout.name] == nil {
-                differences[layout.name] = "\(layout.name) for \(layout.table) does not exist"
-            } else if zip(layout.objectNames, layout.creationStatements).contains(where: { existing[$0]?.sql != $1 }) {
-                differences[layout.name] = "\(layout.name) for \(layout.table) does not index the columns \(layout.columns.joined(separator: ", ")) as the model asks"
-            }
-        }
-        let wanted = Set(layouts.flatMap(\.objectNames))
-        if existing.keys.contains(where: { !wanted.contains($0) }) {
-            differences[unwantedIndexes] = "has indexes the model no longer asks for"
-        }
-        return differences
-    }
-
-    private struct SearchIndexObject {
+/// Our full-text tables and triggers as one read of `sqlite_master` finds them
+/// (the FTS5 tables' shadow tables left out), compared with the layouts the
+/// model asks for.
+private struct SearchIndexFile {
+    private struct Object {
         var isTrigger: Bool
         var sql: String
     }
 
-    /// Our FTS5 tables and triggers in the file, by name; the FTS5 tables' shadow tables are left out.
-    private static func searchIndexObjects(on connection: Connection) throws -> [String: SearchIndexObject] {
+    private var objects: [String: Object] = [:]
+    private var hasWriterTable = false
+
+    init(_ connection: Connection) throws {
         let statement = try connection.prepare("""
             SELECT type, name, sql FROM sqlite_master
-            WHERE name LIKE 'DS\\_SEARCH\\_%' ESCAPE '\\' AND (type = 'trigger' OR sql LIKE 'CREATE VIRTUAL TABLE%')
+            WHERE name = '\(SearchIndexLayout.writerTable)'
+               OR (name LIKE 'DS\\_SEARCH\\_%' ESCAPE '\\' AND (type = 'trigger' OR sql LIKE 'CREATE VIRTUAL TABLE%'))
             """)
-        var objects: [String: SearchIndexObject] = [:]
         while try statement.step() {
             guard let name = statement.string(at: 1) else { continue }
-            objects[name] = SearchIndexObject(isTrigger: statement.string(at: 0) == "trigger", sql: statement.string(at: 2) ?? "")
+            if name == SearchIndexLayout.writerTable {
+                hasWriterTable = true
+            } else {
+                objects[name] = Object(isTrigger: statement.string(at: 0) == "trigger", sql: statement.string(at: 2) ?? "")
+            }
         }
-        return objects
     }
 
-    private static func drop(_ name: String, _ object: SearchIndexObject, on connection: Connection) throws {
+    /// Whether the file has `layout`'s table and triggers exactly as it creates them.
+    func holds(_ layout: SearchIndexLayout) -> Bool {
+        zip(layout.objectNames, layout.creationStatements).allSatisfy { objects[$0]?.sql == $1 }
+    }
+
+    /// Whether writers find everything they need and nothing the model no longer asks for.
+    func isInStep(with layouts: [SearchIndexLayout]) -> Bool {
+        layouts.allSatisfy(holds) && names(notIn: layouts).isEmpty && hasWriterTable == !layouts.isEmpty
+    }
+
+    /// For each layout whose FTS5 table is missing or indexes other columns,
+    /// why: searches cannot read it. (Triggers only matter to writers.)
+    func unreadableIndexes(of layouts: [SearchIndexLayout]) -> [String: String] {
+        var problems: [String: String] = [:]
+        for layout in layouts {
+            guard let table = objects[layout.name] else {
+                problems[layout.name] = "\(layout.name) for \(layout.table) does not exist"
+                continue
+            }
+            if table.sql != layout.creationStatements[0] {
+                problems[layout.name] = "\(layout.name) for \(layout.table) does not index the columns \(layout.columns.joined(separator: ", ")) as the model asks"
+            }
+        }
+        return problems
+    }
+
+    /// Our tables and triggers that no layout names.
+    func names(notIn layouts: [SearchIndexLayout]) -> [String] {
+        let wanted = Set(layouts.flatMap(\.objectNames))
+        return objects.keys.filter { !wanted.contains($0) }
+    }
+
+    /// Drops one of our tables or triggers, if the file has it.
+    func drop(_ name: String, on connection: Connection) throws {
+        guard let object = objects[name] else { return }
         try connection.execute("DROP \(object.isTrigger ? "TRIGGER" : "TABLE") IF EXISTS \(Connection.quotedIdentifier(name))")
     }
 }
