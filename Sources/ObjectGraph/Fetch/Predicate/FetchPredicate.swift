@@ -38,6 +38,10 @@ public struct FetchPredicate: Sendable {
     package let expression: PredicateNode
     /// The format it was parsed from, for error messages; not part of its identity.
     let source: String?
+    /// The `MATCHES[search]` queries in it, parsed once, by text: evaluating
+    /// the predicate on each of many objects reads them here. An invalid one
+    /// is absent, and evaluating or compiling throws for it.
+    let searchQueries: [String: SearchQuery]
 
     /// Parses a predicate format, taking `%@`, `%K`, `%d`, `%f`… arguments in order
     /// (Core Data: `NSPredicate(format:_:)`).
@@ -64,6 +68,7 @@ public struct FetchPredicate: Sendable {
     public init(format: String, argumentArray: [Any?]) throws {
         expression = try PredicateParser.parse(format, arguments: argumentArray)
         source = format
+        searchQueries = Self.searchQueries(in: expression)
     }
 
     /// A predicate that matches every object (`true`) or none (Core Data: `NSPredicate(value:)`).
@@ -72,8 +77,7 @@ public struct FetchPredicate: Sendable {
     }
 
     package init(expression: PredicateNode) {
-        self.expression = expression
-        self.source = nil
+        self.init(expression: expression, source: nil)
     }
 
     /// All of the predicates (Core Data: `NSCompoundPredicate(andPredicateWithSubpredicates:)`).
@@ -113,6 +117,19 @@ public struct FetchPredicate: Sendable {
     private init(expression: PredicateNode, source: String?) {
         self.expression = expression
         self.source = source
+        searchQueries = Self.searchQueries(in: expression)
+    }
+
+    private static func searchQueries(in expression: PredicateNode) -> [String: SearchQuery] {
+        var queries: [String: SearchQuery] = [:]
+        _ = expression.rewritten { node in
+            if case .comparison(_, .textSearch, .constant(.string(let text)), _, _) = node, queries[text] == nil {
+                // An invalid query is left out on purpose: evaluating or compiling it throws its error.
+                queries[text] = try? SearchQuery(text)
+            }
+            return nil
+        }
+        return queries
     }
 
     private static func substitute(_ variables: [String: Any], in expression: PredicateNode,

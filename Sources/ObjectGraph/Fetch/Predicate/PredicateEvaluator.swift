@@ -41,7 +41,7 @@ extension FetchPredicate {
     /// - Complexity: O(*n*) in the predicate's size and the objects its to-many key paths reach.
     public func evaluate(with subject: any PredicateSubject) throws -> Bool {
         do {
-            return try PredicateEvaluator(variables: [:]).test(expression, on: .subject(subject)) == true
+            return try PredicateEvaluator(variables: [:], searchQueries: searchQueries).test(expression, on: .subject(subject)) == true
         } catch let problem as PredicateProblem {
             throw problem.error(format: source ?? description)
         }
@@ -61,6 +61,8 @@ struct PredicateEvaluator {
     }
 
     var variables: [String: Value]
+    /// `MATCHES[search]` queries already parsed, by text (``FetchPredicate/searchQueries``).
+    var searchQueries: [String: SearchQuery] = [:]
 
     // MARK: - Predicates
 
@@ -193,7 +195,12 @@ struct PredicateEvaluator {
     /// nothing: false, not unknown, as the compiled SQL's `IN` gives.
     private func search(_ lhs: PredicateNode, _ rhs: PredicateNode, modifier: ComparisonModifier,
                         on object: Value) throws -> Bool {
-        let query = try PredicateSearch.query(from: rhs)
+        let query: SearchQuery
+        if case .constant(.string(let text)) = rhs, let parsed = searchQueries[text] {
+            query = parsed
+        } else {
+            query = try PredicateSearch.query(from: rhs)
+        }
         func matches(_ value: Value) throws -> Bool? {
             switch value {
             case .scalar(.text(let text)):
