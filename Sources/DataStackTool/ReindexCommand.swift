@@ -25,10 +25,9 @@ struct ReindexCommand: ToolCommand {
             throw ToolError(.noInput, "\(file.path): no store file exists at this location")
         }
         let (model, source) = try loadModel(for: file, modelPath: modelPath)
+        // Each attribute once, under the entity that declares it.
         let indexed = model.entities.flatMap { entity in
-            entity.properties.compactMap { property in
-                (property as? AttributeDescription).flatMap { $0.isIndexedBySpotlight && $0.type == .string ? "\(entity.name).\($0.name)" : nil }
-            }
+            entity.searchIndexedAttributes.filter { $0.entity === entity }.map { "\(entity.name).\($0.name)" }
         }
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         let store = try coordinator.addPersistentStore(type: .sqlite, at: file)

@@ -76,6 +76,17 @@ import Testing
             }
         }
 
+        /// The SQL the store runs (and, as `-- …` lines, what its triggers and FTS5 run) during `body`, on a fresh context.
+        func statements(during body: (ManagedObjectContext) throws -> Void) throws -> [String] {
+            let store = try #require(coordinator.persistentStores.first as? SQLiteStore)
+            let log = FRCStatementLog()
+            store.traceStatements { log.append($0) }
+            defer { store.traceStatements(nil) }
+            let context = self.context
+            try context.performAndWait { try body(context) }
+            return log.statements
+        }
+
         /// FTS5's own check that the index holds exactly what the table's rows say.
         func checkIndexIntegrity() throws {
             let connection = try Connection(path: url.path)
@@ -139,24 +150,19 @@ import Testing
         let directory = TemporaryDirectory()
         let library = try Library(directory)
         try library.seed()
-        let store = try #require(library.coordinator.persistentStores.first as? SQLiteStore)
-        let log = FRCStatementLog()
-        store.traceStatements { log.append($0) }
-        let context = library.context
-        try context.performAndWait {
+        let log = try library.statements { context in
             for number in 0..<200 { try library.insert("Memo", ["title": "Bulk \(number)", "body": "engine"], in: context) }
             var request = FetchRequest<ManagedObject>(entityName: "Document")
             request.predicate = try FetchPredicate(format: "title == 'Shopping'")
             try #require(try context.fetch(request).first).setValue("Shopping list", forKey: "title")
             try context.save()
         }
-        store.traceStatements(nil)
         // The store's statements: flag up, index the 200 inserted rows, flag down; the renamed
         // row goes through the update trigger, which fires for changed indexed values only.
-        let statements = log.statements.filter { $0.contains("DS_SEARCH") && !$0.hasPrefix("--") }
+        let statements = log.filter { $0.contains("DS_SEARCH") && !$0.hasPrefix("--") }
         #expect(statements.count == 3, "\(statements)")
         // The insert trigger ran its WHEN only: FTS5 wrote the bulk's segment and the rename's, not one per row.
-        let segments = log.statements.filter { $0.contains("DS_SEARCH_ZDOCUMENT_idx'(segid") }
+        let segments = log.filter { $0.contains("DS_SEARCH_ZDOCUMENT_idx'(segid") }
         #expect(segments.count <= 3, "\(segments.count) segments written")
         #expect(try library.titles("body MATCHES[search] 'engine'", entity: "Memo").count == 200)
         #expect(try library.titles("title MATCHES[search] 'list'") == ["Shopping list"])
@@ -172,19 +178,14 @@ import Testing
         let directory = TemporaryDirectory()
         let library = try Library(directory)
         try library.seed()
-        let store = try #require(library.coordinator.persistentStores.first as? SQLiteStore)
-        let log = FRCStatementLog()
-        store.traceStatements { log.append($0) }
-        let context = library.context
-        try context.performAndWait {
+        let log = try library.statements { context in
             for document in try context.fetch(FetchRequest<ManagedObject>(entityName: "Document")) {
                 try document.setValue(42, forKey: "pages")
             }
             try context.save()
         }
-        store.traceStatements(nil)
-        #expect(log.statements.contains { $0.hasPrefix("UPDATE ZDOCUMENT") })
-        #expect(!log.statements.contains { $0.contains("DS_SEARCH_ZDOCUMENT_idx") || $0.contains("DS_SEARCH_ZDOCUMENT_data") })
+        #expect(log.contains { $0.hasPrefix("UPDATE ZDOCUMENT") })
+        #expect(!log.contains { $0.contains("DS_SEARCH_ZDOCUMENT_idx") || $0.contains("DS_SEARCH_ZDOCUMENT_data") })
         try library.checkIndexIntegrity()
     }
 
