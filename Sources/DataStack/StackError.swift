@@ -17,6 +17,8 @@ public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
         case notInModel
         /// An upsert's keys are of another type than the attribute that holds them.
         case keyTypeMismatch
+        /// The store URL's scheme names no registered store type (``ObjectGraph/StoreType/register(_:forURLScheme:)``).
+        case unknownStoreScheme
     }
 
     public var code: Code

@@ -129,21 +129,42 @@ extension StackManager {
 
     static func writerOptions(_ options: StoreOptions, storeType: StoreType) -> StoreOptions {
         var options = options
-        if storeType == .sqlite { options.remoteChangeNotifications = false }
+        if usesTwoCoordinators(storeType) { options.remoteChangeNotifications = false }
         return options
     }
 
-    func makeSetup(model: ManagedObjectModel, storeURL: URL?, storeType: StoreType, options: StoreOptions) throws -> Setup {
+    /// Whether a store of this type gets a writer and a main coordinator of
+    /// their own, each with its own connection: every type but the in-memory
+    /// store, whose two coordinators would hold two separate stores.
+    static func usesTwoCoordinators(_ storeType: StoreType) -> Bool {
+        storeType != .inMemory
+    }
+
+    /// The store type for `storeURL`: the type registered for its scheme
+    /// (``ObjectGraph/StoreType/register(_:forURLScheme:)``: `postgresql://`
+    /// once DataStackPostgreSQL registered it) when the caller left the
+    /// default, SQLite, and the URL is not a file's.
+    static func storeType(_ storeType: StoreType, for storeURL: URL?) throws -> StoreType {
+        guard storeType == .sqlite, let scheme = storeURL?.scheme?.lowercased(), scheme != "file" else { return storeType }
+        guard let registered = StoreType.registered(forURLScheme: scheme) else {
+            throw StackError(.unknownStoreScheme, "no store type is registered for \(scheme):// URLs; "
+                             + "for PostgreSQL, import DataStackPostgreSQL and call PostgreSQLStore.register() before setup")
+        }
+        return registered
+    }
+
+    func makeSetup(model: ManagedObjectModel, storeURL: URL?, storeType requestedType: StoreType, options: StoreOptions) throws -> Setup {
+        let storeType = try Self.storeType(requestedType, for: storeURL)
         let url: URL? = storeType == .inMemory ? nil : (storeURL ?? Self.defaultStoreURL)
         let writer = PersistentStoreCoordinator(managedObjectModel: model)
-        // The writer opens first: it creates, seeds or migrates the file. Only
+        // The writer opens first: it creates, seeds or migrates the store. Only
         // the main coordinator watches for remote changes: they are merged there.
         try writer.addPersistentStore(type: storeType, at: url, options: Self.writerOptions(options, storeType: storeType))
         var main = writer
-        if storeType == .sqlite {
-            // The second coordinator opens the file the first one created, seeded or migrated.
+        if Self.usesTwoCoordinators(storeType) {
+            // The second coordinator opens the store the first one created, seeded or migrated.
             main = PersistentStoreCoordinator(managedObjectModel: model)
-            try main.addPersistentStore(type: .sqlite, at: url, options: Self.mainOptions(options))
+            try main.addPersistentStore(type: storeType, at: url, options: Self.mainOptions(options))
         }
         let context = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: main)
         context.name = "main"

@@ -86,7 +86,8 @@ public final class StackManager: Sendable {
         let transactionAuthor: String
         /// Whether the main context merges other writers' history transactions.
         var followsPersistentHistory: Bool {
-            storeType == .sqlite && options.persistentHistoryTracking && options.remoteChangeNotifications
+            guard mainCoordinator !== writerCoordinator, options.persistentHistoryTracking, options.remoteChangeNotifications else { return false }
+            return mainCoordinator.persistentStores.contains { ($0 as? any PersistentHistoryStore)?.tracksPersistentHistory == true }
         }
     }
 

@@ -34,6 +34,20 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
         registry.withLock { $0[name] }
     }
 
+    private static let schemes = Mutex<[String: StoreType]>([:])
+
+    /// Makes `type` the store type of URLs with this scheme (`postgresql`), so
+    /// that a stack set up with such a URL opens a store of it.
+    public static func register(_ type: StoreType, forURLScheme scheme: String) {
+        register(type)
+        schemes.withLock { $0[scheme.lowercased()] = type }
+    }
+
+    /// The store type registered for URLs with this scheme, if any.
+    public static func registered(forURLScheme scheme: String) -> StoreType? {
+        schemes.withLock { $0[scheme.lowercased()] }
+    }
+
     public static func == (lhs: StoreType, rhs: StoreType) -> Bool { lhs.rawValue == rhs.rawValue }
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
     public var description: String { rawValue }

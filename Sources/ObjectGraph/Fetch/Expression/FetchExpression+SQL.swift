@@ -14,7 +14,7 @@ extension FetchExpression {
     package func sql<Schema: PredicateSQLSchema>(for entity: EntityDescription, schema: Schema, rootAlias: String,
                                                  parametersBefore: Int = 0) throws -> (sql: String, joins: [String], bindings: [PropertyValue]) {
         var compiler = PredicateSQLCompiler(schema: schema, rootAlias: rootAlias, parametersBefore: parametersBefore)
-        let root = PredicateSQLCompiler<Schema>.Scope(parent: nil)
+        let root = PredicateSQLCompiler<Schema>.Scope(parent: nil, dialect: schema.dialect)
         let context = PredicateSQLCompiler<Schema>.Context(scope: root, selfBase: .init(alias: rootAlias, entity: entity), variables: [:])
         do {
             let value = try compiler.expression(node, context)
@@ -38,12 +38,13 @@ extension PredicateSQLCompiler {
             return bind(value)
         case .arithmetic(let op, let lhs, let rhs):
             let a = try expression(lhs, context).sql, b = try expression(rhs, context).sql
-            let sql = op == .divide ? "(CAST(\(a) AS REAL) / \(b))" : "(\(a) \(op.rawValue) \(b))"
+            let real = dialect == .sqlite ? "REAL" : "float8"
+            let sql = op == .divide ? "(CAST(\(a) AS \(real)) / \(b))" : "(\(a) \(op.rawValue) \(b))"
             return Operand(sql: sql, family: .numeric)
         case .aggregate(let function, let argument):
             let value = try expression(argument, context)
             let sql = switch function {
-            case .sum: "TOTAL(\(value.sql))"
+            case .sum: dialect == .sqlite ? "TOTAL(\(value.sql))" : "COALESCE(SUM(\(value.sql)), 0)"
             case .average: "AVG(\(value.sql))"
             case .min: "MIN(\(value.sql))"
             case .max: "MAX(\(value.sql))"

@@ -25,9 +25,13 @@ package protocol PredicateSQLSchema {
     ///
     /// - Throws: when the layout has no full-text index for them.
     func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String
+    /// The SQL the layout's store speaks; SQLite unless it says otherwise.
+    var dialect: SQLDialect { get }
 }
 
 extension PredicateSQLSchema {
+    var dialect: SQLDialect { .sqlite }
+
     /// Layouts without full-text indexes: every search throws.
     func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
         throw PredicateProblem("this store has no full-text index, so MATCHES[search] can't be compiled to its SQL")
@@ -60,7 +64,7 @@ extension FetchPredicate {
                                                  rootAlias: String) throws -> (where: String, joins: [String], bindings: [PropertyValue]) {
         var compiler = PredicateSQLCompiler(schema: schema, rootAlias: rootAlias)
         do {
-            let root = PredicateSQLCompiler<Schema>.Scope(parent: nil)
+            let root = PredicateSQLCompiler<Schema>.Scope(parent: nil, dialect: schema.dialect)
             let context = PredicateSQLCompiler<Schema>.Context(
                 scope: root, selfBase: .init(alias: rootAlias, entity: entity), variables: [:])
             let condition = try compiler.predicate(expression, context)
@@ -75,6 +79,8 @@ extension FetchPredicate {
 struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     let schema: Schema
     let rootAlias: String
+    /// The SQL written: SQLite's, or PostgreSQL's (``SQLDialect``).
+    let dialect: SQLDialect
     private(set) var bindings: [PropertyValue] = []
     /// How many parameters the statement has before this compiler's, which
     /// are numbered after them.
@@ -84,19 +90,24 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     init(schema: Schema, rootAlias: String, parametersBefore: Int = 0) {
         self.schema = schema
         self.rootAlias = rootAlias
+        self.dialect = schema.dialect
         self.parametersBefore = parametersBefore
     }
 
     /// A level of the query: the root (whose joins are returned) or a subquery.
     final class Scope {
         let parent: Scope?
+        let dialect: SQLDialect
         /// Root: the joins. Subquery: the FROM items, with their joins in between.
         var from: [String] = []
         /// Subquery: the correlations and filters of its WHERE.
         var conditions: [String] = []
         private var joinAliases: [String: String] = [:]
 
-        init(parent: Scope?) { self.parent = parent }
+        init(parent: Scope?, dialect: SQLDialect) {
+            self.parent = parent
+            self.dialect = dialect
+        }
 
         func addSource(_ source: String, correlation: String) {
             from.append(from.isEmpty ? source : ", " + source)
@@ -112,7 +123,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         }
 
         var fromSQL: String { from.joined(separator: " ") }
-        var whereSQL: String { conditions.isEmpty ? "1" : conditions.joined(separator: " AND ") }
+        var whereSQL: String { conditions.isEmpty ? dialect.trueSQL : conditions.joined(separator: " AND ") }
     }
 
     /// A row an expression's key paths start from.
@@ -149,14 +160,14 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     mutating func predicate(_ expression: PredicateNode, _ context: Context) throws -> String {
         switch expression {
         case .truePredicate:
-            return "1"
+            return dialect.trueSQL
         case .falsePredicate:
-            return "0"
+            return dialect.falseSQL
         case .and(let children):
-            if children.isEmpty { return "1" }
+            if children.isEmpty { return dialect.trueSQL }
             return "(" + (try children.map { try predicate($0, context) }).joined(separator: " AND ") + ")"
         case .or(let children):
-            if children.isEmpty { return "0" }
+            if children.isEmpty { return dialect.falseSQL }
             return "(" + (try children.map { try predicate($0, context) }).joined(separator: " OR ") + ")"
         case .not(let child):
             return "NOT (" + (try predicate(child, context)) + ")"
@@ -189,7 +200,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         var many: Scope?
         let left: Operand
         if lhsMany {
-            let scope = Scope(parent: context.scope)
+            let scope = Scope(parent: context.scope, dialect: dialect)
             many = scope
             left = try operand(lhs, context, many: scope)
         } else {
@@ -203,7 +214,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         } else if op == .in || op == .between, case .collection(let elements) = rhs {
             right = .list(try elements.map { try operand($0, context, many: nil) })
         } else if rhsMany {
-            let scope = Scope(parent: context.scope)
+            let scope = Scope(parent: context.scope, dialect: dialect)
             many = scope
             right = .scalar(try operand(rhs, context, many: scope))
         } else {
@@ -224,7 +235,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case .none:
             "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(condition))"
         case .all:
-            "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND (\(condition)) IS NOT 1)"
+            "NOT EXISTS (SELECT 1 FROM \(many.fromSQL) WHERE \(many.whereSQL) AND \(dialect.isNotTrue(condition)))"
         }
     }
 
@@ -251,58 +262,50 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         }
         let attributes = try PredicateSearch.attributes(info, keys: keys)
         let query = try PredicateSearch.query(from: rhs)
-        let many = info.crossesToMany ? Scope(parent: context.scope) : nil
+        let many = info.crossesToMany ? Scope(parent: context.scope, dialect: dialect) : nil
         let objectKeys = info.attribute == nil ? keys : Array(keys.dropLast())
         guard case .object(let owner) = try walk(objectKeys, from: start, context, many: many, endAtObject: true) else {
             throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
         }
         let parameter = bind(.string(query.fts5Expression))
         var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql)
-        if owner.alias != rootAlias { condition = "(\(condition)) IS 1" }
+        if owner.alias != rootAlias { condition = dialect.isTrue(condition) }
         guard let many else { return condition }
         return quantified(condition, over: many, modifier)
     }
 
     private func build(_ op: ComparisonOperator, _ left: Operand, _ right: Right,
                        options: ComparisonOptions, rhsIsToMany: Bool) throws -> String {
-        let flags = options.rawValue
         switch (op, right) {
         case (.equal, .scalar(let r)), (.notEqual, .scalar(let r)):
-            return equality(left, r, negated: op == .notEqual, options: options)
+            return try equality(left, r, negated: op == .notEqual, options: options)
         case (.less, .scalar(let r)), (.lessOrEqual, .scalar(let r)), (.greater, .scalar(let r)), (.greaterOrEqual, .scalar(let r)):
-            let (a, b) = prepared(left, r, options: options)
+            let (a, b) = try prepared(left, r, options: options)
             return "\(a) \(op.rawValue) \(b)"
-        case (.beginsWith, .scalar(let r)):
-            return "DS_BEGINSWITH(\(left.sql), \(r.sql), \(flags))"
-        case (.endsWith, .scalar(let r)):
-            return "DS_ENDSWITH(\(left.sql), \(r.sql), \(flags))"
-        case (.contains, .scalar(let r)):
-            return "DS_CONTAINS(\(left.sql), \(r.sql), \(flags))"
-        case (.like, .scalar(let r)):
-            return "DS_LIKE(\(left.sql), \(r.sql), \(flags))"
-        case (.matches, .scalar(let r)):
-            return "DS_MATCHES(\(left.sql), \(r.sql), \(flags))"
+        case (.beginsWith, .scalar(let r)), (.endsWith, .scalar(let r)), (.contains, .scalar(let r)),
+             (.like, .scalar(let r)), (.matches, .scalar(let r)):
+            return try stringTest(op, left, r, options: options)
         case (.in, .list(let items)):
-            var operands = ([left] + items).map { folded($0, options) }
-            neutralize(&operands)
+            var operands = try ([left] + items).map { try folded($0, options) }
+            try neutralize(&operands)
             return "\(operands[0].sql) IN (" + operands.dropFirst().map(\.sql).joined(separator: ", ") + ")"
         case (.in, .json(let array)):
             var operands = [left, array]
-            neutralize(&operands)
-            return "\(operands[0].sql) IN (SELECT value FROM json_each(\(array.sql)))"
+            try neutralize(&operands)
+            return "\(operands[0].sql) IN (\(jsonListSQL(array)))"
         case (_, .json):
             throw PredicateProblem("a collection {…} can only follow IN or BETWEEN")
         case (.in, .scalar(let r)):
-            if rhsIsToMany { return equality(left, r, negated: false, options: options) }
+            if rhsIsToMany { return try equality(left, r, negated: false, options: options) }
             if r.isNil { return "NULL" }
             guard r.family == .text else {
                 throw PredicateProblem("IN needs a collection, a to-many key path or a string after it")
             }
-            return "DS_CONTAINS(\(r.sql), \(left.sql), \(flags))"
+            return try stringTest(.contains, r, left, options: options)
         case (.between, .list(let bounds)):
             guard bounds.count == 2 else { throw PredicateProblem("BETWEEN needs two bounds, {low, high}") }
-            let (a1, low) = prepared(left, bounds[0], options: options)
-            let (a2, high) = prepared(left, bounds[1], options: options)
+            let (a1, low) = try prepared(left, bounds[0], options: options)
+            let (a2, high) = try prepared(left, bounds[1], options: options)
             return "(\(a1) >= \(low) AND \(a2) <= \(high))"
         case (.between, .scalar(let r)) where r.isNil:
             return "NULL"
@@ -316,32 +319,29 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     }
 
     /// `=`/`<>`, or `IS`/`IS NOT` against the constant nil.
-    private func equality(_ left: Operand, _ right: Operand, negated: Bool, options: ComparisonOptions) -> String {
+    private func equality(_ left: Operand, _ right: Operand, negated: Bool, options: ComparisonOptions) throws -> String {
         if left.isNil || right.isNil {
             return "\(left.sql) IS \(negated ? "NOT " : "")\(right.sql)"
         }
-        let (a, b) = prepared(left, right, options: options)
+        let (a, b) = try prepared(left, right, options: options)
         return "\(a) \(negated ? "<>" : "=") \(b)"
     }
 
     /// Both sides folded for `[c]`/`[d]`, and without affinity where it would convert values.
-    private func prepared(_ left: Operand, _ right: Operand, options: ComparisonOptions) -> (String, String) {
-        var operands = [folded(left, options), folded(right, options)]
-        neutralize(&operands)
+    private func prepared(_ left: Operand, _ right: Operand, options: ComparisonOptions) throws -> (String, String) {
+        var operands = [try folded(left, options), try folded(right, options)]
+        try neutralize(&operands)
         return (operands[0].sql, operands[1].sql)
-    }
-
-    private func folded(_ operand: Operand, _ options: ComparisonOptions) -> Operand {
-        guard !options.isEmpty else { return operand }
-        return Operand(sql: "DS_FOLD(\(operand.sql), \(options.rawValue))", family: operand.family)
     }
 
     /// Writes `+column` for columns compared with values of another family:
     /// SQLite would otherwise apply the column's affinity to the other side
     /// (turning `'10'` into `10` for an INTEGER column), which the in-memory
     /// evaluator does not do. Same-family comparisons keep the bare column, so
-    /// indexes still serve them.
-    private func neutralize(_ operands: inout [Operand]) {
+    /// indexes still serve them. PostgreSQL compares values of one type only:
+    /// there a comparison across families throws (``requireOneFamily(_:)``).
+    private func neutralize(_ operands: inout [Operand]) throws {
+        if dialect == .postgreSQL { return try requireOneFamily(operands) }
         let families = Set(operands.map { $0.family.map { "\($0)" } ?? "nil" })
         guard families.count > 1 || families.contains("nil") else { return }
         for index in operands.indices where operands[index].isColumn {
@@ -374,10 +374,15 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         }
     }
 
-    /// A parameter holding `value`, in SQLite's storage form.
+    /// A parameter holding `value`, in the stores' storage form
+    /// (``PredicateScalar/binding(for:)``). PostgreSQL gets nil as the keyword
+    /// `NULL`, whose type it infers, where a parameter's it could not.
     mutating func bind(_ value: PropertyValue) -> Operand {
-        bindings.append(PredicateScalar.binding(for: value))
-        return Operand(sql: "?\(parametersBefore + bindings.count)", family: Self.family(of: value), isNil: value.isNull)
+        let binding = PredicateScalar.binding(for: value)
+        if dialect == .postgreSQL, binding.isNull { return Operand(sql: "NULL", family: nil, isNil: true) }
+        bindings.append(binding)
+        return Operand(sql: dialect.parameter(parametersBefore + bindings.count, boundTo: binding),
+                       family: Self.family(of: value), isNil: value.isNull)
     }
 
     private func base(ofVariable name: String, _ context: Context) throws -> Base {
@@ -401,7 +406,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
 
     private mutating func aggregate(_ function: AggregateFunction, _ collection: PredicateNode, _ keys: [String],
                                     _ context: Context) throws -> Operand {
-        let scope = Scope(parent: context.scope)
+        let scope = Scope(parent: context.scope, dialect: dialect)
         let element = try collectionScope(collection, context, into: scope, for: "@" + function.rawValue)
         if function == .count {
             guard keys.isEmpty else { throw PredicateProblem("@count takes no key path after it") }
@@ -414,7 +419,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         switch function {
         case .sum:
             guard value.family == .numeric else { throw PredicateProblem("@sum needs a number attribute after it", key: keys.last) }
-            sqlFunction = "TOTAL"
+            sqlFunction = dialect == .sqlite ? "TOTAL" : "SUM"
         case .avg:
             guard value.family == .numeric else { throw PredicateProblem("@avg needs a number attribute after it", key: keys.last) }
             sqlFunction = "AVG"
@@ -423,7 +428,10 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case .count: sqlFunction = "COUNT"
         }
         let family = function == .min || function == .max ? value.family : .numeric
-        return Operand(sql: "(SELECT \(sqlFunction)(\(value.sql)) FROM \(scope.fromSQL) WHERE \(scope.whereSQL))", family: family)
+        var aggregate = "\(sqlFunction)(\(value.sql))"
+        // TOTAL is SQLite's SUM that gives 0 rather than NULL for no rows.
+        if function == .sum && dialect == .postgreSQL { aggregate = "COALESCE(\(aggregate), 0)" }
+        return Operand(sql: "(SELECT \(aggregate) FROM \(scope.fromSQL) WHERE \(scope.whereSQL))", family: family)
     }
 
     /// Adds the rows of a to-many collection to `scope` and returns their base.

@@ -23,7 +23,8 @@ struct EntityStatements: Sendable {
     /// - Parameters:
     ///   - columns: the column of each slot of the entity (nil: none).
     ///   - externalSlots: the slots whose columns use external binary storage.
-    init(table: String, columns: [SQLiteSchema.Column?], externalSlots: Set<Int> = []) {
+    ///   - dialect: SQLite's `?`, or PostgreSQL's `$1`, `$2`… in the same order.
+    init(table: String, columns: [SQLiteSchema.Column?], externalSlots: Set<Int> = [], dialect: SQLDialect = .sqlite) {
         let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
             guard let column else { return nil }
             if case .toOne(let entityColumn) = column.kind {
@@ -34,10 +35,17 @@ struct EntityStatements: Sendable {
         self.writable = writable
         let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
         let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
+        var count = 0
+        func next() -> String {
+            count += 1
+            return dialect == .sqlite ? "?" : "$\(count)"
+        }
         insertSQL = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES ("
-            + Array(repeating: "?", count: allNames.count).joined(separator: ", ") + ")"
-        updateSQL = "UPDATE \(table) SET " + (["Z_OPT"] + names).map { "\($0) = ?" }.joined(separator: ", ")
-            + " WHERE Z_PK = ? AND Z_OPT = ?"
-        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = ? AND Z_OPT = ?"
+            + allNames.map { _ in next() }.joined(separator: ", ") + ")"
+        count = 0
+        let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
+        updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+        count = 0
+        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
     }
 }

@@ -15,7 +15,7 @@ struct ExpressionSelectQuery {
     init(fetch: StoreFetch, expressions: ExpressionFetch, schema: SQLiteSchema) throws {
         let mapping = try schema.mapping(for: fetch.entity)
         var compiler = PredicateSQLCompiler(schema: schema, rootAlias: "t0")
-        let root = PredicateSQLCompiler<SQLiteSchema>.Scope(parent: nil)
+        let root = PredicateSQLCompiler<SQLiteSchema>.Scope(parent: nil, dialect: .sqlite)
         var context = PredicateSQLCompiler<SQLiteSchema>.Context(scope: root, selfBase: .init(alias: "t0", entity: fetch.entity),
                                                                   variables: [:])
         var conditions = SelectQuery.entityConditions(for: fetch, schema: schema)

@@ -16,9 +16,11 @@ extension SQLiteSchema {
         let entity: String
         let origin: String
 
-        var creationStatement: String {
-            isUnique
-                ? "CREATE UNIQUE INDEX \(name) ON \(table) (" + columns.map { "\($0) COLLATE BINARY ASC" }.joined(separator: ", ") + ")"
+        /// Core Data's statement; PostgreSQL has no `BINARY` collation (its default compares as SQLite's does for keys).
+        func creationStatement(_ dialect: SQLDialect) -> String {
+            let collation = dialect == .sqlite ? " COLLATE BINARY ASC" : ""
+            return isUnique
+                ? "CREATE UNIQUE INDEX \(name) ON \(table) (" + columns.map { $0 + collation }.joined(separator: ", ") + ")"
                 : "CREATE INDEX \(name) ON \(table) (\(columns.joined(separator: ", ")))"
         }
     }

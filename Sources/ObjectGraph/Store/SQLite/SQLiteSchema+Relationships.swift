@@ -196,12 +196,36 @@ extension SQLiteSchema {
                          ownerTable: table.ownerTable, memberTable: table.memberTable)
     }
 
+    /// The select of a to-many relationship's destinations for the owners
+    /// listed by `owners` (an SQL list: `?,?,?`, or a subquery): `columns` of
+    /// each destination row (alias `t0`), then its owner's key; by owner, then
+    /// in the relationship's order (`Z_FOK_` or the join table's for an ordered
+    /// one, else by key). Nil for a relationship kept in neither place.
+    func toManySelect(_ relationship: RelationshipDescription, columns: String, ownersIn owners: String) -> String? {
+        guard let destination = relationship.destinationEntity, let mapping = mappings[ObjectIdentifier(destination)],
+              let table = table(named: mapping.table) else { return nil }
+        if let path = joinPath(for: relationship) {
+            let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
+            return "SELECT \(columns), j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(table.name) t0"
+                + " ON t0.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(owners))"
+                + " ORDER BY j.\(path.sourceColumn), \(order)"
+        }
+        guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
+              let foreignKey = mapping.columns[inverse.index]?.name else { return nil }
+        var sql = "SELECT \(columns), t0.\(foreignKey) FROM \(table.name) t0 WHERE t0.\(foreignKey) IN (\(owners))"
+        if table.holdsSeveralEntities {
+            sql += " AND t0.Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+        }
+        let order = orderColumn(forOrdered: relationship).map { "t0.\($0), " } ?? ""
+        return sql + " ORDER BY t0.\(foreignKey), \(order)t0.Z_PK"
+    }
+
     /// `CREATE TABLE` and `CREATE INDEX` for the join tables of a new file.
     func joinTableCreationStatements() -> [String] {
         joinTables.flatMap { table -> [String] in
             let columns = [table.ownerColumn, table.memberColumn] + [table.memberOrderColumn, table.ownerOrderColumn].compactMap { $0 }
             return [
-                "CREATE TABLE \(table.name) ( " + columns.map { "\($0) INTEGER" }.joined(separator: ", ")
+                "CREATE TABLE \(table.name) ( " + columns.map { "\($0) \(dialect.keyType)" }.joined(separator: ", ")
                     + ", PRIMARY KEY (\(table.ownerColumn), \(table.memberColumn)) )",
                 "CREATE INDEX \(table.name)_\(table.memberColumn)_INDEX ON \(table.name) (\(table.memberColumn), \(table.ownerColumn))",
             ]

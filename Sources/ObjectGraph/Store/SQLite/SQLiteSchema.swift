@@ -40,7 +40,7 @@ struct SQLiteSchema: Sendable {
 
         /// - Parameter positions: each column's position in a full-row select of the table.
         init(entity: EntityDescription, number: Int64, rootNumber: Int64, table: String, columns: [Column?],
-             numbersWithDescendants: [Int64], positions: [String: Int32]) {
+             numbersWithDescendants: [Int64], positions: [String: Int32], dialect: SQLDialect) {
             self.entity = entity
             self.number = number
             self.rootNumber = rootNumber
@@ -55,11 +55,12 @@ struct SQLiteSchema: Sendable {
             self.slotPositions = slotPositions
             self.entityPositions = entityPositions
             let properties = entity.slotProperties
-            let externalSlots = columns.indices.filter { slot in
+            // External binary storage is a file beside a SQLite store; other databases keep the bytes in the row.
+            let externalSlots = dialect != .sqlite ? [] : columns.indices.filter { slot in
                 columns[slot] != nil && (properties[slot] as? AttributeDescription)?.storesExternalBinaryData == true
             }
             self.externalSlots = externalSlots
-            statements = EntityStatements(table: table, columns: columns, externalSlots: Set(externalSlots))
+            statements = EntityStatements(table: table, columns: columns, externalSlots: Set(externalSlots), dialect: dialect)
             rowLayout = RowLayout(entity: entity, columns: columns, slotPositions: slotPositions, entityPositions: entityPositions,
                                   externalSlots: Set(externalSlots))
         }
@@ -84,6 +85,9 @@ struct SQLiteSchema: Sendable {
         let holdsSeveralEntities: Bool
     }
 
+    /// The SQL the statements are written in: SQLite's for the SQLite store,
+    /// PostgreSQL's when ``StoreLayout`` lays the same model out there.
+    private(set) var dialect = SQLDialect.sqlite
     private(set) var mappings: [ObjectIdentifier: EntityMapping] = [:]
     /// Whether any entity has an attribute with external binary storage: saves then track files.
     private(set) var usesExternalStorage = false
@@ -135,7 +139,9 @@ struct SQLiteSchema: Sendable {
     ///
     /// - Parameter existingColumns: the real columns per table, for an existing store;
     ///   a missing table or column throws ``PersistentStoreError/Code/incompatibleModel``.
-    init(entities: [EntityDescription], numbers: [String: Int64], existingColumns: [String: Set<String>]?, url: URL?) throws {
+    init(entities: [EntityDescription], numbers: [String: Int64], existingColumns: [String: Set<String>]?, url: URL?,
+         dialect: SQLDialect = .sqlite) throws {
+        self.dialect = dialect
         var problems: [String] = []
         for entity in entities where numbers[entity.name] == nil {
             problems.append("entity \(entity.name) has no row in Z_PRIMARYKEY")
@@ -219,7 +225,8 @@ struct SQLiteSchema: Sendable {
                 let number = numbers[entity.name] ?? 0
                 let mapping = EntityMapping(
                     entity: entity, number: number, rootNumber: rootNumber, table: tableName, columns: columns,
-                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] }, positions: positions)
+                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] }, positions: positions,
+                    dialect: dialect)
                 mappings[ObjectIdentifier(entity)] = mapping
                 entitiesByNumber[number] = entity
             }
@@ -278,8 +285,9 @@ struct SQLiteSchema: Sendable {
     func creationStatements() -> [String] {
         var statements: [String] = []
         for table in tables {
-            let columns = ["Z_PK INTEGER PRIMARY KEY", "Z_ENT INTEGER", "Z_OPT INTEGER"]
-                + table.columns.map { "\($0.name) \($0.declaredType)" }
+            let key = dialect.keyType
+            let columns = ["Z_PK \(key) PRIMARY KEY", "Z_ENT \(key)", "Z_OPT \(key)"]
+                + table.columns.map { "\($0.name) \(dialect.columnType(declared: $0.declaredType))" }
             statements.append("CREATE TABLE \(table.name) ( \(columns.joined(separator: ", ")) )")
             if table.holdsSeveralEntities {
                 statements.append("CREATE INDEX \(table.name)_Z_ENT_INDEX ON \(table.name) (Z_ENT)")
@@ -292,7 +300,7 @@ struct SQLiteSchema: Sendable {
                 statements.append("CREATE INDEX \(mapping.table)_\(column.name)_INDEX ON \(mapping.table) (\(column.name))")
             }
         }
-        statements += declaredIndexes().map(\.creationStatement)
+        statements += declaredIndexes().map { $0.creationStatement(dialect) }
         statements += joinTableCreationStatements()
         return statements
     }

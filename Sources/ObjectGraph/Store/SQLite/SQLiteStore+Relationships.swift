@@ -65,27 +65,10 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
     private func readToMany(_ relationship: RelationshipDescription, owners keys: [Int64], columns: String, ownerPosition: Int32,
                             schema: SQLiteSchema, connection: Connection,
                             _ row: (_ statement: Statement, _ owner: Int64) throws -> Void) throws {
-        guard let destination = relationship.destinationEntity, let mapping = schema.mappings[ObjectIdentifier(destination)],
-              let table = schema.table(named: mapping.table) else { return }
-        func sql(placeholders: String) -> String? {
-            if let path = schema.joinPath(for: relationship) {
-                let order = (path.orderColumn.map { "j.\($0), " } ?? "") + "j.\(path.destinationColumn)"
-                return "SELECT \(columns), j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(table.name) t0"
-                    + " ON t0.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(placeholders))"
-                    + " ORDER BY j.\(path.sourceColumn), \(order)"
-            }
-            guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
-                  let foreignKey = mapping.columns[inverse.index]?.name else { return nil }
-            var sql = "SELECT \(columns), t0.\(foreignKey) FROM \(table.name) t0 WHERE t0.\(foreignKey) IN (\(placeholders))"
-            if table.holdsSeveralEntities {
-                sql += " AND t0.Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
-            }
-            let order = schema.orderColumn(forOrdered: relationship).map { "t0.\($0), " } ?? ""
-            return sql + " ORDER BY t0.\(foreignKey), \(order)t0.Z_PK"
-        }
         for start in stride(from: 0, to: keys.count, by: 500) {
             let chunk = keys[start..<min(start + 500, keys.count)]
-            guard let query = sql(placeholders: Array(repeating: "?", count: chunk.count).joined(separator: ",")) else { return }
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            guard let query = schema.toManySelect(relationship, columns: columns, ownersIn: placeholders) else { return }
             let statement = try connection.cachedStatement(query)
             defer { statement.reset() }
             for (offset, key) in chunk.enumerated() { try statement.bind(key, at: Int32(offset + 1)) }

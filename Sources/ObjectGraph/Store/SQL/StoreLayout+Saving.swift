@@ -1,0 +1,123 @@
+import Foundation
+
+// MARK: - The statements of a save
+//
+// Each entity's INSERT, UPDATE and DELETE are the SQLite store's own
+// (`EntityStatements`), written in the layout's dialect, with the values bound
+// in the same order and storage form.
+@_spi(StoreImplementation)
+extension StoreLayout {
+    /// A statement and the values of its parameters, in order.
+    public struct Statement: Sendable {
+        public let sql: String
+        public let values: [PropertyValue]
+    }
+
+    /// The insert of a new row: version 1, the node's values, to-ones by the
+    /// key of the ID `permanent` gives for theirs (a temporary ID of an object
+    /// inserted by the same save has a permanent one by then).
+    public func insert(_ node: IncrementalStoreNode, primaryKey: Int64,
+                       permanent: (ObjectID) -> ObjectID) throws -> Statement {
+        let mapping = try schema.mapping(for: node.objectID.entity)
+        let values = [.integer(primaryKey), .integer(mapping.number), .integer(1)]
+            + columnValues(of: node, mapping: mapping, permanent: permanent)
+        return Statement(sql: mapping.statements.insertSQL, values: values)
+    }
+
+    /// The update of a row read at `node.version`: it writes version + 1 and
+    /// changes nothing when the row's version is no longer that (a conflict the
+    /// store reports, as the SQLite store does, when no row was changed).
+    public func update(_ node: IncrementalStoreNode, permanent: (ObjectID) -> ObjectID) throws -> Statement {
+        let mapping = try schema.mapping(for: node.objectID.entity)
+        let values = [.integer(node.version + 1)] + columnValues(of: node, mapping: mapping, permanent: permanent)
+            + [.integer(node.objectID.primaryKey ?? 0), .integer(node.version)]
+        return Statement(sql: mapping.statements.updateSQL, values: values)
+    }
+
+    /// The delete of a row read at `node.version`; changes nothing when the version moved on.
+    public func delete(_ node: IncrementalStoreNode) throws -> Statement {
+        let mapping = try schema.mapping(for: node.objectID.entity)
+        return Statement(sql: mapping.statements.deleteSQL, values: [.integer(node.objectID.primaryKey ?? 0), .integer(node.version)])
+    }
+
+    /// The version (`Z_OPT`) of the row whose key is the one parameter.
+    public func versionQuery(for entity: EntityDescription) throws -> String {
+        let table = try schema.mapping(for: entity).table
+        return "SELECT Z_OPT FROM \(table) WHERE Z_PK = \(dialect == .sqlite ? "?1" : "$1")"
+    }
+
+    /// The join-table rows a save writes: for each inserted or updated object
+    /// whose many-to-many relationship the context loaded, its rows replaced
+    /// by the members it has now (on the side that names the table); for each
+    /// deleted object, its rows in every join table it can be in.
+    ///
+    /// Ordered many-to-many relationships (`Z_FOK_` ranks) are the SQLite
+    /// store's only; ``unsupportedFeatures(for:)`` names them.
+    public func relationshipStatements(for request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID) -> [Statement] {
+        guard !schema.joinTables.isEmpty else { return [] }
+        let one = dialect == .sqlite ? "?1" : "$1"
+        let memberList = dialect == .sqlite ? "SELECT value FROM json_each(?2)" : "SELECT unnest($2::bigint[])"
+        var statements: [Statement] = []
+        for node in request.insertedObjects + request.updatedObjects where node.objectID.entity.hasRelationships {
+            guard let owner = permanent(node.objectID).primaryKey else { continue }
+            for case let relationship as RelationshipDescription in node.objectID.entity.slotProperties where relationship.isToMany {
+                guard case .objects(let ids) = node.values[relationship.index],
+                      let path = schema.joinPath(for: relationship), path.isPrimary else { continue }
+                var seen = Set<Int64>()
+                let members = ids.compactMap { permanent($0).primaryKey }.filter { seen.insert($0).inserted }
+                let table = path.table.name
+                statements.append(Statement(sql: "DELETE FROM \(table) WHERE \(path.sourceColumn) = \(one)", values: [.integer(owner)]))
+                guard !members.isEmpty else { continue }
+                statements.append(Statement(
+                    sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
+                    values: [.integer(owner), .string("[" + members.map(String.init).joined(separator: ",") + "]")]))
+            }
+        }
+        for node in request.deletedObjects {
+            guard let key = node.objectID.primaryKey else { continue }
+            let entity = node.objectID.entity
+            for table in schema.joinTables {
+                if let owner = table.inverse?.destinationEntity ?? table.relationship.entity, entity.isKind(of: owner) {
+                    statements.append(Statement(sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) = \(one)", values: [.integer(key)]))
+                }
+                if let member = table.relationship.destinationEntity, entity.isKind(of: member) {
+                    statements.append(Statement(sql: "DELETE FROM \(table.name) WHERE \(table.memberColumn) = \(one)", values: [.integer(key)]))
+                }
+            }
+        }
+        return statements
+    }
+
+    /// What of the model this layout's statements do not keep, for a store
+    /// to refuse at open rather than lose: ordered relationships' ranks.
+    public func unsupportedFeatures(for entities: [EntityDescription]) -> [String] {
+        entities.flatMap { entity in
+            entity.properties.compactMap { property -> String? in
+                guard let relationship = property as? RelationshipDescription, relationship.isOrdered, !relationship.isTransient else { return nil }
+                return "\(entity.name).\(relationship.name) is an ordered relationship"
+            }
+        }
+    }
+
+    /// A row's column values in the entity statement's order: each written
+    /// slot, then the entity columns of to-ones whose destination has subentities.
+    private func columnValues(of node: IncrementalStoreNode, mapping: SQLiteSchema.EntityMapping,
+                              permanent: (ObjectID) -> ObjectID) -> [PropertyValue] {
+        var values: [PropertyValue] = []
+        var entityColumns: [PropertyValue] = []
+        for slot in mapping.statements.writable {
+            let value = node.values[slot.slot]
+            if case .object(let id) = value {
+                let target = permanent(id)
+                values.append(.integer(target.primaryKey ?? -1))
+                if slot.entityColumn != nil {
+                    entityColumns.append(schema.mappings[ObjectIdentifier(target.entity)].map { .integer($0.number) } ?? .null)
+                }
+            } else {
+                values.append(PredicateScalar.binding(for: value))
+                if slot.entityColumn != nil { entityColumns.append(.null) }
+            }
+        }
+        return values + entityColumns
+    }
+}

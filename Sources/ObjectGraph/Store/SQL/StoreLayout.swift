@@ -1,0 +1,146 @@
+import Foundation
+
+/// Core Data's table layout of a model, and the SQL that reads and writes it,
+/// for a store of another database (the PostgreSQL store): the same layout
+/// and the same SQL the SQLite store uses, written in its ``SQLDialect``.
+///
+/// The layout is Core Data's (SQLite store's `SQLiteSchema`): entity numbers
+/// (`Z_ENT`), one `Z<ENTITY>` table per inheritance tree with `Z_PK`, `Z_ENT`,
+/// `Z_OPT` and a column per attribute and to-one, `Z<n>_<REL>` entity columns,
+/// `Z_FOK_` ranks and `Z_<n><REL>` join tables. Values are kept in the storage
+/// form both stores share (``PredicateScalar/binding(for:)``).
+///
+/// It is SPI: what a store built on it needs, not part of the stack's API.
+///
+/// ```swift
+/// @_spi(StoreImplementation) import ObjectGraph
+///
+/// let layout = try StoreLayout(entities: configuration.entities, dialect: .postgreSQL)
+/// for sql in layout.creationStatements() { try connection.execute(sql) }
+/// let query = try layout.query(for: fetch)   // SQL and the values of its $1, $2…
+/// ```
+@_spi(StoreImplementation)
+public struct StoreLayout: Sendable {
+    let schema: SQLiteSchema
+
+    /// Lays out `entities` as Core Data lays out a new store of them.
+    ///
+    /// - Throws: ``PersistentStoreError`` when the entities cannot be laid out.
+    public init(entities: [EntityDescription], dialect: SQLDialect) throws {
+        schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
+                                  existingColumns: nil, url: nil, dialect: dialect)
+    }
+
+    public var dialect: SQLDialect { schema.dialect }
+
+    /// The statements that create the entity tables, join tables and indexes
+    /// (not `Z_PRIMARYKEY`, `Z_METADATA` or history, which a store lays out itself).
+    public func creationStatements() -> [String] {
+        schema.creationStatements()
+    }
+
+    /// One row of `Z_PRIMARYKEY`: an entity's number, name and parent's number (0 for a root).
+    public struct EntityRow: Sendable, Equatable {
+        public let number: Int64
+        public let name: String
+        public let superNumber: Int64
+    }
+
+    /// Every entity's `Z_PRIMARYKEY` row, by number.
+    public var entityRows: [EntityRow] {
+        schema.primaryKeyRows().map { EntityRow(number: $0.number, name: $0.name, superNumber: $0.superNumber) }
+    }
+
+    /// The entity numbered `number`, if the layout has it.
+    public func entity(numbered number: Int64) -> EntityDescription? {
+        schema.entitiesByNumber[number]
+    }
+
+    /// `Z_ENT` of `entity`.
+    ///
+    /// - Throws: ``ObjectGraphError/noStore(entity:)`` for an entity the layout does not hold.
+    public func number(of entity: EntityDescription) throws -> Int64 {
+        try schema.mapping(for: entity).number
+    }
+
+    /// The number of the root of `entity`'s tree, whose `Z_PRIMARYKEY` row hands out its primary keys.
+    public func rootNumber(of entity: EntityDescription) throws -> Int64 {
+        try schema.mapping(for: entity).rootNumber
+    }
+
+    /// The table holding `entity`'s rows.
+    public func table(of entity: EntityDescription) throws -> String {
+        try schema.mapping(for: entity).table
+    }
+
+    /// The entity tables, one per inheritance tree.
+    public var tables: [String] { schema.tables.map(\.name) }
+
+    // MARK: - Fetching
+
+    /// The SQL of a fetch and the values of its parameters.
+    public struct Query: Sendable {
+        /// The statement; its parameters are `$1`, `$2`… (PostgreSQL) or `?1`… (SQLite).
+        public let sql: String
+        /// The parameters' values, in storage form: integers, doubles, strings, data or null.
+        public let bindings: [PropertyValue]
+        /// For dictionary results: the attribute read at each position of a row.
+        public let dictionaryColumns: [(name: String, type: AttributeType)]
+    }
+
+    /// The SQL of a fetch: full rows (`Z_PK`, `Z_ENT`, `Z_OPT`, then the
+    /// table's columns, as ``RowReader`` reads them), `Z_PK, Z_ENT` for IDs,
+    /// one count, or dictionary columns.
+    ///
+    /// - Throws: ``FetchPredicateError`` for a predicate or sort the dialect
+    ///   cannot express; ``FetchExpressionError`` for a fetch with expressions,
+    ///   grouping or a having predicate, which only the SQLite store compiles.
+    public func query(for fetch: StoreFetch) throws -> Query {
+        if fetch.resultType == .dictionary, fetch.expressions != nil {
+            throw FetchExpressionError(.unknownKeyPath, entity: fetch.entity.name, location: "the fetch",
+                                       reason: "expressions, grouping and having predicates are compiled for SQLite stores only")
+        }
+        let select = try SelectQuery(fetch: fetch, schema: schema)
+        return Query(sql: select.sql, bindings: select.bindings, dictionaryColumns: select.dictionaryColumns)
+    }
+
+    /// The full rows of `entity`'s table whose keys are in the array bound to
+    /// the statement's one parameter, for firing faults.
+    public func rowsQuery(for entity: EntityDescription) throws -> String {
+        let mapping = try schema.mapping(for: entity)
+        guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: entity.name) }
+        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK IN (\(keyList))"
+    }
+
+    /// The select of a to-many relationship's destinations for the owners whose
+    /// keys are in the array bound to the one parameter: each destination's
+    /// `Z_PK`, `Z_ENT`, then its owner's key, by owner and in the relationship's
+    /// order; nil for a relationship stored nowhere (transient).
+    public func toManyQuery(for relationship: RelationshipDescription) -> String? {
+        schema.toManySelect(relationship, columns: "t0.Z_PK, t0.Z_ENT", ownersIn: keyList)
+    }
+
+    /// The keys of the one array parameter, as an SQL list.
+    private var keyList: String {
+        dialect == .sqlite ? "SELECT value FROM json_each(?1)" : "SELECT unnest($1::bigint[])"
+    }
+
+    /// A reader of rows for a store: makes the store's IDs and nodes.
+    public func rowReader(storeIdentifier: String) -> RowReader {
+        RowReader(schema: schema, identity: StoreIdentity.named(storeIdentifier))
+    }
+}
+
+/// One row of a result, as a store's database returns it: the columns a
+/// ``StoreLayout`` query selects, by position from 0.
+@_spi(StoreImplementation)
+public protocol StoredRow {
+    func isNull(at column: Int) -> Bool
+    /// - Throws: when the column holds something other than an integer.
+    func int64(at column: Int) throws -> Int64
+    /// - Throws: when the column holds something other than a number.
+    func double(at column: Int) throws -> Double
+    func string(at column: Int) -> String?
+    /// - Throws: when the column holds something other than binary data.
+    func data(at column: Int) throws -> Data?
+}
