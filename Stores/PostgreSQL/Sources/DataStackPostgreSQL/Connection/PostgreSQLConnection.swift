@@ -1,0 +1,187 @@
+import CLibPQ
+import Foundation
+
+/// One session with a PostgreSQL server, over libpq, with synchronous calls.
+///
+/// ```swift
+/// let connection = try PostgreSQLConnection(url: URL(string: "postgresql://app@/shop?host=%2Fvar%2Frun%2Fpostgresql")!)
+/// try connection.executeScript("CREATE TABLE IF NOT EXISTS item (id int8 PRIMARY KEY, name text)")
+/// try connection.transaction {
+///     try connection.execute(cached: "INSERT INTO item VALUES ($1, $2)", [PostgreSQLValue(1), .text("pen")])
+/// }
+/// let names = try connection.execute("SELECT name FROM item")
+/// ```
+///
+/// Every call blocks until the server answers, which is what the store contract's
+/// synchronous `execute` needs.
+///
+/// ## Thread safety
+///
+/// A connection is **not** thread-safe: libpq allows one thread at a time per PGconn.
+/// Callers serialize access (the store uses each connection under a lock or on a serial
+/// queue). It is `Sendable` so it can be handed to that lock or queue.
+///
+/// ## Topics
+///
+/// ### Opening and closing
+/// - ``init(url:preparedStatementCacheCapacity:)``
+/// - ``init(conninfo:preparedStatementCacheCapacity:)``
+/// - ``isConnected``
+/// - ``reconnect()``
+/// - ``close()``
+/// - ``serverProcessID``
+///
+/// ### Statements
+/// - ``execute(_:_:)``
+/// - ``execute(cached:_:)``
+/// - ``executeScript(_:)``
+/// - ``transaction(_:)``
+///
+/// ### Notifications
+/// - ``listen(_:)``
+/// - ``notify(_:payload:)``
+/// - ``notifications(waitingUpTo:)``
+///
+/// ### Bulk loading
+/// - ``copy(into:columns:rows:)``
+// @unchecked Sendable: all mutable state (the PGconn, the statement cache, the listened
+// channels) is touched by one caller at a time; callers serialize access (see above).
+public final class PostgreSQLConnection: @unchecked Sendable {
+    // MARK: - Internal properties
+
+    /// The libpq connection; nil once closed.  // protected by the caller's serialization
+    var connection: OpaquePointer?
+    /// Statements prepared on this session by `execute(cached:)`.  // protected by the caller's serialization
+    var statementCache: PreparedStatementCache
+    /// Channels LISTENed to, so `reconnect()` can listen again.  // protected by the caller's serialization
+    var listenedChannels: [String] = []
+
+    // MARK: - Opening
+
+    /// Opens a connection from a `postgresql://` URL.
+    ///
+    /// The URL goes to libpq as is, so everything libpq's URI syntax allows works,
+    /// including a Unix socket folder in the query: `postgresql://user@/db?host=%2Ftmp%2Fpg`.
+    ///
+    /// - Parameter preparedStatementCacheCapacity: how many statements ``execute(cached:_:)``
+    ///   keeps prepared. The default is 256.
+    /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``.
+    ///
+    /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING>
+    public convenience init(url: URL, preparedStatementCacheCapacity: Int = 256) throws {
+        try self.init(conninfo: url.absoluteString, preparedStatementCacheCapacity: preparedStatementCacheCapacity)
+    }
+
+    /// Opens a connection from a libpq connection string (`"host=/tmp dbname=shop"`) or URI.
+    ///
+    /// The session always uses UTF-8 as its client encoding, whatever the string says,
+    /// because ``PostgreSQLResult`` decodes text as UTF-8.
+    ///
+    /// - Parameter preparedStatementCacheCapacity: how many statements ``execute(cached:_:)``
+    ///   keeps prepared. The default is 256.
+    /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``.
+    public init(conninfo: String, preparedStatementCacheCapacity: Int = 256) throws {
+        statementCache = PreparedStatementCache(capacity: max(1, preparedStatementCacheCapacity))
+        // PQconnectdbParams with expand_dbname: the first value is parsed as a full
+        // connection string or URI, and later keywords override it. Putting
+        // client_encoding there (rather than a SET) keeps it across PQreset.
+        let keywords = ["dbname", "client_encoding"]
+        let values = [conninfo, "UTF8"]
+        let connection = Self.withCStringArray(keywords) { keywords in
+            Self.withCStringArray(values) { values in
+                PQconnectdbParams(keywords, values, 1)
+            }
+        }
+        guard let connection else {
+            throw PostgreSQLError(kind: .connectionFailed, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let error = PostgreSQLError(connection: connection, kind: .connectionFailed)
+            PQfinish(connection)
+            throw error
+        }
+        self.connection = connection
+        // Notices (for example "relation already exists, skipping" from CREATE TABLE IF
+        // NOT EXISTS) would otherwise go to stderr; nothing here acts on them.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: - State
+
+    /// Whether the connection is open and usable (PQstatus is CONNECTION_OK).
+    ///
+    /// libpq notices a broken connection only when it next talks to the server, so
+    /// this can be true for a connection whose server just died.
+    public var isConnected: Bool {
+        guard let connection else { return false }
+        return PQstatus(connection) == CONNECTION_OK
+    }
+
+    /// The process ID of the server backend serving this session (PQbackendPID);
+    /// 0 when closed. Notifications carry the sender's process ID.
+    public var serverProcessID: Int32 {
+        guard let connection else { return 0 }
+        return PQbackendPID(connection)
+    }
+
+    /// Opens the session again with the same parameters (PQreset), for example after
+    /// ``PostgreSQLError/Kind/connectionLost``.
+    ///
+    /// Session state does not survive: prepared statements are forgotten (and will be
+    /// prepared again on use), an open transaction is gone, and channels passed to
+    /// ``listen(_:)`` are listened to again.
+    ///
+    /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``
+    ///   when the server still cannot be reached, or when the connection was closed.
+    public func reconnect() throws {
+        guard let connection else {
+            throw PostgreSQLError(kind: .connectionFailed, message: "the connection was closed; open a new one")
+        }
+        statementCache.removeAll()
+        PQreset(connection)
+        guard PQstatus(connection) == CONNECTION_OK else {
+            throw PostgreSQLError(connection: connection, kind: .connectionFailed)
+        }
+        for channel in listenedChannels {
+            try executeListen(channel)
+        }
+    }
+
+    /// Closes the session (PQfinish). Closing twice does nothing; later calls throw
+    /// ``PostgreSQLError/Kind/connectionLost``. Also done when the connection is deinitialized.
+    public func close() {
+        guard let connection else { return }
+        PQfinish(connection)
+        self.connection = nil
+        statementCache.removeAll()
+    }
+
+    // MARK: - Internal helpers
+
+    /// The open PGconn, or an error saying the connection was closed.
+    func openConnection(sql: String? = nil) throws -> OpaquePointer {
+        guard let connection else {
+            throw PostgreSQLError(kind: .connectionLost, message: "the connection was closed", sql: sql)
+        }
+        return connection
+    }
+
+    /// Calls `body` with a NULL-terminated array of C strings that live during the call.
+    static func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        var storage: [CChar] = []
+        var offsets: [Int] = []
+        for string in strings {
+            offsets.append(storage.count)
+            storage.append(contentsOf: string.utf8CString)
+        }
+        return storage.withUnsafeBufferPointer { buffer in
+            var pointers: [UnsafePointer<CChar>?] = offsets.map { buffer.baseAddress! + $0 }
+            pointers.append(nil)
+            return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+        }
+    }
+}
