@@ -333,6 +333,14 @@ struct ConnectionTests {
         #expect(try db.copy(into: "c", columns: ["i"], rows: [[PostgreSQLValue(Int64(5))]]) == 1)
     }
 
+    @Test func copyStatementThroughExecuteThrowsAndLeavesTheConnectionUsable() throws {
+        let db = try makeConnection()
+        try db.executeScript("CREATE TABLE c (i int); INSERT INTO c VALUES (1), (2)")
+        #expect(throws: PostgreSQLError.self) { try db.execute("COPY c TO STDOUT") }
+        #expect(throws: PostgreSQLError.self) { try db.execute("COPY c FROM STDIN") }
+        #expect(try db.execute("SELECT count(*) FROM c").int64(row: 0, column: 0) == 2)
+    }
+
     // MARK: - Connection state
 
     @Test func connectingToAFolderWithoutAServerThrowsConnectionFailed() throws {
@@ -366,7 +374,8 @@ struct ConnectionLossTests {
     @Test func killedServerThrowsConnectionLostAndReconnectRecovers() throws {
         let server = try PostgreSQLTestServer.start()
         defer { server.stop() }
-        let db = try PostgreSQLConnection(url: server.makeDatabase())
+        let url = try server.makeDatabase()
+        let db = try PostgreSQLConnection(url: url)
         try db.executeScript("CREATE TABLE t (a int)")
         try db.execute(cached: "INSERT INTO t VALUES ($1::int)", [PostgreSQLValue(Int64(1))])
         try db.listen("after_restart")
@@ -390,7 +399,7 @@ struct ConnectionLossTests {
         try db.execute(cached: "INSERT INTO t VALUES ($1::int)", [PostgreSQLValue(Int64(2))])
         #expect(try db.execute("SELECT count(*) FROM t").int64(row: 0, column: 0) == 2)
         // reconnect() listened again.
-        let sender = try PostgreSQLConnection(url: server.url(database: "test_1"))
+        let sender = try PostgreSQLConnection(url: url)
         try sender.notify("after_restart", payload: "back")
         #expect(try db.notifications(waitingUpTo: .seconds(5)).map(\.payload) == ["back"])
     }
