@@ -90,10 +90,20 @@ extension PostgreSQLConnection {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             return PostgreSQLResult(result: result, sql: sql)
         case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+            let status = PQresultStatus(result)
             PQclear(result)
             if let connection {
-                // Leave the COPY state so the connection stays usable.
-                _ = PQputCopyEnd(connection, "COPY is only supported through copy(into:columns:rows:)")
+                // Leave the COPY state so the connection stays usable: refuse the
+                // input, or read and discard the output. Either way the server's own
+                // outcome says nothing the error below does not.
+                if status == PGRES_COPY_OUT {
+                    var row: UnsafeMutablePointer<CChar>?
+                    while PQgetCopyData(connection, &row, 0) > 0 {
+                        PQfreemem(row)
+                    }
+                } else {
+                    _ = PQputCopyEnd(connection, "COPY is only supported through copy(into:columns:rows:)")
+                }
                 drainResults(connection)
             }
             throw PostgreSQLError(

@@ -119,7 +119,7 @@ extension PostgreSQLError {
         }
         let detail = PQresultErrorField(result, Self.detailField).map { String(cString: $0) }
         var kind: Kind? = nil
-        if code == nil, let connection, PQstatus(connection) == CONNECTION_BAD {
+        if code == nil, let connection, Self.isBroken(connection) {
             kind = .connectionLost
         }
         self.init(kind: kind, code: code, message: Self.trimmed(message ?? ""), detail: detail, sql: sql)
@@ -129,7 +129,7 @@ extension PostgreSQLError {
     init(connection: OpaquePointer?, kind: Kind? = nil, sql: String? = nil) {
         let text = connection.flatMap { PQerrorMessage($0) }.map { String(cString: $0) } ?? ""
         var resolvedKind = kind
-        if resolvedKind == nil, let connection, PQstatus(connection) == CONNECTION_BAD {
+        if resolvedKind == nil, let connection, Self.isBroken(connection) {
             resolvedKind = .connectionLost
         }
         let message = Self.trimmed(text)
@@ -137,6 +137,18 @@ extension PostgreSQLError {
             kind: resolvedKind ?? .other,
             message: message.isEmpty ? "unknown libpq error" : message,
             sql: sql)
+    }
+
+    /// Whether the connection is gone, reading first so the answer is current.
+    ///
+    /// libpq can report "server closed the connection unexpectedly" while its status
+    /// still says CONNECTION_OK; it notices the end of the socket on the next read.
+    /// PQconsumeInput reads without blocking; its result is the status checked next.
+    static func isBroken(_ connection: OpaquePointer) -> Bool {
+        if PQstatus(connection) == CONNECTION_OK {
+            _ = PQconsumeInput(connection)
+        }
+        return PQstatus(connection) == CONNECTION_BAD
     }
 
     /// libpq messages end with a newline; some are several lines ("…failed: No such file
