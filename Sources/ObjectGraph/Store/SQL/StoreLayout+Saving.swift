@@ -70,7 +70,7 @@ extension StoreLayout {
                 guard !members.isEmpty else { continue }
                 statements.append(Statement(
                     sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
-                    values: [.integer(owner), .string("[" + members.map(String.init).joined(separator: ",") + "]")]))
+                    values: [.integer(owner), .string(keyArray(members))]))
             }
         }
         for node in request.deletedObjects {
@@ -86,6 +86,25 @@ extension StoreLayout {
             }
         }
         return statements
+    }
+
+    /// Keys as the value of one array parameter: a JSON array for SQLite's
+    /// `json_each`, an array literal for PostgreSQL's `bigint[]`.
+    public func keyArray(_ keys: some Sequence<Int64>) -> String {
+        let list = keys.map(String.init).joined(separator: ",")
+        return dialect == .sqlite ? "[\(list)]" : "{\(list)}"
+    }
+
+    /// The error for a row a uniqueness constraint's unique index refused: the
+    /// entity's (or its tree's) constraint, naming the object.
+    public static func uniquenessViolation(by objectID: ObjectID) -> ObjectGraphError {
+        let entity = objectID.entity
+        let constraint = (entity.rootEntity.selfAndDescendants.first { candidate in
+            entity.isKind(of: candidate) && !candidate.uniquenessConstraints.isEmpty
+        })?.uniquenessConstraints.first ?? []
+        return .uniquenessConflict([
+            UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: [objectID], databaseObjectID: nil),
+        ])
     }
 
     /// What of the model this layout's statements do not keep, for a store

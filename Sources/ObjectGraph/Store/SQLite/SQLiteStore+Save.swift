@@ -226,13 +226,7 @@ extension SQLiteStore {
         do {
             try statement.execute()
         } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
-            let entity = node.objectID.entity
-            let constraint = (entity.rootEntity.selfAndDescendants.first { candidate in
-                entity.isKind(of: candidate) && !candidate.uniquenessConstraints.isEmpty
-            })?.uniquenessConstraints.first ?? []
-            throw ObjectGraphError.uniquenessConflict([
-                UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: [node.objectID], databaseObjectID: nil),
-            ])
+            throw StoreLayout.uniquenessViolation(by: node.objectID)
         }
     }
 

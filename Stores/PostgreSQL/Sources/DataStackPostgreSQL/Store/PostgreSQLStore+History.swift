@@ -1,0 +1,183 @@
+import Foundation
+@_spi(StoreImplementation) import ObjectGraph
+
+// MARK: - Persistent history
+//
+// `ATRANSACTION` holds one row per save (its number, time, author, context
+// name, process), `ACHANGE` one row per object the save inserted, updated or
+// deleted. A transaction's number comes from `Z_PRIMARYKEY` row 16002, taken
+// as the save's last statement: its row lock is held until the commit, so
+// numbers are handed out in commit order with no gaps, and a reader that has
+// read transaction n has read every transaction before it.
+extension PostgreSQLStore: PersistentHistoryStore {
+    public var tracksPersistentHistory: Bool { stateLock.withLock { state.tracksHistory } }
+
+    func recordHistory(of request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID, author: String?, contextName: String?,
+                       storeIdentifier: String, layout: StoreLayout, _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken {
+        let numbered = try connection.execute(cached: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_ENT = $1 RETURNING Z_MAX",
+                                              [PostgreSQLValue(Self.historyTransactionEntity)])
+        guard numbered.rowCount == 1, let number = try numbered.int64(row: 0, column: 0) else {
+            throw PersistentStoreError(.ioFailure, url: databaseURL, message: "Z_PRIMARYKEY has no row for the history's transactions (16002)")
+        }
+        let process = ProcessInfo.processInfo
+        _ = try connection.execute(cached: """
+            INSERT INTO ATRANSACTION (Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID) VALUES ($1, $2, $3, $4, $5, $6)
+            """, [PostgreSQLValue(number), PostgreSQLValue(Date().timeIntervalSinceReferenceDate),
+                  author.map { .text($0) } ?? .null, contextName.map { .text($0) } ?? .null,
+                  .text(String(process.processIdentifier)), .text(process.processName)])
+        var types: [Int64] = [], entities: [Int64] = [], keys: [Int64] = []
+        let changes: [(PersistentHistoryChange.ChangeType, [IncrementalStoreNode])] = [
+            (.insert, request.insertedObjects), (.update, request.updatedObjects), (.delete, request.deletedObjects),
+        ]
+        for (type, nodes) in changes {
+            for node in nodes {
+                let id = permanent(node.objectID)
+                guard let key = id.primaryKey else { continue }
+                types.append(type.rawValue)
+                entities.append(try layout.number(of: id.entity))
+                keys.append(key)
+            }
+        }
+        if !keys.isEmpty {
+            _ = try connection.execute(cached: """
+                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK) \
+                SELECT $1, t, e, k FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) AS c(t, e, k)
+                """, [PostgreSQLValue(number), PostgreSQLValue(keys: types), PostgreSQLValue(keys: entities), PostgreSQLValue(keys: keys)])
+        }
+        // Delivered to the listeners at commit, and never if the save rolls back.
+        _ = try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.historyChannel), .text("\(storeIdentifier):\(number)")])
+        return PersistentHistoryToken(storeIdentifier: storeIdentifier, transactionNumber: number)
+    }
+
+    public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
+        try requireHistory()
+        let number = try withConnection { connection in
+            try connection.execute(cached: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = $1", [PostgreSQLValue(Self.historyTransactionEntity)])
+                .int64(row: 0, column: 0) ?? 0
+        }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
+    }
+
+    public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
+        try requireHistory()
+        guard request.kind == .fetch else {
+            throw PersistentStoreError(.invalidHistoryRequest, url: databaseURL, message: "fetchHistory(_:) was given a delete request")
+        }
+        let layout = try layout
+        let identifier = identifier
+        return try withConnection { connection in
+            try connection.transaction {
+                // One snapshot for the transactions and their changes.
+                _ = try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                var sql = "SELECT Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID FROM ATRANSACTION WHERE "
+                var parameters: [PostgreSQLValue] = []
+                switch request.bound {
+                case .token(let token):
+                    let after = try checkedStart(after: token, connection)
+                    sql += "Z_PK > $1"
+                    parameters.append(PostgreSQLValue(after))
+                case .date(let date):
+                    sql += "ZTIMESTAMP > $1"
+                    parameters.append(PostgreSQLValue(date.timeIntervalSinceReferenceDate))
+                }
+                sql += " ORDER BY Z_PK"
+                let rows = try connection.execute(sql, parameters)
+                var transactions: [PersistentHistoryTransaction] = []
+                for row in 0..<rows.rowCount {
+                    let number = try rows.int64(row: row, column: 0) ?? 0
+                    let transaction = PersistentHistoryTransaction(
+                        token: PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number),
+                        timestamp: Date(timeIntervalSinceReferenceDate: try rows.double(row: row, column: 1) ?? 0),
+                        author: rows.string(row: row, column: 2), contextName: rows.string(row: row, column: 3),
+                        processID: rows.string(row: row, column: 4) ?? "", bundleID: rows.string(row: row, column: 5) ?? "",
+                        changes: nil)
+                    if request.filter?.matches(transaction) ?? true { transactions.append(transaction) }
+                    if request.fetchLimit > 0, transactions.count == request.fetchLimit { break }
+                }
+                guard request.includesChanges, let first = transactions.first?.transactionNumber,
+                      let last = transactions.last?.transactionNumber else { return transactions }
+                let changes = try connection.execute("""
+                    SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK FROM ACHANGE \
+                    WHERE ZTRANSACTIONID BETWEEN $1 AND $2 ORDER BY Z_PK
+                    """, [PostgreSQLValue(first), PostgreSQLValue(last)])
+                let reader = layout.rowReader(storeIdentifier: identifier)
+                var byTransaction: [Int64: [PersistentHistoryChange]] = [:]
+                for row in 0..<changes.rowCount {
+                    let transaction = try changes.int64(row: row, column: 1) ?? 0
+                    let rawType = try changes.int64(row: row, column: 2) ?? -1
+                    guard let type = PersistentHistoryChange.ChangeType(rawValue: rawType) else {
+                        throw PersistentStoreError(.ioFailure, url: databaseURL, message: "ACHANGE row of transaction \(transaction) has change type \(rawType)")
+                    }
+                    let id = try reader.objectID(entityNumber: try changes.int64(row: row, column: 3) ?? 0,
+                                                 primaryKey: try changes.int64(row: row, column: 4) ?? 0)
+                    byTransaction[transaction, default: []].append(PersistentHistoryChange(
+                        changeID: try changes.int64(row: row, column: 0) ?? 0, changedObjectID: id, changeType: type,
+                        transactionNumber: transaction))
+                }
+                return transactions.map { transaction in
+                    var transaction = transaction
+                    transaction.changes = byTransaction[transaction.transactionNumber] ?? []
+                    return transaction
+                }
+            }
+        }
+    }
+
+    /// The number to read after: the token's, checked to belong to this store,
+    /// to be no later than its last transaction, and not to have been deleted past.
+    private func checkedStart(after token: PersistentHistoryToken?, _ connection: PostgreSQLConnection) throws -> Int64 {
+        guard let token else { return 0 }
+        guard token.storeIdentifier == identifier else {
+            throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
+                "the history token belongs to the store \(token.storeIdentifier), not to this store (\(identifier))")
+        }
+        let bounds = try connection.execute("""
+            SELECT (SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = $1), (SELECT min(Z_PK) FROM ATRANSACTION)
+            """, [PostgreSQLValue(Self.historyTransactionEntity)])
+        let last = try bounds.int64(row: 0, column: 0) ?? 0
+        guard token.transactionNumber <= last else {
+            throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
+                "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")
+        }
+        if let first = try bounds.int64(row: 0, column: 1), first > token.transactionNumber + 1 {
+            throw PersistentStoreError(.historyExpired, url: databaseURL, message: """
+                the history after transaction \(token.transactionNumber) is gone (deleted up to transaction \(first - 1)): \
+                changes were missed; refetch everything you show and continue from the store's current token
+                """)
+        }
+        return token.transactionNumber
+    }
+
+    public func deleteHistory(_ request: PersistentHistoryRequest) throws -> Int {
+        try requireHistory()
+        if isReadOnly { throw readOnlyError() }
+        guard request.kind == .delete else {
+            throw PersistentStoreError(.invalidHistoryRequest, url: databaseURL, message: "deleteHistory(_:) was given a fetch request")
+        }
+        return try withConnection { connection in
+            try connection.transaction {
+                let condition: String
+                let parameter: PostgreSQLValue
+                switch request.bound {
+                case .token(let token):
+                    guard let token else { return 0 }
+                    _ = try checkedStart(after: token, connection)
+                    condition = "Z_PK < $1"
+                    parameter = PostgreSQLValue(token.transactionNumber)
+                case .date(let date):
+                    condition = "ZTIMESTAMP < $1"
+                    parameter = PostgreSQLValue(date.timeIntervalSinceReferenceDate)
+                }
+                _ = try connection.execute("DELETE FROM ACHANGE WHERE ZTRANSACTIONID IN (SELECT Z_PK FROM ATRANSACTION WHERE \(condition))", [parameter])
+                return try connection.execute("DELETE FROM ATRANSACTION WHERE \(condition)", [parameter]).affectedRowCount
+            }
+        }
+    }
+
+    private func requireHistory() throws {
+        guard tracksPersistentHistory else {
+            throw PersistentStoreError(.historyNotTracked, url: databaseURL, message:
+                "the store does not record persistent history: add it with StoreOptions.persistentHistoryTracking")
+        }
+    }
+}
