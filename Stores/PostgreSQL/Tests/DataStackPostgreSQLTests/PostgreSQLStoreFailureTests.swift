@@ -191,7 +191,7 @@ struct PostgreSQLStoreFailureTests {
         #expect(try connection.execute("SELECT count(*) FROM ZCOMPANY").int64(row: 0, column: 0) == 5, "no partial rows")
     }
 
-    @Test("a uniqueness violation inside the save's transaction rolls back its other insert and Z_MAX")
+    @Test("a uniqueness violation inside the save's transaction rolls back its update, its other insert and Z_MAX")
     func failedSaveRollsBackEverything() throws {
         let url = try server().makeDatabase()
         let model = StoreTestModel.make()
@@ -208,6 +208,12 @@ struct PostgreSQLStoreFailureTests {
         context.mergePolicy = .error
         let error = context.performAndWait {
             #expect(throws: ObjectGraphError.self) {
+                // The update is written before any insert (deletes, updates, then inserts), so
+                // it is certainly in the transaction when the refused insert aborts it; the
+                // order of the two inserts is the store's.
+                let globex = try #require(try context.fetch(FetchRequest<ManagedObject>(
+                    entityName: "Company", predicate: try FetchPredicate(format: "symbol == 'GLBX'"))).first)
+                try globex.setValue("Changed", forKey: "name")
                 try insertCompany("NEW", model, into: context)
                 try insertCompany("ACME", model, into: context)   // the seed's symbol: refused by the unique index
                 try context.save()
@@ -219,6 +225,8 @@ struct PostgreSQLStoreFailureTests {
         #expect(try connection.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL = 'NEW'").int64(row: 0, column: 0) == 0,
                 "the first insert was rolled back")
         #expect(try connection.execute("SELECT count(*) FROM ZCOMPANY").int64(row: 0, column: 0) == 3)
+        #expect(try connection.execute("SELECT ZNAME FROM ZCOMPANY WHERE ZSYMBOL = 'GLBX'").string(row: 0, column: 0) == "GLBX Inc.",
+                "the update written before the refused insert was rolled back")
         #expect(try companyMax() == maxBefore, "Z_MAX rolled back with the transaction")
     }
 
