@@ -124,8 +124,10 @@ extension PostgreSQLStore: PersistentHistoryStore {
     }
 
     /// The number to read after: the token's, checked to belong to this store,
-    /// to be no later than its last transaction, and not to have been deleted past.
-    private func checkedStart(after token: PersistentHistoryToken?, _ connection: PostgreSQLConnection) throws -> Int64 {
+    /// to be no later than its last transaction, and (for a fetch) not to have
+    /// been deleted past.
+    private func checkedStart(after token: PersistentHistoryToken?, forFetch: Bool = true,
+                              _ connection: PostgreSQLConnection) throws -> Int64 {
         guard let token else { return 0 }
         guard token.storeIdentifier == identifier else {
             throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
@@ -139,7 +141,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
             throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
                 "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")
         }
-        if let first = try bounds.int64(row: 0, column: 1), first > token.transactionNumber + 1 {
+        if forFetch, let first = try bounds.int64(row: 0, column: 1), first > token.transactionNumber + 1 {
             throw PersistentStoreError(.historyExpired, url: databaseURL, message: """
                 the history after transaction \(token.transactionNumber) is gone (deleted up to transaction \(first - 1)): \
                 changes were missed; refetch everything you show and continue from the store's current token
@@ -161,7 +163,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 switch request.bound {
                 case .token(let token):
                     guard let token else { return 0 }
-                    _ = try checkedStart(after: token, connection)
+                    _ = try checkedStart(after: token, forFetch: false, connection)
                     condition = "Z_PK < $1"
                     parameter = PostgreSQLValue(token.transactionNumber)
                 case .date(let date):
