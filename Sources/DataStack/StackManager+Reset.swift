@@ -6,8 +6,9 @@ extension StackManager {
     /// Starts over with an empty store (RestKit's `resetPersistentStores`).
     ///
     /// Resets the main context and the tracked child contexts, removes the
-    /// stores from both coordinators, deletes the store's files (including
-    /// `-wal` and `-shm`), and creates the store again — seeded again from the
+    /// stores from both coordinators, deletes the store
+    /// (``ObjectGraph/PersistentStoreCoordinator/destroyPersistentStore(at:type:)``:
+    /// a SQLite file with its `-wal` and `-shm`), and creates the store again — seeded again from the
     /// seed database if setup was given one. Importer contexts made before the
     /// reset must not be used afterwards.
     public func resetPersistentStores() async throws {
@@ -23,16 +24,8 @@ extension StackManager {
             for store in coordinator.persistentStores { try coordinator.remove(store) }
         }
         if let url = setup.storeURL {
-            for suffix in ["", "-wal", "-shm"] {
-                let file = URL(fileURLWithPath: url.path + suffix)
-                if FileManager.default.fileExists(atPath: file.path) {
-                    do {
-                        try FileManager.default.removeItem(at: file)
-                    } catch {
-                        throw PersistentStoreError(.ioFailure, url: url, message: "could not remove \(file.lastPathComponent)", underlying: error)
-                    }
-                }
-            }
+            // The store type knows what a store is at its location: a SQLite file with its -wal and -shm, a database's tables.
+            try setup.writerCoordinator.destroyPersistentStore(at: url, type: setup.storeType)
         }
         try setup.writerCoordinator.addPersistentStore(type: setup.storeType, at: setup.storeURL,
                                                        options: Self.writerOptions(setup.options, storeType: setup.storeType))

@@ -7,12 +7,17 @@ extension StackManager {
     ///
     /// - Parameters:
     ///   - model: the model; it is frozen by the coordinators.
-    ///   - storeURL: the SQLite file; nil for ``defaultStoreURL``.
+    ///   - storeURL: the SQLite file; nil for ``defaultStoreURL``. A URL of
+    ///     another scheme (`postgresql://`) opens the store type registered for
+    ///     it (``ObjectGraph/StoreType/register(_:forURLScheme:)``) when
+    ///     `storeType` is left at `.sqlite`.
     ///   - seedDatabaseURL: a store copied to `storeURL` (with its `-wal` and
     ///     `-shm` files) when no store exists there yet, as RestKit does. It
     ///     wins over `options.seedDatabaseURL` when both are given.
-    ///   - storeType: `.sqlite` (the default) for the two-coordinator stack;
-    ///     `.inMemory` (or any other type) uses one coordinator for everything.
+    ///   - storeType: `.sqlite` (the default). A type whose stores share their
+    ///     location (``ObjectGraph/StoreType/isShared``: SQLite, PostgreSQL) gets
+    ///     the two-coordinator stack; `.inMemory` and other types use one
+    ///     coordinator for everything.
     ///   - options: how the store is opened; the default,
     ///     ``ObjectGraph/StoreOptions/stackDefaults``, migrates a store written
     ///     with an older model version, records persistent history (which grows
@@ -129,16 +134,10 @@ extension StackManager {
 
     static func writerOptions(_ options: StoreOptions, storeType: StoreType) -> StoreOptions {
         var options = options
-        if usesTwoCoordinators(storeType) { options.remoteChangeNotifications = false }
+        if storeType.isShared { options.remoteChangeNotifications = false }
         return options
     }
 
-    /// Whether a store of this type gets a writer and a main coordinator of
-    /// their own, each with its own connection: every type but the in-memory
-    /// store, whose two coordinators would hold two separate stores.
-    static func usesTwoCoordinators(_ storeType: StoreType) -> Bool {
-        storeType != .inMemory
-    }
 
     /// The store type for `storeURL`: the type registered for its scheme
     /// (``ObjectGraph/StoreType/register(_:forURLScheme:)``: `postgresql://`
@@ -161,7 +160,7 @@ extension StackManager {
         // the main coordinator watches for remote changes: they are merged there.
         try writer.addPersistentStore(type: storeType, at: url, options: Self.writerOptions(options, storeType: storeType))
         var main = writer
-        if Self.usesTwoCoordinators(storeType) {
+        if storeType.isShared {
             // The second coordinator opens the store the first one created, seeded or migrated.
             main = PersistentStoreCoordinator(managedObjectModel: model)
             try main.addPersistentStore(type: storeType, at: url, options: Self.mainOptions(options))
@@ -171,7 +170,10 @@ extension StackManager {
         context.mergePolicy = .mergeByPropertyStoreTrump
         let author = Self.makeTransactionAuthor()
         context.transactionAuthor = author
+        let followsHistory = main !== writer && options.persistentHistoryTracking && options.remoteChangeNotifications
+            && main.persistentStores.contains { ($0 as? any PersistentHistoryStore)?.tracksPersistentHistory == true }
         return Setup(model: model, storeURL: url, storeType: storeType, options: options,
-                     mainCoordinator: main, writerCoordinator: writer, mainContext: context, transactionAuthor: author)
+                     mainCoordinator: main, writerCoordinator: writer, mainContext: context, transactionAuthor: author,
+                     followsPersistentHistory: followsHistory)
     }
 }

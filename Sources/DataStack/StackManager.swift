@@ -84,11 +84,11 @@ public final class StackManager: Sendable {
         let mainContext: ManagedObjectContext
         /// The ``ManagedObjectContext/transactionAuthor`` of every context of this stack that saves to the store.
         let transactionAuthor: String
-        /// Whether the main context merges other writers' history transactions.
-        var followsPersistentHistory: Bool {
-            guard mainCoordinator !== writerCoordinator, options.persistentHistoryTracking, options.remoteChangeNotifications else { return false }
-            return mainCoordinator.persistentStores.contains { ($0 as? any PersistentHistoryStore)?.tracksPersistentHistory == true }
-        }
+        /// Whether the main context merges other writers' history transactions:
+        /// it has a coordinator of its own, watches for remote changes, and its
+        /// store records history. Decided once, at setup (a reset reopens the
+        /// same type with the same options).
+        let followsPersistentHistory: Bool
     }
 
     /// Creates a stack; call one of the `setup` methods before using it.

@@ -54,6 +54,35 @@ import DataStack
         #expect(count == 1)
     }
 
+    @Test func aStoreTypeThatIsNotSharedGetsOneCoordinatorAndItsResetTouchesNoFile() async throws {
+        // A store of one's own at a URL that is not a file's: the stack must open it once (two
+        // unshared stores would not see each other's saves), and a reset must not take the
+        // URL's path for a local file.
+        let scratch = StoreType(rawValue: "Scratch") { InMemoryStore(configuration: $0) }
+        #expect(!scratch.isShared && StoreType.sqlite.isShared && !StoreType.inMemory.isShared)
+        let directory = StackDirectory()
+        let bystander = directory.url.appendingPathComponent("bystander")
+        try Data("keep me".utf8).write(to: bystander)
+        let url = try #require(URL(string: "scratch://server" + bystander.path))
+        let stack = StackManager()
+        try await stack.setup(model: StackTestModel.make(), storeURL: url, storeType: scratch)
+        #expect(stack.mainCoordinator === stack.writerCoordinator)
+        #expect(!stack.followsPersistentHistory, "one coordinator has no other writer's history to follow")
+        try await stack.resetPersistentStores()
+        #expect(FileManager.default.fileExists(atPath: bystander.path), "the reset removed a local file named by a non-file URL")
+        #expect(stack.writerCoordinator.persistentStores.count == 1)
+    }
+
+    @Test func aURLOfAnUnregisteredSchemeIsASetupError() async throws {
+        let stack = StackManager()
+        let error = await #expect(throws: StackError.self) {
+            try await stack.setup(model: StackTestModel.make(), storeURL: URL(string: "nosuchdb://host/app")!)
+        }
+        #expect(error?.code == .unknownStoreScheme)
+        #expect(error?.message.contains("nosuchdb://") == true)
+        #expect(!stack.isReady)
+    }
+
     @Test func secondSetupThrowsAlreadySetUp() async throws {
         let (stack, directory) = try await makeStack()
         await #expect(throws: StackError.self) {

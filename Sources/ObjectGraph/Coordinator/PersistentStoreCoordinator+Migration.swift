@@ -102,10 +102,13 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// Deletes a store's files (Core Data: `destroyPersistentStore(at:type:options:)`).
+    /// Deletes a store (Core Data: `destroyPersistentStore(at:type:options:)`).
     ///
     /// If this coordinator has the store, it is removed from the coordinator
-    /// first. For SQLite, every table is dropped in one write transaction, so a
+    /// first. Then the store type deletes it (``StoreType/init(rawValue:isShared:destroyStore:makeStore:)``);
+    /// a type that does not say how has the file at a file URL removed.
+    ///
+    /// For SQLite, every table is dropped in one write transaction, so a
     /// connection that another coordinator (or process) still holds finds no
     /// store any more and fails with an error. Then, if no other connection has
     /// the file open, the file and its `-wal`, `-shm` and `-journal` are removed;
@@ -117,24 +120,9 @@ extension PersistentStoreCoordinator {
     ///   Core Data store (it is left alone), `.ioFailure` when removing fails.
     public func destroyPersistentStore(at url: URL, type: StoreType = .sqlite) throws {
         if let added = persistentStore(for: url) { try remove(added) }
-        guard type == .sqlite else {
-            if type != .inMemory, FileManager.default.fileExists(atPath: url.path) {
-                try removeItem(at: url)
-            }
-            return
-        }
-        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
-        if let size, size > 0 {
-            let connection = try SQLiteStoreFile.openExisting(url, readOnly: false, allowsEmpty: true)
-            try SQLiteStoreFile.empty(connection, url: url)
-            // Unlinking a file another connection uses would let it delete the -wal of a
-            // store created here later; leave the empty database to it.
-            guard SQLiteStoreFile.leaveWriteAheadLog(connection) else { return }
-        }
-        do {
-            try SQLiteStoreFile.removeFiles(at: url)
-        } catch {
-            throw PersistentStoreError(.ioFailure, url: url, message: "could not remove the store's files", underlying: error)
+        if let destroy = type.destroyStore { return try destroy(url) }
+        if type != .inMemory, url.isFileURL, FileManager.default.fileExists(atPath: url.path) {
+            try removeItem(at: url)
         }
     }
 

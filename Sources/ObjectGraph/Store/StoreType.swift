@@ -8,17 +8,34 @@ import Synchronization
 public struct StoreType: Sendable, Hashable, CustomStringConvertible {
     /// The type's name, as it appears in the metadata (`NSStoreType`).
     public let rawValue: String
+    /// Whether stores of this type opened at one location share their data —
+    /// a SQLite file, a database server — so that what one saves the others
+    /// read. A stack gives such a store a writer and a main coordinator, each
+    /// with a store of its own; a store that is not shared it opens once.
+    public let isShared: Bool
     let makeStore: @Sendable (StoreConfiguration) throws -> any PersistentStore
+    let destroyStore: (@Sendable (URL) throws -> Void)?
 
     /// Describes a store type. `makeStore` creates an unopened store; the coordinator
     /// then calls its ``PersistentStore/loadMetadata()``.
-    public init(rawValue: String, makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore) {
+    ///
+    /// - Parameters:
+    ///   - isShared: whether stores opened at one location share their data (see ``isShared``). The default is false.
+    ///   - destroyStore: deletes the store at a location, for
+    ///     ``PersistentStoreCoordinator/destroyPersistentStore(at:type:)`` (and a
+    ///     stack's reset). The default, nil, removes the file at a file URL.
+    public init(rawValue: String, isShared: Bool = false, destroyStore: (@Sendable (URL) throws -> Void)? = nil,
+                makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore) {
         self.rawValue = rawValue
+        self.isShared = isShared
         self.makeStore = makeStore
+        self.destroyStore = destroyStore
     }
 
     /// Core Data's SQLite store, in Core Data's file format.
-    public static let sqlite = StoreType(rawValue: "SQLite") { try SQLiteStore(configuration: $0) }
+    public static let sqlite = StoreType(rawValue: "SQLite", isShared: true, destroyStore: SQLiteStoreFile.destroy(at:)) {
+        try SQLiteStore(configuration: $0)
+    }
     /// A store that keeps everything in memory; nothing survives the process.
     public static let inMemory = StoreType(rawValue: "InMemory") { InMemoryStore(configuration: $0) }
 

@@ -216,6 +216,26 @@ enum SQLiteStoreFile {
         }
     }
 
+    /// Deletes the store at `url` (``PersistentStoreCoordinator/destroyPersistentStore(at:type:)``):
+    /// drops every table in one write transaction, then removes the files
+    /// unless another connection still has them open. Nothing at `url` is not an error.
+    static func destroy(at url: URL) throws {
+        // No file, or one that can't be looked at (whose removal below then reports why), has no tables to drop.
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? nil
+        if let size, size > 0 {
+            let connection = try openExisting(url, readOnly: false, allowsEmpty: true)
+            try empty(connection, url: url)
+            // Unlinking a file another connection uses would let it delete the -wal of a
+            // store created here later; leave the empty database to it.
+            guard leaveWriteAheadLog(connection) else { return }
+        }
+        do {
+            try removeFiles(at: url)
+        } catch {
+            throw PersistentStoreError(.ioFailure, url: url, message: "could not remove the store's files", underlying: error)
+        }
+    }
+
     /// Removes the database file and its sidecar files; files that do not exist are skipped.
     static func removeFiles(at url: URL) throws {
         for suffix in [""] + sidecarSuffixes {
