@@ -31,7 +31,7 @@ extension PredicateSQLCompiler {
             return "\(function)(\(left.sql), \(right.sql), \(options.rawValue))"
         }
         if left.isNil || right.isNil { return "NULL" }
-        for operand in [left, right] where operand.family != .text {
+        guard left.family == .text, right.family == .text else {
             throw PredicateProblem("\(op.rawValue) compares text, and PostgreSQL compares a string with nothing else")
         }
         if op == .matches {

@@ -46,7 +46,9 @@ extension FetchPredicate {
     ///   must have no other numbered parameters); `joins`, `LEFT JOIN`s (from
     ///   ``PredicateSQLSchema/toOneJoin(_:fromAlias:toAlias:)``) to add after the
     ///   root table; `bindings`, the values for the parameters, in order (equal to
-    ///   ``sqlBindings``). No constant is ever spliced into the SQL.
+    ///   ``sqlBindings`` for SQLite; PostgreSQL's parameters are `$1`, `$2`…, and
+    ///   a nil constant is written `NULL` with no parameter, see
+    ///   ``PredicateSQLCompiler/bind(_:)``). No other constant is ever spliced into the SQL.
     ///
     /// Key paths through to-one relationships become joins; through to-many
     /// ones, `EXISTS (SELECT 1 FROM … WHERE correlation AND condition)` (`ANY`, or
@@ -54,7 +56,8 @@ extension FetchPredicate {
     /// (condition) IS NOT 1)` (`ALL`); `@count` becomes `(SELECT COUNT(*) …)`,
     /// `@sum` `TOTAL`, `@avg`, `@min`, `@max` their SQL aggregates. String
     /// operators and `[c]`/`[d]` call the functions that
-    /// ``registerFunctions(on:)`` installs. The SQL depends only on the entity
+    /// ``registerFunctions(on:)`` installs (SQLite), or PostgreSQL's own
+    /// (PredicateSQLCompiler+Strings.swift). The SQL depends only on the entity
     /// and the predicate's ``shape``, so it can be cached per shape.
     ///
     /// - Throws: ``FetchPredicateError`` for an unknown key, an unsubstituted

@@ -15,20 +15,21 @@ public enum SQLDialect: Sendable, Hashable {
     /// booleans, and the string operators written with its built-in functions.
     case postgreSQL
 
-    /// The placeholder of parameter `number` (from 1), typed for PostgreSQL by
-    /// the value bound to it, which its planner cannot always infer (`$1 = $2`).
+    /// The placeholder of parameter `number` (from 1): `?1`, or `$1`.
+    func placeholder(_ number: Int) -> String {
+        self == .sqlite ? "?\(number)" : "$\(number)"
+    }
+
+    /// The placeholder of parameter `number`, typed for PostgreSQL by the
+    /// value bound to it, which its planner cannot always infer (`$1 = $2`).
     func parameter(_ number: Int, boundTo value: PropertyValue) -> String {
-        switch self {
-        case .sqlite:
-            return "?\(number)"
-        case .postgreSQL:
-            switch value {
-            case .integer, .bool, .object: return "$\(number)::bigint"
-            case .double, .date, .decimal: return "$\(number)::float8"
-            case .data, .uuid: return "$\(number)::bytea"
-            case .string, .uri: return "$\(number)::text"
-            case .null, .objects: return "$\(number)"
-            }
+        guard self == .postgreSQL else { return placeholder(number) }
+        switch value {
+        case .integer, .bool, .object: return "$\(number)::bigint"
+        case .double, .date, .decimal: return "$\(number)::float8"
+        case .data, .uuid: return "$\(number)::bytea"
+        case .string, .uri: return "$\(number)::text"
+        case .null, .objects: return "$\(number)"
         }
     }
 

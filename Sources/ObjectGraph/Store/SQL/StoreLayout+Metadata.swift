@@ -13,8 +13,19 @@ extension StoreLayout {
             StoreMetadataKey.modelVersionIdentifiers: Array(model.versionIdentifiers.sorted()),
         ]
         metadata.recordModel(model)
+        // Core Data records a model without version identifiers as one empty identifier.
+        if model.versionIdentifiers.isEmpty { metadata[StoreMetadataKey.modelVersionIdentifiers] = [""] }
         return metadata
     }
+
+    /// Why a store whose history holds transactions, opened without
+    /// ``StoreOptions/persistentHistoryTracking``, refuses saves (Core Data
+    /// forces such a store read-only).
+    public static let untrackedHistoryReason = """
+        the store records persistent history but was opened without persistentHistoryTracking: \
+        saves would leave gaps in its history, so it is read-only (as in Core Data); open it with \
+        persistentHistoryTracking, or delete its history first
+        """
 
     /// How `entities` differ from the model recorded in `metadata`, one line
     /// per entity or property and how; empty when they match.

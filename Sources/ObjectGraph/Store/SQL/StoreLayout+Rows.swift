@@ -7,10 +7,19 @@ import Foundation
 /// model lacks throws ``PersistentStoreError/Code/incompatibleModel`` naming
 /// the row: skipping it would turn a database the model does not describe
 /// into a missing row.
+///
+/// A reader keeps the last row's entity and layout, so the rows of one
+/// entity (most results) are read without a lookup per row.
 @_spi(StoreImplementation)
 public struct RowReader {
     let schema: SQLiteSchema
     let identity: StoreIdentity
+    private var last: (number: Int64, entity: EntityDescription, layout: RowLayout)?
+
+    init(schema: SQLiteSchema, identity: StoreIdentity) {
+        self.schema = schema
+        self.identity = identity
+    }
 
     /// The ID of row `primaryKey` of the entity numbered `entityNumber`.
     public func objectID(entityNumber: Int64, primaryKey: Int64) throws -> ObjectID {
@@ -24,10 +33,18 @@ public struct RowReader {
 
     /// The node of a full row (``StoreLayout/query(for:)`` with managed-object
     /// results, or ``StoreLayout/rowsQuery(for:)``).
-    public func node(from row: some StoredRow) throws -> IncrementalStoreNode {
+    public mutating func node(from row: some StoredRow) throws -> IncrementalStoreNode {
         let key = try row.int64(at: 0)
-        let entity = try entity(numbered: try row.int64(at: 1), row: key)
-        guard let layout = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
+        let number = try row.int64(at: 1)
+        let entity: EntityDescription, layout: RowLayout
+        if let last, last.number == number {
+            (entity, layout) = (last.entity, last.layout)
+        } else {
+            entity = try self.entity(numbered: number, row: key)
+            guard let found = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
+            layout = found
+            last = (number, entity, layout)
+        }
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(layout.steps.count)
         for (slot, step) in layout.steps.enumerated() {

@@ -10,7 +10,7 @@ extension StoreLayout {
     /// A statement and the values of its parameters, in order.
     public struct Statement: Sendable {
         public let sql: String
-        public let values: [PropertyValue]
+        public let values: [StoredValue]
     }
 
     /// The insert of a new row: version 1, the node's values, to-ones by the
@@ -19,7 +19,7 @@ extension StoreLayout {
     public func insert(_ node: IncrementalStoreNode, primaryKey: Int64,
                        permanent: (ObjectID) -> ObjectID) throws -> Statement {
         let mapping = try schema.mapping(for: node.objectID.entity)
-        let values = [.integer(primaryKey), .integer(mapping.number), .integer(1)]
+        let values: [StoredValue] = [.integer(primaryKey), .integer(mapping.number), .integer(1)]
             + columnValues(of: node, mapping: mapping, permanent: permanent)
         return Statement(sql: mapping.statements.insertSQL, values: values)
     }
@@ -29,7 +29,7 @@ extension StoreLayout {
     /// store reports, as the SQLite store does, when no row was changed).
     public func update(_ node: IncrementalStoreNode, permanent: (ObjectID) -> ObjectID) throws -> Statement {
         let mapping = try schema.mapping(for: node.objectID.entity)
-        let values = [.integer(node.version + 1)] + columnValues(of: node, mapping: mapping, permanent: permanent)
+        let values: [StoredValue] = [.integer(node.version + 1)] + columnValues(of: node, mapping: mapping, permanent: permanent)
             + [.integer(node.objectID.primaryKey ?? 0), .integer(node.version)]
         return Statement(sql: mapping.statements.updateSQL, values: values)
     }
@@ -43,7 +43,7 @@ extension StoreLayout {
     /// The version (`Z_OPT`) of the row whose key is the one parameter.
     public func versionQuery(for entity: EntityDescription) throws -> String {
         let table = try schema.mapping(for: entity).table
-        return "SELECT Z_OPT FROM \(table) WHERE Z_PK = \(dialect == .sqlite ? "?1" : "$1")"
+        return "SELECT Z_OPT FROM \(table) WHERE Z_PK = \(dialect.placeholder(1))"
     }
 
     /// The join-table rows a save writes: for each inserted or updated object
@@ -52,11 +52,11 @@ extension StoreLayout {
     /// deleted object, its rows in every join table it can be in.
     ///
     /// Ordered many-to-many relationships (`Z_FOK_` ranks) are the SQLite
-    /// store's only; ``unsupportedFeatures(for:)`` names them.
+    /// store's only; ``unsupportedFeatures`` names them.
     public func relationshipStatements(for request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID) -> [Statement] {
         guard !schema.joinTables.isEmpty else { return [] }
-        let one = dialect == .sqlite ? "?1" : "$1"
-        let memberList = dialect == .sqlite ? "SELECT value FROM json_each(?2)" : "SELECT unnest($2::bigint[])"
+        let one = dialect.placeholder(1)
+        let memberList = keyList(parameter: 2)
         var statements: [Statement] = []
         for node in request.insertedObjects + request.updatedObjects where node.objectID.entity.hasRelationships {
             guard let owner = permanent(node.objectID).primaryKey else { continue }
@@ -70,29 +70,16 @@ extension StoreLayout {
                 guard !members.isEmpty else { continue }
                 statements.append(Statement(
                     sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
-                    values: [.integer(owner), .string(keyArray(members))]))
+                    values: [.integer(owner), keyArray(members)]))
             }
         }
         for node in request.deletedObjects {
             guard let key = node.objectID.primaryKey else { continue }
-            let entity = node.objectID.entity
-            for table in schema.joinTables {
-                if let owner = table.inverse?.destinationEntity ?? table.relationship.entity, entity.isKind(of: owner) {
-                    statements.append(Statement(sql: "DELETE FROM \(table.name) WHERE \(table.ownerColumn) = \(one)", values: [.integer(key)]))
-                }
-                if let member = table.relationship.destinationEntity, entity.isKind(of: member) {
-                    statements.append(Statement(sql: "DELETE FROM \(table.name) WHERE \(table.memberColumn) = \(one)", values: [.integer(key)]))
-                }
+            for (table, column) in schema.joinColumns(holding: node.objectID.entity) {
+                statements.append(Statement(sql: "DELETE FROM \(table) WHERE \(column) = \(one)", values: [.integer(key)]))
             }
         }
         return statements
-    }
-
-    /// Keys as the value of one array parameter: a JSON array for SQLite's
-    /// `json_each`, an array literal for PostgreSQL's `bigint[]`.
-    public func keyArray(_ keys: some Sequence<Int64>) -> String {
-        let list = keys.map(String.init).joined(separator: ",")
-        return dialect == .sqlite ? "[\(list)]" : "{\(list)}"
     }
 
     /// The error for a row a uniqueness constraint's unique index refused: the
@@ -109,8 +96,8 @@ extension StoreLayout {
 
     /// What of the model this layout's statements do not keep, for a store
     /// to refuse at open rather than lose: ordered relationships' ranks.
-    public func unsupportedFeatures(for entities: [EntityDescription]) -> [String] {
-        entities.flatMap { entity in
+    public var unsupportedFeatures: [String] {
+        schema.mappings.values.map(\.entity).sorted { $0.name < $1.name }.flatMap { entity in
             entity.properties.compactMap { property -> String? in
                 guard let relationship = property as? RelationshipDescription, relationship.isOrdered, !relationship.isTransient else { return nil }
                 return "\(entity.name).\(relationship.name) is an ordered relationship"
@@ -121,9 +108,9 @@ extension StoreLayout {
     /// A row's column values in the entity statement's order: each written
     /// slot, then the entity columns of to-ones whose destination has subentities.
     private func columnValues(of node: IncrementalStoreNode, mapping: SQLiteSchema.EntityMapping,
-                              permanent: (ObjectID) -> ObjectID) -> [PropertyValue] {
-        var values: [PropertyValue] = []
-        var entityColumns: [PropertyValue] = []
+                              permanent: (ObjectID) -> ObjectID) -> [StoredValue] {
+        var values: [StoredValue] = []
+        var entityColumns: [StoredValue] = []
         for slot in mapping.statements.writable {
             let value = node.values[slot.slot]
             if case .object(let id) = value {
@@ -133,7 +120,7 @@ extension StoreLayout {
                     entityColumns.append(schema.mappings[ObjectIdentifier(target.entity)].map { .integer($0.number) } ?? .null)
                 }
             } else {
-                values.append(PredicateScalar.binding(for: value))
+                values.append(StoredValue(value))
                 if slot.entityColumn != nil { entityColumns.append(.null) }
             }
         }

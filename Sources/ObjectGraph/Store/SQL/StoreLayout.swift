@@ -33,10 +33,10 @@ public struct StoreLayout: Sendable {
 
     public var dialect: SQLDialect { schema.dialect }
 
-    /// The statements that create the entity tables, join tables and indexes
-    /// (not `Z_PRIMARYKEY`, `Z_METADATA` or history, which a store lays out itself).
+    /// The statements that create `Z_PRIMARYKEY`, `Z_METADATA`, the entity
+    /// tables, join tables and indexes (not history, which a store lays out itself).
     public func creationStatements() -> [String] {
-        schema.creationStatements()
+        SQLiteSchema.bookkeepingTableStatements(dialect) + schema.creationStatements()
     }
 
     /// One row of `Z_PRIMARYKEY`: an entity's number, name and parent's number (0 for a root).
@@ -82,8 +82,8 @@ public struct StoreLayout: Sendable {
     public struct Query: Sendable {
         /// The statement; its parameters are `$1`, `$2`… (PostgreSQL) or `?1`… (SQLite).
         public let sql: String
-        /// The parameters' values, in storage form: integers, doubles, strings, data or null.
-        public let bindings: [PropertyValue]
+        /// The parameters' values.
+        public let bindings: [StoredValue]
         /// For dictionary results: the attribute read at each position of a row.
         public let dictionaryColumns: [(name: String, type: AttributeType)]
     }
@@ -101,33 +101,64 @@ public struct StoreLayout: Sendable {
                                        reason: "expressions, grouping and having predicates are compiled for SQLite stores only")
         }
         let select = try SelectQuery(fetch: fetch, schema: schema)
-        return Query(sql: select.sql, bindings: select.bindings, dictionaryColumns: select.dictionaryColumns)
+        return Query(sql: select.sql, bindings: select.bindings.map(StoredValue.init), dictionaryColumns: select.dictionaryColumns)
     }
 
     /// The full rows of `entity`'s table whose keys are in the array bound to
-    /// the statement's one parameter, for firing faults.
+    /// the statement's one parameter (``keyArray(_:)``), for firing faults.
     public func rowsQuery(for entity: EntityDescription) throws -> String {
         let mapping = try schema.mapping(for: entity)
         guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: entity.name) }
-        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK IN (\(keyList))"
+        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK IN (\(keyList(parameter: 1)))"
     }
 
     /// The select of a to-many relationship's destinations for the owners whose
-    /// keys are in the array bound to the one parameter: each destination's
-    /// `Z_PK`, `Z_ENT`, then its owner's key, by owner and in the relationship's
-    /// order; nil for a relationship stored nowhere (transient).
+    /// keys are in the array bound to the one parameter (``keyArray(_:)``): each
+    /// destination's `Z_PK`, `Z_ENT`, then its owner's key, by owner and in the
+    /// relationship's order; nil for a relationship stored nowhere (transient).
     public func toManyQuery(for relationship: RelationshipDescription) -> String? {
-        schema.toManySelect(relationship, columns: "t0.Z_PK, t0.Z_ENT", ownersIn: keyList)
+        schema.toManySelect(relationship, columns: "t0.Z_PK, t0.Z_ENT", ownersIn: keyList(parameter: 1))
     }
 
-    /// The keys of the one array parameter, as an SQL list.
-    private var keyList: String {
-        dialect == .sqlite ? "SELECT value FROM json_each(?1)" : "SELECT unnest($1::bigint[])"
+    /// Keys as the value of one array parameter: a JSON array for SQLite's
+    /// `json_each`, an array literal for PostgreSQL's `bigint[]`.
+    public func keyArray(_ keys: some Sequence<Int64>) -> StoredValue {
+        let list = keys.map(String.init).joined(separator: ",")
+        return .text(dialect == .sqlite ? "[\(list)]" : "{\(list)}")
+    }
+
+    /// The keys of array parameter `number` (``keyArray(_:)``), as an SQL list.
+    func keyList(parameter number: Int) -> String {
+        dialect == .sqlite ? "SELECT value FROM json_each(?\(number))" : "SELECT unnest(\(dialect.placeholder(number))::bigint[])"
     }
 
     /// A reader of rows for a store: makes the store's IDs and nodes.
     public func rowReader(storeIdentifier: String) -> RowReader {
         RowReader(schema: schema, identity: StoreIdentity.named(storeIdentifier))
+    }
+}
+
+/// A parameter's value as a store binds it: the storage form both stores
+/// keep (dates as seconds since 2001-01-01, booleans as 0/1, UUIDs as 16
+/// bytes, URLs as text, decimals as doubles, objects as their primary keys;
+/// NaN as NULL), so a database sees the same values whichever store wrote them.
+@_spi(StoreImplementation)
+public enum StoredValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+
+    /// `value` in storage form (``PredicateScalar/binding(for:)``).
+    public init(_ value: PropertyValue) {
+        switch PredicateScalar.binding(for: value) {
+        case .integer(let v): self = .integer(v)
+        case .double(let v): self = .real(v)
+        case .string(let v): self = .text(v)
+        case .data(let v): self = .blob(v)
+        default: self = .null
+        }
     }
 }
 

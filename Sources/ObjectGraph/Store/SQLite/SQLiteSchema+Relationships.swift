@@ -196,6 +196,21 @@ extension SQLiteSchema {
                          ownerTable: table.ownerTable, memberTable: table.memberTable)
     }
 
+    /// The join-table columns that can hold a row of `entity` (as an owner or a
+    /// member): the rows to delete with it.
+    func joinColumns(holding entity: EntityDescription) -> [(table: String, column: String)] {
+        joinTables.flatMap { table -> [(table: String, column: String)] in
+            var columns: [(table: String, column: String)] = []
+            if let owner = table.inverse?.destinationEntity ?? table.relationship.entity, entity.isKind(of: owner) {
+                columns.append((table.name, table.ownerColumn))
+            }
+            if let member = table.relationship.destinationEntity, entity.isKind(of: member) {
+                columns.append((table.name, table.memberColumn))
+            }
+            return columns
+        }
+    }
+
     /// The select of a to-many relationship's destinations for the owners
     /// listed by `owners` (an SQL list: `?,?,?`, or a subquery): `columns` of
     /// each destination row (alias `t0`), then its owner's key; by owner, then

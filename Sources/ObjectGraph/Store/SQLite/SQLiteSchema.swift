@@ -305,6 +305,20 @@ struct SQLiteSchema: Sendable {
         return statements
     }
 
+    /// `Z_PRIMARYKEY` (each entity's number, name, parent and last primary
+    /// key) and `Z_METADATA` (the metadata's property list), in Core Data's
+    /// declarations or PostgreSQL's types.
+    static func bookkeepingTableStatements(_ dialect: SQLDialect) -> [String] {
+        switch dialect {
+        case .sqlite:
+            return ["CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
+                    "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)"]
+        case .postgreSQL:
+            return ["CREATE TABLE Z_PRIMARYKEY (Z_ENT BIGINT PRIMARY KEY, Z_NAME TEXT, Z_SUPER BIGINT, Z_MAX BIGINT)",
+                    "CREATE TABLE Z_METADATA (Z_VERSION BIGINT PRIMARY KEY, Z_UUID TEXT, Z_PLIST BYTEA)"]
+        }
+    }
+
     /// The `Z_PRIMARYKEY` rows of a new store: every entity with its parent and a zero counter.
     func primaryKeyRows() -> [(number: Int64, name: String, superNumber: Int64)] {
         mappings.values.map { mapping in

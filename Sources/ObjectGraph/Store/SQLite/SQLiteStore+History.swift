@@ -20,13 +20,7 @@ extension SQLiteStore: PersistentHistoryStore {
         let tracking = configuration.options.persistentHistoryTracking
         guard tracking else {
             if try connection.tableExists("ATRANSACTION"), try Self.scalar(connection, "SELECT EXISTS (SELECT 1 FROM ATRANSACTION)") != 0 {
-                state.withLock {
-                    $0.readOnlyReason = """
-                        the store records persistent history but was opened without persistentHistoryTracking: \
-                        saves would leave gaps in its history, so it is read-only (as in Core Data); open it with \
-                        persistentHistoryTracking, or delete its history first
-                        """
-                }
+                state.withLock { $0.readOnlyReason = StoreLayout.untrackedHistoryReason }
             }
             return
         }

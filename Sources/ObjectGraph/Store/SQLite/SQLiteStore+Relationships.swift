@@ -171,14 +171,8 @@ extension SQLiteStore {
         guard !schema.joinTables.isEmpty else { return }
         for node in request.deletedObjects {
             guard let pk = node.objectID.primaryKey else { continue }
-            let entity = node.objectID.entity
-            for table in schema.joinTables {
-                if let owner = table.inverse?.destinationEntity ?? table.relationship.entity, entity.isKind(of: owner) {
-                    try run("DELETE FROM \(table.name) WHERE \(table.ownerColumn) = ?", [pk], connection)
-                }
-                if let member = table.relationship.destinationEntity, entity.isKind(of: member) {
-                    try run("DELETE FROM \(table.name) WHERE \(table.memberColumn) = ?", [pk], connection)
-                }
+            for (table, column) in schema.joinColumns(holding: node.objectID.entity) {
+                try run("DELETE FROM \(table) WHERE \(column) = ?", [pk], connection)
             }
         }
     }

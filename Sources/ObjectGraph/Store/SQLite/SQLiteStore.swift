@@ -283,19 +283,10 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
             let schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
                                           existingColumns: nil, url: url)
             let uuid = UUID().uuidString
-            var metadata: StoreMetadata = [
-                StoreMetadataKey.storeType: "SQLite",
-                StoreMetadataKey.storeUUID: uuid,
-                StoreMetadataKey.modelVersionIdentifiers: Array(configuration.model.versionIdentifiers.sorted()),
-                "NSPersistenceFrameworkVersion": 1,
-                "_NSAutoVacuumLevel": "2",
-            ]
-            metadata.recordModel(configuration.model)
-            if (metadata[StoreMetadataKey.modelVersionIdentifiers] as? [String])?.isEmpty ?? true {
-                metadata[StoreMetadataKey.modelVersionIdentifiers] = [""]
-            }
-            try connection.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)")
-            try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)")
+            var metadata = StoreLayout.newMetadata(for: configuration.model, storeType: "SQLite", uuid: uuid)
+            metadata["NSPersistenceFrameworkVersion"] = 1
+            metadata["_NSAutoVacuumLevel"] = "2"
+            for sql in SQLiteSchema.bookkeepingTableStatements(.sqlite) { try connection.execute(sql) }
             try SQLiteStoreFile.writeModelCache(configuration.model, connection, url: url)
             for sql in schema.creationStatements() { try connection.execute(sql) }
             try Self.replaceSearchIndexes(with: schema.searchIndexLayouts(), on: connection, rebuildingAll: false)

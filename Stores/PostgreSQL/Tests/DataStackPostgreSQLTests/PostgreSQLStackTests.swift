@@ -53,6 +53,21 @@ import Testing
         #expect(count == 1)
     }
 
+    @Test("a reset drops the store's tables and starts over with an empty store on the same database")
+    func resetStartsOver() async throws {
+        let url = try PostgreSQLTestServer.shared.get().makeDatabase()
+        let stack = try await stack(on: url)
+        try await importCompany(stack, symbol: "ACME", employees: 3)
+        let before = stack.writerCoordinator.persistentStores.first?.identifier
+        try await stack.resetPersistentStores()
+        #expect(stack.writerCoordinator.persistentStores.first?.identifier != before, "a new store, with a new UUID")
+        let count = try await stack.mainContext.perform { try stack.mainContext.count(for: FetchRequest<ManagedObject>(entityName: "Company")) }
+        #expect(count == 0)
+        try await importCompany(stack, symbol: "ACME", employees: 4)
+        let again = try await eventually(stack, 1) { try $0.count(for: FetchRequest<ManagedObject>(entityName: "Company")) }
+        #expect(again == 1)
+    }
+
     @Test("an unregistered URL scheme is a clear setup error")
     func unknownScheme() async throws {
         let stack = StackManager()

@@ -29,6 +29,64 @@ struct PostgreSQLStoreFailureTests {
         #expect(coordinator.persistentStores.isEmpty)
     }
 
+    @Test("a password in the URL is in no error message")
+    func passwordIsNotReported() throws {
+        let url = try #require(URL(string: "postgresql://datastack:s3cret@/nodb?host=/tmp/no-such-socket-dir"))
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: StoreTestModel.make())
+        let error = #expect(throws: PersistentStoreError.self) {
+            try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url)
+        }
+        let message = String(describing: error)
+        #expect(message.contains("/tmp/no-such-socket-dir"), "still says where: \(message)")
+        #expect(!message.contains("s3cret"), "\(message)")
+    }
+
+    @Test("destroying a store drops its tables and nothing else of the database; a second destroy finds nothing to drop")
+    func destroyDropsOnlyTheStore() throws {
+        let model = StoreTestModel.make()
+        let url = try server().makeDatabase()
+        try seed(model, at: url)
+        let connection = try PostgreSQLConnection(url: url)
+        defer { connection.close() }
+        try connection.executeScript("CREATE TABLE inventory (id BIGINT PRIMARY KEY); INSERT INTO inventory VALUES (7);")
+        #expect(try tableCount(connection) ?? 0 > 5)
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.destroyPersistentStore(at: url, type: PostgreSQLStore.storeType)
+        let left = try connection.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        #expect(left.rowCount == 1)
+        #expect(left.string(row: 0, column: 0) == "inventory")
+        #expect(try connection.execute("SELECT id FROM inventory").string(row: 0, column: 0) == "7")
+        try coordinator.destroyPersistentStore(at: url, type: PostgreSQLStore.storeType)
+        #expect(try tableCount(connection) == 1)
+        try connection.executeScript("DROP TABLE inventory")
+        #expect(try companySymbols(model, at: url) == [], "a store added there afterwards starts empty")
+    }
+
+    @Test("a store whose history holds transactions, opened without tracking, refuses saves and says why")
+    func untrackedHistoryRefusesSaves() throws {
+        let model = StoreTestModel.make()
+        let url = try server().makeDatabase()
+        var tracking = StoreOptions()
+        tracking.persistentHistoryTracking = true
+        let writer = PersistentStoreCoordinator(managedObjectModel: model)
+        try writer.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: tracking)
+        let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writer)
+        try first.performAndWait {
+            try insertCompany("ACME", model, into: first)
+            try first.save()
+        }
+        let untracked = try context(model, at: url)
+        let error = untracked.performAndWait {
+            #expect(throws: PersistentStoreError.self) {
+                try insertCompany("GLBX", model, into: untracked)
+                try untracked.save()
+            }
+        }
+        #expect(error?.code == .readOnly)
+        #expect(String(describing: error).contains("persistentHistoryTracking"), "\(String(describing: error))")
+        #expect(try companySymbols(model, at: url) == ["ACME"])
+    }
+
     @Test("a URL that is not postgresql:// throws cannotOpen saying the scheme")
     func wrongScheme() throws {
         let url = URL(fileURLWithPath: "/tmp/x")

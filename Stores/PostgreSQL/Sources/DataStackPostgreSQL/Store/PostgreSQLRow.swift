@@ -7,8 +7,8 @@ struct PostgreSQLRow: StoredRow {
     let row: Int
 
     func isNull(at column: Int) -> Bool { result.isNull(row: row, column: column) }
-    func int64(at column: Int) throws -> Int64 { try result.int64(row: row, column: column) ?? 0 }
-    func double(at column: Int) throws -> Double { try result.double(row: row, column: column) ?? 0 }
+    func int64(at column: Int) throws -> Int64 { try result.requiredInt64(row: row, column: column) }
+    func double(at column: Int) throws -> Double { try result.requiredDouble(row: row, column: column) }
     func string(at column: Int) -> String? { result.string(row: row, column: column) }
     func data(at column: Int) throws -> Data? { try result.bytes(row: row, column: column).map { Data($0) } }
 }
@@ -16,29 +16,34 @@ struct PostgreSQLRow: StoredRow {
 extension PostgreSQLResult {
     /// Each row, for reading with ``ObjectGraph/RowReader``.
     var rows: some Collection<PostgreSQLRow> { (0..<rowCount).lazy.map { PostgreSQLRow(result: self, row: $0) } }
+
+    /// An integer the store wrote and never leaves NULL (a key, a version, a
+    /// count): a NULL there is a damaged row, an error, never 0.
+    func requiredInt64(row: Int, column: Int) throws -> Int64 {
+        guard let value = try int64(row: row, column: column) else { throw unexpectedNull(row: row, column: column) }
+        return value
+    }
+
+    /// A number the store wrote and never leaves NULL (a timestamp).
+    func requiredDouble(row: Int, column: Int) throws -> Double {
+        guard let value = try double(row: row, column: column) else { throw unexpectedNull(row: row, column: column) }
+        return value
+    }
+
+    private func unexpectedNull(row: Int, column: Int) -> PostgreSQLError {
+        PostgreSQLError(kind: .other, message: "column \(columnName(at: column)) of row \(row) is NULL where the store always writes a value")
+    }
 }
 
 extension PostgreSQLValue {
-    /// A value in the stores' storage form (``ObjectGraph/StoreLayout``'s
-    /// bindings) as a parameter.
-    init(stored value: PropertyValue) {
+    /// A stored value (``ObjectGraph/StoredValue``) as a parameter.
+    init(_ value: StoredValue) {
         switch value {
-        case .null, .objects: self = .null
+        case .null: self = .null
         case .integer(let v): self.init(v)
-        case .double(let v): self = v.isNaN ? .null : .init(v)
-        case .bool(let v): self.init(Int64(v ? 1 : 0))
-        case .string(let v): self = .text(v)
-        case .data(let v): self = .bytes(Array(v))
-        case .date(let v): self.init(v.timeIntervalSinceReferenceDate)
-        case .uuid(let v): self = .bytes(withUnsafeBytes(of: v.uuid) { Array($0) })
-        case .uri(let v): self = .text(v.absoluteString)
-        case .decimal(let v): self.init(NSDecimalNumber(decimal: v).doubleValue)
-        case .object(let id): self = id.primaryKey.map { .init($0) } ?? .null
+        case .real(let v): self.init(v)
+        case .text(let v): self = .text(v)
+        case .blob(let v): self = .bytes(Array(v))
         }
-    }
-
-    /// Keys as one `bigint[]` parameter (`{1,2,3}`).
-    init(keys: some Sequence<Int64>) {
-        self = .text("{" + keys.map(String.init).joined(separator: ",") + "}")
     }
 }

@@ -14,11 +14,11 @@ extension PostgreSQLStore {
     private func execute(_ fetch: StoreFetch) throws -> StoreResult {
         let layout = try layout
         let query = try layout.query(for: fetch)
-        let result = try withConnection { try $0.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init(stored:))) }
-        let reader = layout.rowReader(storeIdentifier: identifier)
+        let result = try withConnection { try $0.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init)) }
+        var reader = layout.rowReader(storeIdentifier: identifier)
         switch fetch.resultType {
         case .count:
-            return .count(Int(try result.rowCount > 0 ? result.int64(row: 0, column: 0) ?? 0 : 0))
+            return .count(Int(try result.requiredInt64(row: 0, column: 0)))
         case .managedObjectID:
             return .objectIDs(try result.rows.map { try reader.objectID(from: $0) })
         case .managedObject:
@@ -41,11 +41,11 @@ extension PostgreSQLStore {
             guard let key = id.primaryKey else { continue }
             keysByTable[try layout.table(of: id.entity), default: (id.entity, [])].keys.append(key)
         }
-        let reader = layout.rowReader(storeIdentifier: identifier)
+        var reader = layout.rowReader(storeIdentifier: identifier)
         var nodes: [IncrementalStoreNode] = []
         for (entity, keys) in keysByTable.values {
             let sql = try layout.rowsQuery(for: entity)
-            let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(keys: keys)]) }
+            let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray(keys))]) }
             nodes += try result.rows.map { try reader.node(from: $0) }
         }
         return nodes
@@ -57,13 +57,14 @@ extension PostgreSQLStore {
             return try newValues(forObjectWith: objectID, in: context).values[relationship.index]
         }
         guard let key = objectID.primaryKey, let sql = try layout.toManyQuery(for: relationship) else { return .objects([]) }
-        let reader = try layout.rowReader(storeIdentifier: identifier)
-        let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(keys: [key])]) }
+        let layout = try layout
+        let reader = layout.rowReader(storeIdentifier: identifier)
+        let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray([key]))]) }
         return .objects(try result.rows.map { try reader.objectID(from: $0) })
     }
 
     public func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID] {
-        if isReadOnly { throw readOnlyError() }
+        try requireObjectSaves()
         return try withConnection { connection in
             try connection.transaction { try permanentIDs(for: objectIDs, connection) }
         }
@@ -80,10 +81,10 @@ extension PostgreSQLStore {
         for (root, count) in countByRoot.sorted(by: { $0.key < $1.key }) {
             let result = try connection.execute(cached: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + $1 WHERE Z_ENT = $2 RETURNING Z_MAX",
                                                 [PostgreSQLValue(count), PostgreSQLValue(root)])
-            guard result.rowCount == 1, let last = try result.int64(row: 0, column: 0) else {
-                throw PersistentStoreError(.ioFailure, url: databaseURL, message: "Z_PRIMARYKEY has no row for entity number \(root)")
+            guard result.rowCount == 1 else {
+                throw PersistentStoreError(.ioFailure, url: reportedURL, message: "Z_PRIMARYKEY has no row for entity number \(root)")
             }
-            nextKey[root] = last - count + 1
+            nextKey[root] = try result.requiredInt64(row: 0, column: 0) - count + 1
         }
         return try objectIDs.map { id in
             guard id.isTemporaryID else { return id }

@@ -16,9 +16,8 @@ extension PostgreSQLStore: PersistentHistoryStore {
                        storeIdentifier: String, layout: StoreLayout, _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken {
         let numbered = try connection.execute(cached: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_ENT = $1 RETURNING Z_MAX",
                                               [PostgreSQLValue(Self.historyTransactionEntity)])
-        guard numbered.rowCount == 1, let number = try numbered.int64(row: 0, column: 0) else {
-            throw PersistentStoreError(.ioFailure, url: databaseURL, message: "Z_PRIMARYKEY has no row for the history's transactions (16002)")
-        }
+        guard numbered.rowCount == 1 else { throw missingHistoryCounter() }
+        let number = try numbered.requiredInt64(row: 0, column: 0)
         let process = ProcessInfo.processInfo
         _ = try connection.execute(cached: """
             INSERT INTO ATRANSACTION (Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID) VALUES ($1, $2, $3, $4, $5, $6)
@@ -42,7 +41,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
             _ = try connection.execute(cached: """
                 INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK) \
                 SELECT $1, t, e, k FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) AS c(t, e, k)
-                """, [PostgreSQLValue(number), PostgreSQLValue(keys: types), PostgreSQLValue(keys: entities), PostgreSQLValue(keys: keys)])
+                """, [PostgreSQLValue(number)] + [types, entities, keys].map { PostgreSQLValue(layout.keyArray($0)) })
         }
         // Delivered to the listeners at commit, and never if the save rolls back.
         _ = try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.historyChannel), .text("\(storeIdentifier):\(number)")])
@@ -51,17 +50,21 @@ extension PostgreSQLStore: PersistentHistoryStore {
 
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
         try requireHistory()
-        let number = try withConnection { connection in
+        let result = try withConnection { connection in
             try connection.execute(cached: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = $1", [PostgreSQLValue(Self.historyTransactionEntity)])
-                .int64(row: 0, column: 0) ?? 0
         }
-        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number)
+        guard result.rowCount == 1 else { throw missingHistoryCounter() }
+        return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: try result.requiredInt64(row: 0, column: 0))
+    }
+
+    private func missingHistoryCounter() -> PersistentStoreError {
+        PersistentStoreError(.ioFailure, url: reportedURL, message: "Z_PRIMARYKEY has no row for the history's transactions (16002)")
     }
 
     public func fetchHistory(_ request: PersistentHistoryRequest) throws -> [PersistentHistoryTransaction] {
         try requireHistory()
         guard request.kind == .fetch else {
-            throw PersistentStoreError(.invalidHistoryRequest, url: databaseURL, message: "fetchHistory(_:) was given a delete request")
+            throw PersistentStoreError(.invalidHistoryRequest, url: reportedURL, message: "fetchHistory(_:) was given a delete request")
         }
         let layout = try layout
         let identifier = identifier
@@ -84,10 +87,10 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 let rows = try connection.execute(sql, parameters)
                 var transactions: [PersistentHistoryTransaction] = []
                 for row in 0..<rows.rowCount {
-                    let number = try rows.int64(row: row, column: 0) ?? 0
+                    let number = try rows.requiredInt64(row: row, column: 0)
                     let transaction = PersistentHistoryTransaction(
                         token: PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: number),
-                        timestamp: Date(timeIntervalSinceReferenceDate: try rows.double(row: row, column: 1) ?? 0),
+                        timestamp: Date(timeIntervalSinceReferenceDate: try rows.requiredDouble(row: row, column: 1)),
                         author: rows.string(row: row, column: 2), contextName: rows.string(row: row, column: 3),
                         processID: rows.string(row: row, column: 4) ?? "", bundleID: rows.string(row: row, column: 5) ?? "",
                         changes: nil)
@@ -103,15 +106,15 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 let reader = layout.rowReader(storeIdentifier: identifier)
                 var byTransaction: [Int64: [PersistentHistoryChange]] = [:]
                 for row in 0..<changes.rowCount {
-                    let transaction = try changes.int64(row: row, column: 1) ?? 0
-                    let rawType = try changes.int64(row: row, column: 2) ?? -1
+                    let transaction = try changes.requiredInt64(row: row, column: 1)
+                    let rawType = try changes.requiredInt64(row: row, column: 2)
                     guard let type = PersistentHistoryChange.ChangeType(rawValue: rawType) else {
-                        throw PersistentStoreError(.ioFailure, url: databaseURL, message: "ACHANGE row of transaction \(transaction) has change type \(rawType)")
+                        throw PersistentStoreError(.ioFailure, url: reportedURL, message: "ACHANGE row of transaction \(transaction) has change type \(rawType)")
                     }
-                    let id = try reader.objectID(entityNumber: try changes.int64(row: row, column: 3) ?? 0,
-                                                 primaryKey: try changes.int64(row: row, column: 4) ?? 0)
+                    let id = try reader.objectID(entityNumber: try changes.requiredInt64(row: row, column: 3),
+                                                 primaryKey: try changes.requiredInt64(row: row, column: 4))
                     byTransaction[transaction, default: []].append(PersistentHistoryChange(
-                        changeID: try changes.int64(row: row, column: 0) ?? 0, changedObjectID: id, changeType: type,
+                        changeID: try changes.requiredInt64(row: row, column: 0), changedObjectID: id, changeType: type,
                         transactionNumber: transaction))
                 }
                 return transactions.map { transaction in
@@ -130,19 +133,19 @@ extension PostgreSQLStore: PersistentHistoryStore {
                               _ connection: PostgreSQLConnection) throws -> Int64 {
         guard let token else { return 0 }
         guard token.storeIdentifier == identifier else {
-            throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
+            throw PersistentStoreError(.historyTokenMismatch, url: reportedURL, message:
                 "the history token belongs to the store \(token.storeIdentifier), not to this store (\(identifier))")
         }
         let bounds = try connection.execute("""
             SELECT (SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = $1), (SELECT min(Z_PK) FROM ATRANSACTION)
             """, [PostgreSQLValue(Self.historyTransactionEntity)])
-        let last = try bounds.int64(row: 0, column: 0) ?? 0
+        let last = try bounds.requiredInt64(row: 0, column: 0)
         guard token.transactionNumber <= last else {
-            throw PersistentStoreError(.historyTokenMismatch, url: databaseURL, message:
+            throw PersistentStoreError(.historyTokenMismatch, url: reportedURL, message:
                 "the history token names transaction \(token.transactionNumber), but the store's history ends at transaction \(last)")
         }
         if forFetch, let first = try bounds.int64(row: 0, column: 1), first > token.transactionNumber + 1 {
-            throw PersistentStoreError(.historyExpired, url: databaseURL, message: """
+            throw PersistentStoreError(.historyExpired, url: reportedURL, message: """
                 the history after transaction \(token.transactionNumber) is gone (deleted up to transaction \(first - 1)): \
                 changes were missed; refetch everything you show and continue from the store's current token
                 """)
@@ -154,7 +157,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
         try requireHistory()
         if isReadOnly { throw readOnlyError() }
         guard request.kind == .delete else {
-            throw PersistentStoreError(.invalidHistoryRequest, url: databaseURL, message: "deleteHistory(_:) was given a fetch request")
+            throw PersistentStoreError(.invalidHistoryRequest, url: reportedURL, message: "deleteHistory(_:) was given a fetch request")
         }
         return try withConnection { connection in
             try connection.transaction {
@@ -178,7 +181,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
 
     private func requireHistory() throws {
         guard tracksPersistentHistory else {
-            throw PersistentStoreError(.historyNotTracked, url: databaseURL, message:
+            throw PersistentStoreError(.historyNotTracked, url: reportedURL, message:
                 "the store does not record persistent history: add it with StoreOptions.persistentHistoryTracking")
         }
     }

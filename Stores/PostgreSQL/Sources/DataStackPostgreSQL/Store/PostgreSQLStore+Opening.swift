@@ -25,60 +25,72 @@ extension PostgreSQLStore {
     public func loadMetadata() throws {
         let entities = configuration.entities
         let layout = try StoreLayout(entities: entities, dialect: .postgreSQL)
-        let unsupported = layout.unsupportedFeatures(for: entities)
+        let unsupported = layout.unsupportedFeatures
         guard unsupported.isEmpty else {
-            throw PersistentStoreError(.cannotOpen, url: databaseURL, message: """
+            throw PersistentStoreError(.cannotOpen, url: reportedURL, message: """
                 the PostgreSQL store does not keep the order of ordered relationships yet: \
                 \(unsupported.joined(separator: "; "))
                 """)
         }
         let options = configuration.options
-        let metadata: StoreMetadata = try withConnection { connection in
+        let (metadata, history) = try withConnection { connection in
             try connection.transaction {
                 _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('datastack.schema'))")
                 if try !Self.tableExists("z_metadata", connection) {
                     guard try Self.isEmpty(connection) else {
-                        throw PersistentStoreError(.notAStore, url: databaseURL, message: """
+                        throw PersistentStoreError(.notAStore, url: reportedURL, message: """
                             the database has tables but no Z_METADATA: it is not a DataStack store, and nothing was changed in it
                             """)
                     }
                     if options.isReadOnly {
-                        throw PersistentStoreError(.cannotOpen, url: databaseURL, message: """
+                        throw PersistentStoreError(.cannotOpen, url: reportedURL, message: """
                             the database has no store yet, and a store added read-only cannot create one
                             """)
                     }
                     try create(layout, connection)
                 }
-                if options.persistentHistoryTracking, !options.isReadOnly, try !Self.tableExists("atransaction", connection) {
+                var history = try Self.history(connection)
+                if options.persistentHistoryTracking, !options.isReadOnly, history == .none {
                     try Self.createHistoryTables(connection)
+                    history = .empty
                 }
                 let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
                 let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-                return try StoreLayout.decodeMetadata(data)
+                return (try StoreLayout.decodeMetadata(data), history)
             }
         }
         let problems = StoreLayout.differences(of: entities, fromModelRecordedIn: metadata)
         guard problems.isEmpty else {
-            throw PersistentStoreError(.incompatibleModel, url: databaseURL, message: """
+            throw PersistentStoreError(.incompatibleModel, url: reportedURL, message: """
                 the store does not match the model (the PostgreSQL store does not migrate yet): \(problems.joined(separator: "; "))
                 """)
         }
         guard let uuid = metadata[StoreMetadataKey.storeUUID] as? String else {
-            throw PersistentStoreError(.notAStore, url: databaseURL, message: "the store's metadata has no NSStoreUUID")
+            throw PersistentStoreError(.notAStore, url: reportedURL, message: "the store's metadata has no NSStoreUUID")
         }
-        let hasHistoryTables = try withConnection { try Self.tableExists("atransaction", $0) }
-        let tracksHistory = options.persistentHistoryTracking && hasHistoryTables
         stateLock.withLock {
             state.identifier = uuid
             state.metadata = metadata
             state.layout = layout
-            state.tracksHistory = tracksHistory
+            state.tracksHistory = options.persistentHistoryTracking && history != .none
+            // A save without its history transaction would be a gap other machines never merge.
+            state.readOnlyReason = !options.persistentHistoryTracking && history == .holdsTransactions
+                ? StoreLayout.untrackedHistoryReason : nil
         }
     }
 
+    /// What a database holds of persistent history.
+    private enum History {
+        case none, empty, holdsTransactions
+    }
+
+    private static func history(_ connection: PostgreSQLConnection) throws -> History {
+        guard try tableExists("atransaction", connection) else { return .none }
+        let any = try connection.execute("SELECT EXISTS (SELECT 1 FROM ATRANSACTION)").string(row: 0, column: 0) == "t"
+        return any ? .holdsTransactions : .empty
+    }
+
     private func create(_ layout: StoreLayout, _ connection: PostgreSQLConnection) throws {
-        _ = try connection.execute("CREATE TABLE Z_PRIMARYKEY (Z_ENT BIGINT PRIMARY KEY, Z_NAME TEXT, Z_SUPER BIGINT, Z_MAX BIGINT)")
-        _ = try connection.execute("CREATE TABLE Z_METADATA (Z_VERSION BIGINT PRIMARY KEY, Z_UUID TEXT, Z_PLIST BYTEA)")
         for sql in layout.creationStatements() { _ = try connection.execute(sql) }
         for row in layout.entityRows {
             _ = try connection.execute("INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES ($1, $2, $3, 0)",
@@ -108,6 +120,33 @@ extension PostgreSQLStore {
 
     static func tableExists(_ name: String, _ connection: PostgreSQLConnection) throws -> Bool {
         try connection.execute("SELECT to_regclass($1) IS NOT NULL", [.text(name)]).string(row: 0, column: 0) == "t"
+    }
+
+    /// Drops the store at `url`: `Z_PRIMARYKEY`, `Z_METADATA`, each entity
+    /// table `Z_PRIMARYKEY` names, the join tables (`Z_<n>…`) and the history
+    /// tables, in one transaction — and nothing else of the database. A database
+    /// without `Z_METADATA` holds no store: nothing is dropped, and that is not an error.
+    public static func destroy(at url: URL) throws {
+        let reportedURL = withoutPassword(url)
+        do {
+            let connection = try PostgreSQLConnection(url: url)
+            defer { connection.close() }
+            try connection.transaction {
+                _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('datastack.schema'))")
+                guard try tableExists("z_metadata", connection) else { return }
+                // Root entities' tables (Z_SUPER 0) below the history's numbers (16001…), join tables, bookkeeping, history.
+                let tables = try connection.execute("""
+                    SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND (
+                        tablename IN (SELECT lower('Z' || Z_NAME) FROM Z_PRIMARYKEY WHERE Z_SUPER = 0 AND Z_ENT < 16000)
+                        OR tablename ~ '^z_[0-9]' OR tablename IN ('z_primarykey', 'z_metadata', 'atransaction', 'achange'))
+                    """)
+                let names = (0..<tables.rowCount).compactMap { tables.string(row: $0, column: 0) }
+                    .map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+                _ = try connection.execute("DROP TABLE " + names.joined(separator: ", ") + " CASCADE")
+            }
+        } catch let error as PostgreSQLError {
+            throw storeError(error, url: reportedURL)
+        }
     }
 
     private static func isEmpty(_ connection: PostgreSQLConnection) throws -> Bool {

@@ -11,7 +11,7 @@ extension PostgreSQLStore {
     /// `NOTIFY`. Any error rolls everything back: a save stands whole or not
     /// at all, on this machine and every other.
     func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
-        if isReadOnly { throw readOnlyError() }
+        try requireObjectSaves()
         let layout = try layout
         let (identifier, tracksHistory) = stateLock.withLock { (state.identifier, state.tracksHistory) }
         let author = context?.transactionAuthor
@@ -62,7 +62,7 @@ extension PostgreSQLStore {
     private func run(_ statement: StoreLayout.Statement, for node: IncrementalStoreNode? = nil,
                      _ connection: PostgreSQLConnection) throws -> PostgreSQLResult {
         do {
-            return try connection.execute(cached: statement.sql, statement.values.map(PostgreSQLValue.init(stored:)))
+            return try connection.execute(cached: statement.sql, statement.values.map(PostgreSQLValue.init))
         } catch let error as PostgreSQLError where error.kind == .uniqueViolation {
             guard let node else { throw error }
             // A uniqueness constraint's unique index refused the row: the same error the SQLite store throws.

@@ -44,7 +44,11 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // the connection, used only while `connectionLock` is held.
 
     /// The store type: `"PostgreSQL"`, for `postgresql://` and `postgres://` URLs.
-    public static let storeType = StoreType(rawValue: "PostgreSQL") { try PostgreSQLStore(configuration: $0) }
+    /// Its stores are shared (every connection sees every commit), and
+    /// destroying one drops its tables (``destroy(at:)``).
+    public static let storeType = StoreType(rawValue: "PostgreSQL", isShared: true, destroyStore: destroy(at:)) {
+        try PostgreSQLStore(configuration: $0)
+    }
 
     /// Registers the store type and its URL schemes, so that
     /// `StackManager.setup(model:storeURL:)` with a `postgresql://` URL opens it.
@@ -58,6 +62,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     let configuration: StoreConfiguration
     let databaseURL: URL
+    /// The URL errors name: ``databaseURL`` without its password.
+    let reportedURL: URL
     let connectionLock = NSLock()
     private var connection: PostgreSQLConnection?
     let stateLock = NSLock()
@@ -68,6 +74,10 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         var metadata: StoreMetadata = [:]
         var layout: StoreLayout?
         var tracksHistory = false
+        /// Why saves are refused although the store was not added read-only
+        /// (as the SQLite store's: its history would have gaps). Work that
+        /// changes no object, such as metadata, is still allowed.
+        var readOnlyReason: String?
         var observer: RemoteChangeListener?
     }
 
@@ -75,11 +85,21 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         guard let url = configuration.url else {
             throw PersistentStoreError(.missingLocation, url: nil, message: "a PostgreSQL store needs a postgresql:// URL")
         }
+        let reportedURL = Self.withoutPassword(url)
         guard let scheme = url.scheme?.lowercased(), scheme == "postgresql" || scheme == "postgres" else {
-            throw PersistentStoreError(.cannotOpen, url: url, message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
+            throw PersistentStoreError(.cannotOpen, url: reportedURL,
+                                       message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
         }
         self.configuration = configuration
         self.databaseURL = url
+        self.reportedURL = reportedURL
+    }
+
+    /// `url` without a password, for messages: errors are logged and shown.
+    static func withoutPassword(_ url: URL) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.password != nil else { return url }
+        components.password = nil
+        return components.url ?? url
     }
 
     deinit {
@@ -96,7 +116,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     var layout: StoreLayout {
         get throws {
             guard let layout = stateLock.withLock({ state.layout }) else {
-                throw PersistentStoreError(.cannotOpen, url: databaseURL, message: "the store is not open: add it to a coordinator first")
+                throw PersistentStoreError(.cannotOpen, url: reportedURL, message: "the store is not open: add it to a coordinator first")
             }
             return layout
         }
@@ -153,16 +173,29 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     /// A connection error as the store error a coordinator's caller expects.
     func storeError(_ error: PostgreSQLError) -> PersistentStoreError {
+        Self.storeError(error, url: reportedURL)
+    }
+
+    static func storeError(_ error: PostgreSQLError, url: URL) -> PersistentStoreError {
         let code: PersistentStoreError.Code
         switch error.kind {
         case .connectionFailed: code = .cannotOpen
         case .serializationFailure: code = .busy
         default: code = .ioFailure
         }
-        return PersistentStoreError(code, url: databaseURL, message: "PostgreSQL: \(error)", underlying: error)
+        return PersistentStoreError(code, url: url, message: "PostgreSQL: \(error)", underlying: error)
     }
 
     func readOnlyError() -> PersistentStoreError {
-        PersistentStoreError(.readOnly, url: databaseURL, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not save")
+        PersistentStoreError(.readOnly, url: reportedURL, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not save")
+    }
+
+    /// Throws unless the store may save objects: added read-only, or refusing
+    /// saves for a reason of its own (``State/readOnlyReason``).
+    func requireObjectSaves() throws {
+        if isReadOnly { throw readOnlyError() }
+        if let reason = stateLock.withLock({ state.readOnlyReason }) {
+            throw PersistentStoreError(.readOnly, url: reportedURL, message: reason)
+        }
     }
 }
