@@ -29,12 +29,15 @@ extension PostgreSQLStore {
     }
 
     public func newValues(forObjectWith objectID: ObjectID, in context: ManagedObjectContext?) throws -> IncrementalStoreNode {
-        guard let node = try newValues(forObjectsWith: [objectID]).first else { throw ObjectGraphError.objectNotFound(objectID) }
+        guard let node = try newValues(forObjectsWith: [objectID], in: context).first else { throw ObjectGraphError.objectNotFound(objectID) }
         return node
     }
+}
 
-    /// The rows of these objects that exist: one query per table.
-    func newValues(forObjectsWith objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
+extension PostgreSQLStore: BatchFaultingStore {
+    /// The rows of these objects that exist: one query per table (`Z_PK IN` an array parameter),
+    /// so a batch of faults the coordinator fires together costs one round trip.
+    public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         let layout = try layout
         var keysByTable: [String: (entity: EntityDescription, keys: [Int64])] = [:]
         for id in objectIDs {
@@ -50,7 +53,9 @@ extension PostgreSQLStore {
         }
         return nodes
     }
+}
 
+extension PostgreSQLStore {
     public func newValue(forRelationship relationship: RelationshipDescription, forObjectWith objectID: ObjectID,
                          in context: ManagedObjectContext?) throws -> PropertyValue {
         guard relationship.isToMany else {
