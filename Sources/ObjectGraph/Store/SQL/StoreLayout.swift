@@ -15,7 +15,8 @@ import Foundation
 /// ```swift
 /// @_spi(StoreImplementation) import ObjectGraph
 ///
-/// let layout = try StoreLayout(entities: configuration.entities, dialect: .postgreSQL)
+/// let layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName,
+///                              dialect: .postgreSQL)
 /// for sql in layout.creationStatements() { try connection.execute(sql) }
 /// let query = try layout.query(for: fetch)   // SQL and the values of its $1, $2…
 /// ```
@@ -23,10 +24,15 @@ import Foundation
 public struct StoreLayout: Sendable {
     let schema: SQLiteSchema
 
-    /// Lays out `entities` as Core Data lays out a new store of them.
+    /// Lays out the entities of a model's configuration (all of them for nil)
+    /// as Core Data lays out a new store of them. The model is validated and
+    /// frozen, as a coordinator does: its layout is final from then on.
     ///
-    /// - Throws: ``PersistentStoreError`` when the entities cannot be laid out.
-    public init(entities: [EntityDescription], dialect: SQLDialect) throws {
+    /// - Throws: ``ObjectGraphError`` for a model that does not validate;
+    ///   ``PersistentStoreError`` when the entities cannot be laid out.
+    public init(model: ManagedObjectModel, configurationName: String?, dialect: SQLDialect) throws {
+        try model.freeze()
+        let entities = model.entities(forConfigurationName: configurationName)
         schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
                                   existingColumns: nil, url: nil, dialect: dialect)
     }

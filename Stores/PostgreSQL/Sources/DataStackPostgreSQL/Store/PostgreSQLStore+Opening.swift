@@ -24,7 +24,7 @@ extension PostgreSQLStore {
     ///   property that differs from the model the store was created with.
     public func loadMetadata() throws {
         let entities = configuration.entities
-        let layout = try StoreLayout(entities: entities, dialect: .postgreSQL)
+        let layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName, dialect: .postgreSQL)
         let unsupported = layout.unsupportedFeatures
         guard unsupported.isEmpty else {
             throw PersistentStoreError(.cannotOpen, url: reportedURL, message: """
