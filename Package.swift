@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DataStack", targets: ["DataStack"]),
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .executable(name: "ticker-import", targets: ["TickerImport"]),
+        .library(name: "TickerImportKit", targets: ["TickerImportKit"]),
         .executable(name: "datastack", targets: ["DataStackTool"]),
     ],
     targets: [
@@ -32,11 +33,17 @@ let package = Package(
             dependencies: ["ObjectGraph"],
             path: "Sources/DataStack"
         ),
+        // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
+        .target(
+            name: "TickerImportKit",
+            dependencies: ["DataStack"],
+            path: "Examples/TickerImport/Kit",
+            resources: [.copy("Resources/TickerModel.xcdatamodeld")]
+        ),
         .executableTarget(
             name: "TickerImport",
-            dependencies: ["DataStack"],
-            path: "Examples/TickerImport",
-            resources: [.copy("Resources/TickerModel.xcdatamodeld")]
+            dependencies: ["TickerImportKit"],
+            path: "Examples/TickerImport/App"
         ),
         // `datastack`: inspect, dump, history and migrate any Core Data store from the command line.
         .executableTarget(

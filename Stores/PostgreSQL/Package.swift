@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DataStackPostgreSQL", targets: ["DataStackPostgreSQL"]),
+        .executable(name: "ticker-import-postgresql", targets: ["TickerImportPostgreSQL"]),
     ],
     dependencies: [
         .package(name: "DataStack", path: "../.."),
@@ -28,6 +29,12 @@ let package = Package(
                 .product(name: "DataStack", package: "DataStack"),
             ],
             path: "Sources/DataStackPostgreSQL"
+        ),
+        // ticker-import with the PostgreSQL store registered: `--store postgresql://…`.
+        .executableTarget(
+            name: "TickerImportPostgreSQL",
+            dependencies: ["DataStackPostgreSQL", .product(name: "TickerImportKit", package: "DataStack")],
+            path: "TickerImport"
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",

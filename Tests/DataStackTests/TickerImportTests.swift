@@ -112,6 +112,16 @@ import DataStack
         }
     }
 
+    @Test func aStoreURLOfAnotherDatabaseNamesTheExecutableThatOpensIt() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build ticker-import first (swift build)")
+        let result = try run(["--store", "postgresql://app@/db", "--duration", "1"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("ticker-import-postgresql"), "\(result.stderr)")
+        let malformed = try run(["--store", "post gres://", "--duration", "1"])
+        #expect(malformed.status == 2)
+        #expect(malformed.stderr.contains("is not a URL"), "\(malformed.stderr)")
+    }
+
     /// Two processes on one store, as the README runs them in two terminals:
     /// `--view-only` on a store that does not exist yet creates it empty and
     /// waits; then it shows what an `--import-only` process saves there, every

@@ -109,10 +109,10 @@ enum TickerImportProcess {
 /// The ticker example's model, loaded from the `.xcdatamodeld` it ships, so
 /// the tests open its store with exactly the versions the example has.
 enum TickerStoreModel {
-    /// `Examples/TickerImport/Resources/TickerModel.xcdatamodeld`.
+    /// `Examples/TickerImport/Kit/Resources/TickerModel.xcdatamodeld`.
     static let bundleURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Examples/TickerImport/Resources/TickerModel.xcdatamodeld")
+        .appendingPathComponent("Examples/TickerImport/Kit/Resources/TickerModel.xcdatamodeld")
 
     /// The current version.
     static func make() throws -> ManagedObjectModel {

@@ -38,8 +38,13 @@ extension PredicateSQLCompiler {
             return bind(value)
         case .arithmetic(let op, let lhs, let rhs):
             let a = try expression(lhs, context).sql, b = try expression(rhs, context).sql
-            let real = dialect == .sqlite ? "REAL" : "float8"
-            let sql = op == .divide ? "(CAST(\(a) AS \(real)) / \(b))" : "(\(a) \(op.rawValue) \(b))"
+            let sql: String
+            switch (op, dialect) {
+            case (.divide, .sqlite): sql = "(CAST(\(a) AS REAL) / \(b))"
+            // SQLite divides by zero to NULL; PostgreSQL would raise an error.
+            case (.divide, .postgreSQL): sql = "(CAST(\(a) AS float8) / NULLIF(\(b), 0))"
+            default: sql = "(\(a) \(op.rawValue) \(b))"
+            }
             return Operand(sql: sql, family: .numeric)
         case .aggregate(let function, let argument):
             let value = try expression(argument, context)

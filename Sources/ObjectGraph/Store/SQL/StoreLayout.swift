@@ -96,15 +96,16 @@ public struct StoreLayout: Sendable {
 
     /// The SQL of a fetch: full rows (`Z_PK`, `Z_ENT`, `Z_OPT`, then the
     /// table's columns, as ``RowReader`` reads them), `Z_PK, Z_ENT` for IDs,
-    /// one count, or dictionary columns.
+    /// one count, or dictionary columns — for a fetch with expressions,
+    /// grouping or a having predicate, its one `SELECT … GROUP BY … HAVING`.
     ///
     /// - Throws: ``FetchPredicateError`` for a predicate or sort the dialect
-    ///   cannot express; ``FetchExpressionError`` for a fetch with expressions,
-    ///   grouping or a having predicate, which only the SQLite store compiles.
+    ///   cannot express; ``FetchExpressionError`` for an expression it cannot.
     public func query(for fetch: StoreFetch) throws -> Query {
-        if fetch.resultType == .dictionary, fetch.expressions != nil {
-            throw FetchExpressionError(.unknownKeyPath, entity: fetch.entity.name, location: "the fetch",
-                                       reason: "expressions, grouping and having predicates are compiled for SQLite stores only")
+        if fetch.resultType == .dictionary, let expressions = fetch.expressions {
+            let select = try ExpressionSelectQuery(fetch: fetch, expressions: expressions, schema: schema)
+            return Query(sql: select.sql, bindings: select.bindings.map(StoredValue.init),
+                         dictionaryColumns: expressions.columns.map { ($0.name, $0.resultType) })
         }
         let select = try SelectQuery(fetch: fetch, schema: schema)
         return Query(sql: select.sql, bindings: select.bindings.map(StoredValue.init), dictionaryColumns: select.dictionaryColumns)

@@ -15,7 +15,7 @@ struct ExpressionSelectQuery {
     init(fetch: StoreFetch, expressions: ExpressionFetch, schema: SQLiteSchema) throws {
         let mapping = try schema.mapping(for: fetch.entity)
         var compiler = PredicateSQLCompiler(schema: schema, rootAlias: "t0")
-        let root = PredicateSQLCompiler<SQLiteSchema>.Scope(parent: nil, dialect: .sqlite)
+        let root = PredicateSQLCompiler<SQLiteSchema>.Scope(parent: nil, dialect: schema.dialect)
         var context = PredicateSQLCompiler<SQLiteSchema>.Context(scope: root, selfBase: .init(alias: "t0", entity: fetch.entity),
                                                                   variables: [:])
         var conditions = SelectQuery.entityConditions(for: fetch, schema: schema)
@@ -45,7 +45,9 @@ struct ExpressionSelectQuery {
             having = try Self.compile(predicate) { try compiler.predicate(predicate.expression, context) }
         }
         let orderings = zip(expressions.sortColumns, fetch.sortDescriptors).map { column, sort in
-            values[column] + (sort.caseInsensitive ? " COLLATE NOCASE" : "") + (sort.ascending ? " ASC" : " DESC")
+            var value = values[column]
+            if sort.caseInsensitive { value = schema.dialect == .sqlite ? value + " COLLATE NOCASE" : "lower(\(value))" }
+            return value + (sort.ascending ? " ASC" : " DESC")
         }
 
         var sql = "SELECT " + (fetch.returnsDistinctResults ? "DISTINCT " : "") + values.joined(separator: ", ")
@@ -55,7 +57,8 @@ struct ExpressionSelectQuery {
         if let having { sql += " HAVING " + having }
         if !orderings.isEmpty { sql += " ORDER BY " + orderings.joined(separator: ", ") }
         if fetch.fetchLimit > 0 || fetch.fetchOffset > 0 {
-            sql += " LIMIT \(fetch.fetchLimit > 0 ? fetch.fetchLimit : -1)" + (fetch.fetchOffset > 0 ? " OFFSET \(fetch.fetchOffset)" : "")
+            let noLimit = schema.dialect == .sqlite ? "-1" : "ALL"
+            sql += " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : noLimit)" + (fetch.fetchOffset > 0 ? " OFFSET \(fetch.fetchOffset)" : "")
         }
         self.sql = sql
         self.bindings = compiler.bindings

@@ -120,6 +120,38 @@ struct StoreContractTests {
         }
     }
 
+    @Test("computed, grouped and filtered dictionary fetches give the same rows on both stores", arguments: StoreKind.allCases)
+    func expressionFetchesAgree(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let context = try reader(kind, seeded)
+        func column(_ name: String, _ expression: FetchExpression, _ type: AttributeType) -> PropertyToFetch {
+            .expression(ExpressionDescription(name: name, expression: expression, resultType: type))
+        }
+        var grouped = FetchRequest<[String: Any]>(entityName: "StockUpdate")
+        grouped.resultType = .dictionary
+        grouped.propertiesToFetch = ["company.symbol", column("volume", .sum(.keyPath("volume")), .integer64),
+                                     column("average", .average(.keyPath("price")), .double), column("count", .count(), .integer64)]
+        grouped.propertiesToGroupBy = ["company.symbol"]
+        grouped.havingPredicate = try FetchPredicate(format: "$count > 1")
+        var computed = FetchRequest<[String: Any]>(entityName: "Company")
+        computed.resultType = .dictionary
+        computed.propertiesToFetch = ["symbol", column("perEmployee", .keyPath("employees") / 0, .double),
+                                     column("half", .keyPath("employees") / 2, .double)]
+        computed.sortDescriptors = [FetchSort(key: "symbol", ascending: false)]
+        try context.performAndWait {
+            let groups = try context.fetch(grouped)
+            #expect(groups.count == 1)
+            #expect(groups.first?["company.symbol"] as? String == "ACME")
+            #expect(groups.first?["volume"] as? Int == 350)
+            #expect(groups.first?["average"] as? Double == 10.875)
+            #expect(groups.first?["count"] as? Int == 2)
+            let rows = try context.fetch(computed)
+            #expect(rows.map { $0["symbol"] as? String } == ["INIT", "GLBX", "ACME"])
+            #expect(rows.map { $0["half"] as? Double } == [3.5, 22.5, 60])
+            #expect(rows.allSatisfy { $0["perEmployee"] is NSNull }, "a division by zero is null, not an error")
+        }
+    }
+
     @Test("an update and a delete bump and check the row's version; a stale save is a merge conflict", arguments: StoreKind.allCases)
     func optimisticLocking(_ kind: StoreKind) throws {
         let seeded = try seed(kind)

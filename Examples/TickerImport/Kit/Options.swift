@@ -60,8 +60,9 @@ struct Options: Sendable {
                                matched words in [brackets], kept up to date as the import
                                adds and renames companies. TEXT is a full-text query: words
                                (all must match), OR, a NOT b, "a phrase", prefix*, ( )
-          --store PATH         the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
-                               then ticker-import/ticker-import.sqlite)
+          --store PATH|URL     the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
+                               then ticker-import/ticker-import.sqlite), or a postgresql://
+                               URL with ticker-import-postgresql (Stores/PostgreSQL)
           --seed N             seed of the simulated market (default 1)
           --json               print one JSON object per merge instead of the live screen
                                (per save with --import-only)
@@ -77,6 +78,19 @@ struct Options: Sendable {
 
     struct UsageError: Error, CustomStringConvertible {
         var description: String
+    }
+
+    /// A path, or a URL with a scheme (`postgresql://…`) for a store type registered for it.
+    static func storeLocation(_ text: String) throws -> URL {
+        guard text.contains("://") else { return URL(fileURLWithPath: text) }
+        guard let url = URL(string: text), let scheme = url.scheme else { throw UsageError(description: "--store: '\(text)' is not a URL") }
+        if scheme != "file", StoreType.registered(forURLScheme: scheme) == nil {
+            throw UsageError(description: """
+                --store: this ticker-import opens SQLite stores; for \(scheme):// run ticker-import-postgresql \
+                (swift run --package-path Stores/PostgreSQL ticker-import-postgresql …)
+                """)
+        }
+        return url
     }
 
     static func parse(_ arguments: [String]) throws -> Options {
@@ -116,7 +130,7 @@ struct Options: Sendable {
                     // "bad search query at offset 0 in '"unclosed': …": the place and what is wrong.
                     throw UsageError(description: "--search: \(error)")
                 }
-            case "--store": options.store = URL(fileURLWithPath: try value(for: flag))
+            case "--store": options.store = try storeLocation(try value(for: flag))
             case "--seed":
                 let text = try value(for: flag)
                 guard let seed = UInt64(text) else { throw UsageError(description: "--seed takes a whole number, not '\(text)'") }
