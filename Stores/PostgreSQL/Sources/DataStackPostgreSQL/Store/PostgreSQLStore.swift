@@ -37,7 +37,7 @@ import Foundation
 /// context never wait behind an import's save.
 ///
 /// Not yet kept here (each throws or is refused at open, never lost): ordered
-/// relationships, batch requests, expression fetches, full-text search, `[d]`
+/// relationships, batch requests, full-text search, `[d]`
 /// comparisons, migration between model versions.
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
