@@ -325,7 +325,7 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
 }
 
 extension InMemoryStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
-    package func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
+    public func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
         let snapshot = state.withLock { $0 }
         var result = RelationshipPrefetch()
         for owner in objectIDs where snapshot.rows[owner] != nil {
@@ -337,7 +337,7 @@ extension InMemoryStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
         return result
     }
 
-    package func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
+    public func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
         let indexes = try keys.map { try entity.property(forKey: $0).index }
         let rows = state.withLock { $0.rows }
         var byValues: [[PropertyValue]: ObjectID] = [:]

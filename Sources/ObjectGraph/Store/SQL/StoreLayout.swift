@@ -127,6 +127,27 @@ public struct StoreLayout: Sendable {
         schema.toManySelect(relationship, columns: "t0.Z_PK, t0.Z_ENT", ownersIn: keyList(parameter: 1))
     }
 
+    /// The full rows (as ``RowReader/node(from:)`` reads them) of a to-many
+    /// relationship's destinations for the owners whose keys are in the array
+    /// bound to the one parameter, each followed by its owner's key at
+    /// `ownerColumn`; by owner and in the relationship's order. Nil for a
+    /// relationship that is not a stored to-many.
+    public func prefetchQuery(for relationship: RelationshipDescription) -> (sql: String, ownerColumn: Int)? {
+        guard relationship.isToMany, let destination = relationship.destinationEntity,
+              let mapping = schema.mappings[ObjectIdentifier(destination)], let table = schema.table(named: mapping.table),
+              let sql = schema.toManySelect(relationship, columns: schema.selectColumns(of: table, alias: "t0"),
+                                            ownersIn: keyList(parameter: 1)) else { return nil }
+        return (sql, 3 + table.columns.count)
+    }
+
+    /// The `Z_PK, Z_ENT` of a row of `entity` (or a subentity) whose `keys`
+    /// hold the values of parameters 1, 2…: a uniqueness constraint's lookup.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key without a column.
+    public func rowLookupQuery(for entity: EntityDescription, keys: [String]) throws -> String {
+        try schema.rowLookupSQL(entity, keys: keys)
+    }
+
     /// Keys as the value of one array parameter: a JSON array for SQLite's
     /// `json_each`, an array literal for PostgreSQL's `bigint[]`.
     public func keyArray(_ keys: some Sequence<Int64>) -> StoredValue {

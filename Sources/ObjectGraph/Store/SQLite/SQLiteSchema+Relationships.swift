@@ -196,6 +196,25 @@ extension SQLiteSchema {
                          ownerTable: table.ownerTable, memberTable: table.memberTable)
     }
 
+    /// The `Z_PK, Z_ENT` of a row of `entity` (or a subentity) whose `keys`
+    /// hold the values of parameters 1, 2…: the lookup of a uniqueness constraint.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key without a column.
+    func rowLookupSQL(_ entity: EntityDescription, keys: [String]) throws -> String {
+        let mapping = try mapping(for: entity)
+        var conditions: [String] = []
+        for (position, key) in keys.enumerated() {
+            let property = try entity.property(forKey: key)
+            guard let column = mapping.columns[property.index] else { throw ObjectGraphError.unknownKey(key, entity: entity.name) }
+            conditions.append("\(column.name) = \(dialect.placeholder(position + 1))")
+        }
+        var sql = "SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE " + conditions.joined(separator: " AND ")
+        if let table = table(named: mapping.table), table.holdsSeveralEntities {
+            sql += " AND Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
+        }
+        return sql + " LIMIT 1"
+    }
+
     /// The join-table columns that can hold a row of `entity` (as an owner or a
     /// member): the rows to delete with it.
     func joinColumns(holding entity: EntityDescription) -> [(table: String, column: String)] {

@@ -32,7 +32,7 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
         return destinations
     }
 
-    package func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
+    public func prefetch(_ relationship: RelationshipDescription, forObjectsWith objectIDs: [ObjectID]) throws -> RelationshipPrefetch {
         let schema = try schema
         let identity = identity
         guard relationship.isToMany, let destination = relationship.destinationEntity,
@@ -84,26 +84,15 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
             """)
     }
 
-    package func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
+    public func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
         let schema = try schema
         let identity = identity
-        let mapping = try schema.mapping(for: entity)
-        var columns: [String] = []
-        for key in keys {
-            let property = try entity.property(forKey: key)
-            guard let column = mapping.columns[property.index] else { throw ObjectGraphError.unknownKey(key, entity: entity.name) }
-            columns.append(column.name)
-        }
-        var sql = "SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE " + columns.map { "\($0) = ?" }.joined(separator: " AND ")
-        if let table = schema.table(named: mapping.table), table.holdsSeveralEntities {
-            sql += " AND Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
-        }
-        sql += " LIMIT 1"
+        let sql = try schema.rowLookupSQL(entity, keys: keys)
         return try read { connection in
             let statement = try connection.cachedStatement(sql)
             var decoder = RowDecoder(schema: schema, identity: identity, url: url)
             return try values.map { tuple -> ObjectID? in
-                guard tuple.count == columns.count, !tuple.contains(where: \.isNull) else { return nil }
+                guard tuple.count == keys.count, !tuple.contains(where: \.isNull) else { return nil }
                 statement.reset()
                 for (offset, value) in tuple.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
                 defer { statement.reset() }

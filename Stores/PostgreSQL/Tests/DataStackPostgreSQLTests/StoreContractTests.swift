@@ -202,6 +202,44 @@ struct StoreContractTests {
         #expect(count == 3, "nothing of the failed save stands")
     }
 
+    @Test("under an object-trump policy a new object with a stored object's unique key becomes an update of it", arguments: StoreKind.allCases)
+    func uniquenessMerges(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let context = try reader(kind, seeded)
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        try context.performAndWait {
+            let again = ManagedObject(entity: try #require(seeded.model.entitiesByName["Company"]), insertInto: context)
+            try again.setValue("ACME", forKey: "symbol")
+            try again.setValue(121, forKey: "employees")
+            try context.save()
+        }
+        let check = try reader(kind, seeded)
+        try check.performAndWait {
+            let companies = try check.fetch(FetchRequest<ManagedObject>(entityName: "Company", predicate: try FetchPredicate(format: "symbol == 'ACME'")))
+            #expect(companies.count == 1, "one ACME, not two")
+            #expect(try companies.first?.value(forKey: "employees") as? Int == 121)
+            #expect(try companies.first?.value(forKey: "name") as? String == "Acme Corp", "what the new object did not set is kept")
+        }
+    }
+
+    @Test("prefetching loads a to-many and a many-to-many of every fetched owner with their rows", arguments: StoreKind.allCases)
+    func prefetching(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let context = try reader(kind, seeded)
+        var request = FetchRequest<ManagedObject>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
+        request.relationshipKeyPathsForPrefetching = ["updates", "indexes"]
+        try context.performAndWait {
+            let companies = try context.fetch(request)
+            let counts = try companies.map { company -> [Int] in
+                let updates = try #require(try company.value(forKey: "updates") as? Set<ManagedObject>)
+                let indexes = try #require(try company.value(forKey: "indexes") as? Set<ManagedObject>)
+                #expect(updates.allSatisfy { !$0.isFault }, "the updates' rows came with the prefetch")
+                return [updates.count, indexes.count]
+            }
+            #expect(counts == [[2, 2], [0, 1], [0, 1]])
+        }
+    }
+
     @Test("a to-many change and a cascade delete are stored", arguments: StoreKind.allCases)
     func relationshipsChange(_ kind: StoreKind) throws {
         let seeded = try seed(kind)
