@@ -9,6 +9,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DataStackPostgreSQL", targets: ["DataStackPostgreSQL"]),
+        // One process of the multi-process tests (ThreeProcessTests): importer, viewer or reader.
+        .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
     ],
     dependencies: [
         .package(name: "DataStack", path: "../.."),
@@ -28,6 +30,11 @@ let package = Package(
                 .product(name: "DataStack", package: "DataStack"),
             ],
             path: "Sources/DataStackPostgreSQL"
+        ),
+        .executableTarget(
+            name: "DataStackPostgreSQLPeer",
+            dependencies: ["DataStackPostgreSQL", .product(name: "DataStack", package: "DataStack")],
+            path: "Sources/DataStackPostgreSQLPeer"
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",
