@@ -45,8 +45,11 @@ import Testing
         let deadline = ContinuousClock.now + Self.timeLimit
         let total = 2 * Self.saves
 
-        // All three at once: the store's tables are created by whichever comes first.
+        // The viewer first (it creates the store's tables), so that it is up
+        // before the importers start however slowly processes start.
         let firstViewer = try PeerProcess(["viewer", url.absoluteString])
+        let up = firstViewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }
+        try #require(!up.isEmpty, "viewer: \(firstViewer.stderrText)")
         let importers = [try importer("A", on: url), try importer("B", on: url)]
 
         // The viewer follows the run: it shows entries of both importers.
@@ -60,6 +63,7 @@ import Testing
         firstViewer.kill()
         #expect(firstViewer.wasKilled)
         let reportedAtKill = reported(importers)
+        #expect(reportedAtKill.count < total - 10, "killed mid-run")
         for importer in importers {
             let before = importer.lines(PeerSaved.self).count
             importer.wait(for: PeerSaved.self, until: deadline) { $0.count >= before + 5 }
