@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .library(name: "DataStackPostgreSQL", targets: ["DataStackPostgreSQL"]),
         .executable(name: "ticker-import-postgresql", targets: ["TickerImportPostgreSQL"]),
+        // One process of the multi-process tests (ThreeProcessTests): importer, viewer or reader.
+        .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
     ],
     dependencies: [
         .package(name: "DataStack", path: "../.."),
@@ -34,7 +36,12 @@ let package = Package(
         .executableTarget(
             name: "TickerImportPostgreSQL",
             dependencies: ["DataStackPostgreSQL", .product(name: "TickerImportKit", package: "DataStack")],
-            path: "TickerImport"
+            path: "Sources/TickerImportPostgreSQL"
+        ),
+        .executableTarget(
+            name: "DataStackPostgreSQLPeer",
+            dependencies: ["DataStackPostgreSQL", .product(name: "DataStack", package: "DataStack")],
+            path: "Sources/DataStackPostgreSQLPeer"
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",

@@ -1,0 +1,86 @@
+import DataStack
+import DataStackPostgreSQL
+import Foundation
+
+// datastack-postgresql-peer: one process of a multi-process test on a PostgreSQL
+// store; see the package's README ("Tests"). A line of JSON per event on stdout.
+let usage = """
+    usage: datastack-postgresql-peer importer <postgresql-url> --name NAME --count N [--interval-ms MS]
+           datastack-postgresql-peer viewer <postgresql-url>
+           datastack-postgresql-peer read <postgresql-url>
+    """
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 2, let url = URL(string: arguments[1]) else { PeerOutput.fail(usage) }
+let mode = arguments[0]
+
+/// The value after `--option`, if given.
+func option(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+PostgreSQLStore.register()
+
+switch mode {
+case "importer":
+    guard let name = option("--name", in: arguments), let count = option("--count", in: arguments).flatMap(Int.init), count > 0 else { PeerOutput.fail(usage) }
+    let interval = Duration.milliseconds(option("--interval-ms", in: arguments).flatMap(Int.init) ?? 0)
+    Task.detached {
+        do {
+            let stack = StackManager()
+            try await stack.setup(model: PeerModel.make(), storeURL: url)
+            try await PeerImporter(stack: stack, name: name, count: count, interval: interval).run()
+            exit(0)
+        } catch {
+            PeerOutput.fail("importer \(name): \(error)")
+        }
+    }
+case "viewer":
+    // Runs until its stdin closes or it gets SIGTERM.
+    signal(SIGTERM, SIG_IGN)
+    let terminate = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+    terminate.setEventHandler { exit(0) }
+    terminate.resume()
+    Thread {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while read(0, &buffer, buffer.count) > 0 {}
+        exit(0)
+    }.start()
+    Task.detached {
+        do {
+            let stack = StackManager()
+            try await stack.setup(model: PeerModel.make(), storeURL: url)
+            let viewer = PeerViewer(stack: stack)
+            viewer.start()
+            // Kept for the life of the process.
+            while true {
+                try await Task.sleep(for: .seconds(3_600))
+                withExtendedLifetime((stack, viewer, terminate)) {}
+            }
+        } catch {
+            PeerOutput.fail("viewer: \(error)")
+        }
+    }
+case "read":
+    // A fresh coordinator, no stack: what the store holds.
+    do {
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: PeerModel.make())
+        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let seen = try context.performAndWait {
+            PeerOutput.Seen(entries: try PeerModel.entryNames(in: context),
+                            counter: try context.fetch(PeerModel.counterRequest).first.map(PeerModel.value(of:)),
+                            token: nil)
+        }
+        PeerOutput.write(seen)
+        exit(0)
+    } catch {
+        PeerOutput.fail("read: \(error)")
+    }
+default:
+    PeerOutput.fail(usage)
+}
+
+// The main context runs on the main queue; Linux needs it serviced explicitly.
+dispatchMain()
