@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DataStackPostgreSQL", targets: ["DataStackPostgreSQL"]),
+        .executable(name: "datastack-postgresql-benchmarks", targets: ["DataStackPostgreSQLBenchmarks"]),
     ],
     dependencies: [
         .package(name: "DataStack", path: "../.."),
@@ -28,6 +29,15 @@ let package = Package(
                 .product(name: "DataStack", package: "DataStack"),
             ],
             path: "Sources/DataStackPostgreSQL"
+        ),
+        .executableTarget(
+            name: "DataStackPostgreSQLBenchmarks",
+            dependencies: [
+                "DataStackPostgreSQL",
+                .product(name: "ObjectGraph", package: "DataStack"),
+                .product(name: "DataStack", package: "DataStack"),
+            ],
+            path: "Benchmarks/Sources/DataStackPostgreSQLBenchmarks"
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",
