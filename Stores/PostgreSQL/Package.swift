@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "ticker-import-postgresql", targets: ["TickerImportPostgreSQL"]),
         // One process of the multi-process tests (ThreeProcessTests): importer, viewer or reader.
         .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
+        .executable(name: "datastack-postgresql-benchmarks", targets: ["DataStackPostgreSQLBenchmarks"]),
     ],
     dependencies: [
         .package(name: "DataStack", path: "../.."),
@@ -42,6 +43,16 @@ let package = Package(
             name: "DataStackPostgreSQLPeer",
             dependencies: ["DataStackPostgreSQL", .product(name: "DataStack", package: "DataStack")],
             path: "Sources/DataStackPostgreSQLPeer"
+        ),
+        // Import, fetch, fault and cross-process merge latency against raw libpq (see README).
+        .executableTarget(
+            name: "DataStackPostgreSQLBenchmarks",
+            dependencies: [
+                "DataStackPostgreSQL",
+                .product(name: "ObjectGraph", package: "DataStack"),
+                .product(name: "DataStack", package: "DataStack"),
+            ],
+            path: "Benchmarks/Sources/DataStackPostgreSQLBenchmarks"
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",

@@ -1,0 +1,166 @@
+import DataStack
+import DataStackPostgreSQL
+import Foundation
+
+/// `datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url URL]`:
+/// DataStack's PostgreSQL store side by side with raw libpq on the same rows and
+/// the same server (see the README's "Benchmarks").
+@main
+struct Benchmarks {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            if arguments.first == MergeLatency.viewerFlag {
+                try await MergeLatency.viewer(Array(arguments.dropFirst()))
+                return
+            }
+            try await run(try Options.parse(arguments))
+        } catch let error as UsageError {
+            if error.message.isEmpty {
+                print(Options.usage)
+                exit(0)
+            }
+            printError("error: \(error.message)\n\(Options.usage)")
+            exit(2)
+        } catch {
+            printError("error: \(error)")
+            exit(1)
+        }
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+
+    static let rawPrepared = "raw libpq, prepared INSERT"
+    static let rawCopy = "raw libpq, COPY"
+    static let rawSelect = "raw libpq, SELECT"
+    static let rawByKey = "raw libpq, ids then 1 % by key"
+    static let historyOn = "DataStack, history on (default)"
+    static let historyOff = "DataStack, history off"
+    static let faultsWithRows = "DataStack, faults with rows (default)"
+    static let faultsIDsOnly = "DataStack, faults IDs only"
+
+    /// One repetition's times by contender, and what the reads saw.
+    struct Repetition {
+        var importTimes: [String: Duration] = [:]
+        var fetchTimes: [String: Duration] = [:]
+        var faultTimes: [String: Duration] = [:]
+    }
+
+    static func run(_ options: Options) async throws {
+        let server = try options.url.map(BenchServer.init(existing:)) ?? BenchServer.start()
+        defer { server.stop() }
+        let admin = try PostgreSQLConnection(url: server.baseURL)
+        print(Report.machine(server: admin))
+        admin.close()
+        print("N = \(options.n), best of \(options.repetitions), \(options.chunkSize) rows per save or transaction, "
+              + "server: \(options.url == nil ? "private (initdb, fsync=off, Unix socket)" : "--url")\n")
+
+        if options.runs("import") || options.runs("fetch") || options.runs("fault") {
+            let rows = CompanyValues.rows(options.n)
+            // An untimed pass over 1,000 rows warms every path up first.
+            _ = try runRepetition(Array(rows.prefix(1_000)), index: 0, options: options, server: server)
+            var best = Repetition()
+            for index in 0..<options.repetitions {
+                let repetition = try runRepetition(rows, index: index, options: options, server: server)
+                best.importTimes.merge(repetition.importTimes, uniquingKeysWith: min)
+                best.fetchTimes.merge(repetition.fetchTimes, uniquingKeysWith: min)
+                best.faultTimes.merge(repetition.faultTimes, uniquingKeysWith: min)
+            }
+            var measurements: [Measurement] = []
+            func add(_ task: String, _ times: [String: Duration], _ contenders: [String], baseline: String, objects: Int) {
+                guard options.runs(task) else { return }
+                for contender in contenders {
+                    guard let time = times[contender] else { continue }
+                    measurements.append(Measurement(task: task, contender: contender, best: time, objects: objects,
+                                                    baseline: contender == baseline ? nil : baseline))
+                }
+            }
+            add("import", best.importTimes, [rawPrepared, rawCopy, historyOn, historyOff], baseline: rawPrepared, objects: options.n)
+            add("fetch", best.fetchTimes, [rawSelect, "DataStack"], baseline: rawSelect, objects: options.n)
+            add("fault", best.faultTimes, [rawByKey, faultsWithRows, faultsIDsOnly], baseline: rawByKey, objects: options.n)
+            print(Report.results(measurements, repetitions: options.repetitions))
+            print("")
+        }
+
+        if options.runs("merge") {
+            let result = try await MergeLatency.run(on: try server.makeDatabase(), saves: options.saves, interval: .milliseconds(20))
+            guard !result.samples.isEmpty else { throw BenchError("merge: the viewer saw none of \(result.saves) saves") }
+            print(Report.table(["merge latency: save → another process's main context (\(result.saves) saves, 20 ms apart)",
+                                "median", "p99", "max", "saves seen"],
+                               [["DataStack, StackManager viewer", Report.milliseconds(result.percentile(0.5)),
+                                 Report.milliseconds(result.percentile(0.99)), Report.milliseconds(result.samples.last ?? .zero),
+                                 "\(result.samples.count) of \(result.saves)"]]))
+        }
+    }
+
+    static func time<T>(_ body: () throws -> T) rethrows -> (Duration, T) {
+        let start = ContinuousClock.now
+        let value = try body()
+        return (ContinuousClock.now - start, value)
+    }
+
+    /// Imports into fresh databases, then fetches and faults each on a fresh connection
+    /// (a fresh coordinator, with an empty row cache, for DataStack); checks that every
+    /// contender read back what was written.
+    static func runRepetition(_ rows: [CompanyValues], index: Int, options: Options, server: BenchServer) throws -> Repetition {
+        var repetition = Repetition()
+        let expected = rows.reduce(into: Checksum()) {
+            $0.add(symbol: $1.symbol, name: $1.name, employees: $1.employees, founded: $1.founded, price: $1.price)
+        }
+        let fired = (rows.count + options.fireStride - 1) / options.fireStride
+
+        // Import.
+        let rawURL = try server.makeDatabase()
+        let raw = try RawPostgreSQL(url: rawURL)
+        try raw.createTable("company")
+        try raw.createTable("company_copy")
+        repetition.importTimes[rawPrepared] = try time { try raw.insert(rows, chunkSize: options.chunkSize, into: "company") }.0
+        repetition.importTimes[rawCopy] = try time { try raw.copy(rows, into: "company_copy") }.0
+        raw.close()
+        let dataStackURL = try server.makeDatabase()
+        var imports = [(historyOn, DataStackContender.historyOn, dataStackURL),
+                       (historyOff, DataStackContender.historyOff, try server.makeDatabase())]
+        // Alternate which goes first, so that neither always follows the other's writes (checkpoints, autovacuum).
+        if index % 2 == 1 { imports.reverse() }
+        for (name, storeOptions, url) in imports {
+            let importer = try DataStackContender(url: url, options: storeOptions)
+            repetition.importTimes[name] = try time { try importer.insert(rows, chunkSize: options.chunkSize) }.0
+            try importer.close()
+        }
+
+        // Fetch.
+        let rawReader = try RawPostgreSQL(url: rawURL)
+        let (rawFetch, rawFetched) = try time { try rawReader.fetchAll(from: "company") }
+        rawReader.close()
+        let reader = try DataStackContender(url: dataStackURL)
+        let (fetch, fetched) = try time { try reader.fetchAll() }
+        try reader.close()
+        for (name, checksum) in [(rawSelect, rawFetched), ("DataStack", fetched)] where !checksum.matches(expected) {
+            throw BenchError("fetch: \(name) read \(checksum), expected \(expected)")
+        }
+        repetition.fetchTimes = [rawSelect: rawFetch, "DataStack": fetch]
+
+        // Fault.
+        let rawFaulter = try RawPostgreSQL(url: rawURL)
+        let (rawFault, rawFired) = try time { try rawFaulter.fetchIDsThenRows(every: options.fireStride, from: "company") }
+        rawFaulter.close()
+        repetition.faultTimes[rawByKey] = rawFault
+        var firedCounts = [rawByKey: rawFired.rows]
+        for (name, includesPropertyValues) in [(faultsWithRows, true), (faultsIDsOnly, false)] {
+            let faulter = try DataStackContender(url: dataStackURL)
+            let (duration, checksum) = try time {
+                try faulter.fetchFaultsThenFire(every: options.fireStride, includesPropertyValues: includesPropertyValues)
+            }
+            try faulter.close()
+            repetition.faultTimes[name] = duration
+            firedCounts[name] = checksum.rows
+        }
+        // Which 1 % is fired depends on each table's row order, so only the count is compared.
+        if let wrong = firedCounts.first(where: { $0.value != fired }) {
+            throw BenchError("fault: \(wrong.key) fired \(wrong.value) rows, expected \(fired)")
+        }
+        return repetition
+    }
+}

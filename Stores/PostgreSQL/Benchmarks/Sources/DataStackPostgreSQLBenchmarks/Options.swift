@@ -1,0 +1,80 @@
+import Foundation
+
+/// The command line: `datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url URL] [--tasks LIST] [--saves S]`.
+struct Options: Sendable {
+    /// Rows per import, fetch and fault task.
+    var n = 100_000
+    /// Repetitions of each measurement; the best one is reported.
+    var repetitions = 3
+    /// An existing server to use instead of starting a private one.
+    var url: URL?
+    /// Run only these tasks (all when empty).
+    var tasks: Set<String> = []
+    /// Saves of the merge task.
+    var saves = 200
+    /// Rows per save (DataStack) or transaction (raw prepared INSERT) of the import task.
+    let chunkSize = 1_000
+    /// Every how many-th fault (or row by key) the fault task fires: 1 %.
+    let fireStride = 100
+
+    static let allTasks = ["import", "fetch", "fault", "merge"]
+
+    static let usage = """
+        usage: datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url postgresql://…] [--tasks import,fetch,fault,merge] [--saves S]
+          --n N            rows per import/fetch/fault task (default 100000)
+          --repetitions R  repetitions; the best time is reported (default 3)
+          --quick          N = 2000, 1 repetition, 50 saves (a smoke run)
+          --url URL        use this server (its user needs CREATEDB) instead of starting one with initdb/pg_ctl
+          --tasks LIST     report only these tasks (fetch and fault always import first)
+          --saves S        saves of the merge task (default 200, 20 ms apart)
+        """
+
+    func runs(_ task: String) -> Bool { tasks.isEmpty || tasks.contains(task) }
+
+    static func parse(_ arguments: [String]) throws -> Options {
+        var options = Options()
+        var explicitN: Int?, explicitRepetitions: Int?, explicitSaves: Int?
+        var iterator = arguments.makeIterator()
+        func value(for flag: String) throws -> String {
+            guard let value = iterator.next() else { throw UsageError("\(flag) needs a value") }
+            return value
+        }
+        func positive(_ flag: String) throws -> Int {
+            let text = try value(for: flag)
+            guard let number = Int(text), number > 0 else { throw UsageError("\(flag) needs a positive integer, not \(text)") }
+            return number
+        }
+        while let argument = iterator.next() {
+            switch argument {
+            case "--n": explicitN = try positive(argument)
+            case "--repetitions": explicitRepetitions = try positive(argument)
+            case "--saves": explicitSaves = try positive(argument)
+            case "--quick":
+                options.n = 2_000
+                options.repetitions = 1
+                options.saves = 50
+            case "--url":
+                let text = try value(for: argument)
+                guard let url = URL(string: text), ["postgresql", "postgres"].contains(url.scheme ?? "") else {
+                    throw UsageError("--url needs a postgresql:// URL")
+                }
+                options.url = url
+            case "--tasks":
+                options.tasks = Set(try value(for: argument).split(separator: ",").map(String.init))
+                if let unknown = options.tasks.first(where: { !allTasks.contains($0) }) { throw UsageError("unknown task \(unknown)") }
+            case "--help", "-h": throw UsageError("")
+            default: throw UsageError("unknown argument \(argument)")
+            }
+        }
+        options.n = explicitN ?? options.n
+        options.repetitions = explicitRepetitions ?? options.repetitions
+        options.saves = explicitSaves ?? options.saves
+        return options
+    }
+}
+
+/// A bad command line; an empty message asks for the usage alone.
+struct UsageError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
