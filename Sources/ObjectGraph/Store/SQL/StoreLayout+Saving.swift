@@ -13,15 +13,44 @@ extension StoreLayout {
         public let values: [StoredValue]
     }
 
-    /// The insert of a new row: version 1, the node's values, to-ones by the
-    /// key of the ID `permanent` gives for theirs (a temporary ID of an object
-    /// inserted by the same save has a permanent one by then).
-    public func insert(_ node: IncrementalStoreNode, primaryKey: Int64,
-                       permanent: (ObjectID) -> ObjectID) throws -> Statement {
-        let mapping = try schema.mapping(for: node.objectID.entity)
-        let values: [StoredValue] = [.integer(primaryKey), .integer(mapping.number), .integer(1)]
-            + columnValues(of: node, mapping: mapping, permanent: permanent)
-        return Statement(sql: mapping.statements.insertSQL, values: values)
+    /// The inserts of new rows of one entity — version 1, the nodes' values,
+    /// to-ones by the key of the ID `permanent` gives for theirs (a temporary ID
+    /// of an object inserted by the same save has a permanent one by then) —
+    /// many rows a statement (`VALUES
+    /// (…), (…)`): a store across a network pays a round trip per statement,
+    /// not per row. Statements hold 256, 64, 16, 4 or 1 rows (fewer when a row
+    /// has many columns, to stay under 65,535 parameters), so a store that
+    /// prepares them keeps at most five per entity.
+    ///
+    /// - Parameters:
+    ///   - nodes: new objects, all of `entity`.
+    ///   - primaryKeys: each node's primary key, in the same order.
+    /// - Returns: each statement with the nodes whose rows it writes.
+    public func insertStatements(_ nodes: [IncrementalStoreNode], of entity: EntityDescription, primaryKeys: [Int64],
+                                 permanent: (ObjectID) -> ObjectID) throws -> [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] {
+        let mapping = try schema.mapping(for: entity)
+        let statements = mapping.statements
+        let perRow = statements.insertColumnCount
+        let largest = min(256, 65_535 / perRow)
+        var result: [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] = []
+        var start = 0
+        while start < nodes.count {
+            let remaining = nodes.count - start
+            let rows = [256, 64, 16, 4, 1].first { $0 <= min(remaining, largest) } ?? 1
+            var values: [StoredValue] = []
+            values.reserveCapacity(rows * perRow)
+            var tuples: [String] = []
+            for index in start..<(start + rows) {
+                values += [.integer(primaryKeys[index]), .integer(mapping.number), .integer(1)]
+                values += columnValues(of: nodes[index], mapping: mapping, permanent: permanent)
+                let first = (index - start) * perRow
+                tuples.append("(" + (1...perRow).map { dialect.placeholder(first + $0) }.joined(separator: ", ") + ")")
+            }
+            result.append((Statement(sql: statements.insertPrefix + tuples.joined(separator: ", "), values: values),
+                           nodes[start..<(start + rows)]))
+            start += rows
+        }
+        return result
     }
 
     /// The update of a row read at `node.version`: it writes version + 1 and
@@ -83,14 +112,15 @@ extension StoreLayout {
     }
 
     /// The error for a row a uniqueness constraint's unique index refused: the
-    /// entity's (or its tree's) constraint, naming the object.
-    public static func uniquenessViolation(by objectID: ObjectID) -> ObjectGraphError {
-        let entity = objectID.entity
+    /// entity's (or its tree's) constraint, naming the objects of the refused
+    /// statement (for a statement of several rows, the culprit is one of them).
+    public static func uniquenessViolation(by objectIDs: [ObjectID]) -> ObjectGraphError {
+        guard let entity = objectIDs.first?.entity else { return .uniquenessConflict([]) }
         let constraint = (entity.rootEntity.selfAndDescendants.first { candidate in
             entity.isKind(of: candidate) && !candidate.uniquenessConstraints.isEmpty
         })?.uniquenessConstraints.first ?? []
         return .uniquenessConflict([
-            UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: [objectID], databaseObjectID: nil),
+            UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: objectIDs, databaseObjectID: nil),
         ])
     }
 

@@ -15,6 +15,10 @@ struct EntityStatements: Sendable {
     let writable: [WritableSlot]
     /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …)`.
     let insertSQL: String
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES`, for rows of several at once.
+    let insertPrefix: String
+    /// The values of one inserted row.
+    let insertColumnCount: Int
     /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`.
     let updateSQL: String
     /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
@@ -40,8 +44,9 @@ struct EntityStatements: Sendable {
             count += 1
             return dialect == .sqlite ? "?" : "$\(count)"
         }
-        insertSQL = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES ("
-            + allNames.map { _ in next() }.joined(separator: ", ") + ")"
+        insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
+        insertColumnCount = allNames.count
+        insertSQL = insertPrefix + "(" + allNames.map { _ in next() }.joined(separator: ", ") + ")"
         count = 0
         let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
         updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"

@@ -226,7 +226,7 @@ extension SQLiteStore {
         do {
             try statement.execute()
         } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
-            throw StoreLayout.uniquenessViolation(by: node.objectID)
+            throw StoreLayout.uniquenessViolation(by: [node.objectID])
         }
     }
 

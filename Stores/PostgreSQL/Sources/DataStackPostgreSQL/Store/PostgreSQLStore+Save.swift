@@ -30,7 +30,7 @@ extension PostgreSQLStore {
                     }
                 }
                 for node in request.updatedObjects {
-                    if try run(try layout.update(node, permanent: permanent), for: node, connection).affectedRowCount == 0 {
+                    if try run(try layout.update(node, permanent: permanent), for: [node], connection).affectedRowCount == 0 {
                         conflicts.append(try conflict(for: node, layout: layout, connection))
                     }
                 }
@@ -41,9 +41,18 @@ extension PostgreSQLStore {
                     }
                 }
                 if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
+                // Rows of one entity go many to a statement: a round trip per statement, not per row.
+                var insertedByEntity: [ObjectIdentifier: (entity: EntityDescription, nodes: [IncrementalStoreNode], keys: [Int64])] = [:]
                 for node in request.insertedObjects {
                     guard let key = permanent(node.objectID).primaryKey else { continue }
-                    _ = try run(try layout.insert(node, primaryKey: key, permanent: permanent), for: node, connection)
+                    let entity = node.objectID.entity
+                    insertedByEntity[ObjectIdentifier(entity), default: (entity, [], [])].nodes.append(node)
+                    insertedByEntity[ObjectIdentifier(entity)]?.keys.append(key)
+                }
+                for (entity, nodes, keys) in insertedByEntity.values {
+                    for (statement, rows) in try layout.insertStatements(nodes, of: entity, primaryKeys: keys, permanent: permanent) {
+                        try run(statement, for: Array(rows), connection)
+                    }
                 }
                 for statement in layout.relationshipStatements(for: request, permanent: permanent) {
                     _ = try run(statement, connection)
@@ -59,14 +68,14 @@ extension PostgreSQLStore {
     }
 
     @discardableResult
-    private func run(_ statement: StoreLayout.Statement, for node: IncrementalStoreNode? = nil,
+    private func run(_ statement: StoreLayout.Statement, for nodes: [IncrementalStoreNode] = [],
                      _ connection: PostgreSQLConnection) throws -> PostgreSQLResult {
         do {
             return try connection.execute(cached: statement.sql, statement.values.map(PostgreSQLValue.init))
         } catch let error as PostgreSQLError where error.kind == .uniqueViolation {
-            guard let node else { throw error }
-            // A uniqueness constraint's unique index refused the row: the same error the SQLite store throws.
-            throw StoreLayout.uniquenessViolation(by: node.objectID)
+            guard !nodes.isEmpty else { throw error }
+            // A uniqueness constraint's unique index refused a row: the same error the SQLite store throws.
+            throw StoreLayout.uniquenessViolation(by: nodes.map(\.objectID))
         }
     }
 
