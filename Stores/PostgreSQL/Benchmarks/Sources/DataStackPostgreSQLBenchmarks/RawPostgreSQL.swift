@@ -41,6 +41,27 @@ struct RawPostgreSQL {
         }
     }
 
+    /// Prepared multi-row `INSERT … VALUES (…), (…)` of up to 256 rows (the
+    /// batching the store's saves use), one transaction per chunk.
+    func insertBatched(_ rows: [CompanyValues], chunkSize: Int, into table: String) throws {
+        func sql(rows count: Int) -> String {
+            "INSERT INTO \(table) (id, symbol, name, employees, founded, price) VALUES "
+                + (0..<count).map { row in "(" + (1...6).map { "$\(row * 6 + $0)" }.joined(separator: ", ") + ")" }.joined(separator: ", ")
+        }
+        for start in stride(from: 0, to: rows.count, by: chunkSize) {
+            let end = min(start + chunkSize, rows.count)
+            try connection.transaction {
+                var index = start
+                while index < end {
+                    let count = min(256, end - index)
+                    let parameters = (index..<(index + count)).flatMap { Self.parameters(rows[$0], id: $0 + 1) }
+                    _ = try connection.execute(cached: sql(rows: count), parameters)
+                    index += count
+                }
+            }
+        }
+    }
+
     /// Every row in one `COPY … FROM STDIN`.
     func copy(_ rows: [CompanyValues], into table: String) throws {
         let copied = try connection.copy(into: table, columns: Self.columns,
