@@ -63,6 +63,54 @@ extension StoreLayout {
         return Statement(sql: mapping.statements.updateSQL, values: values)
     }
 
+    /// The updates of rows of one entity read at their nodes' versions, many
+    /// rows a statement (PostgreSQL's `UPDATE … FROM (VALUES …) RETURNING
+    /// Z_PK`, batched as ``insertStatements(_:of:primaryKeys:permanent:)``):
+    /// each row is written only if its version is still the node's, and the
+    /// statement returns the keys of the rows it wrote — a node whose key is
+    /// missing is a conflict. Other dialects get one ``update(_:permanent:)``
+    /// per node, which returns nothing (check the changed-row count instead).
+    public func updateStatements(_ nodes: [IncrementalStoreNode], of entity: EntityDescription,
+                                 permanent: (ObjectID) -> ObjectID) throws -> [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] {
+        guard dialect == .postgreSQL else {
+            return try nodes.indices.map { (try update(nodes[$0], permanent: permanent), nodes[$0...$0]) }
+        }
+        let mapping = try schema.mapping(for: entity)
+        let writable = mapping.statements.writable
+        // new Z_OPT, the written columns, then the key and the version read.
+        var names = ["Z_OPT"] + writable.map(\.column.name) + writable.compactMap(\.entityColumn)
+        var types = [dialect.keyType] + writable.map { slot -> String in
+            guard case .attribute(let type) = slot.column.kind else { return dialect.keyType }
+            return dialect.columnType(declared: SQLiteSchema.declaredType(of: type))
+        } + writable.compactMap { $0.entityColumn.map { _ in dialect.keyType } }
+        names += ["DS_KEY", "DS_VERSION"]
+        types += [dialect.keyType, dialect.keyType]
+        let perRow = names.count
+        let largest = min(256, 65_535 / perRow)
+        let assignments = (["Z_OPT"] + writable.map(\.column.name) + writable.compactMap(\.entityColumn))
+            .map { "\($0) = v.\($0)" }.joined(separator: ", ")
+        var result: [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] = []
+        var start = 0
+        while start < nodes.count {
+            let rows = [256, 64, 16, 4, 1].first { $0 <= min(nodes.count - start, largest) } ?? 1
+            var values: [StoredValue] = []
+            var tuples: [String] = []
+            for index in start..<(start + rows) {
+                let node = nodes[index]
+                values += [.integer(node.version + 1)] + columnValues(of: node, mapping: mapping, permanent: permanent)
+                    + [.integer(node.objectID.primaryKey ?? 0), .integer(node.version)]
+                let first = (index - start) * perRow
+                // Typed placeholders: a VALUES list takes its column types from them.
+                tuples.append("(" + types.indices.map { "\(dialect.placeholder(first + $0 + 1))::\(types[$0])" }.joined(separator: ", ") + ")")
+            }
+            let sql = "UPDATE \(mapping.table) AS t SET \(assignments) FROM (VALUES \(tuples.joined(separator: ", "))) "
+                + "AS v(\(names.joined(separator: ", "))) WHERE t.Z_PK = v.DS_KEY AND t.Z_OPT = v.DS_VERSION RETURNING t.Z_PK"
+            result.append((Statement(sql: sql, values: values), nodes[start..<(start + rows)]))
+            start += rows
+        }
+        return result
+    }
+
     /// The delete of a row read at `node.version`; changes nothing when the version moved on.
     public func delete(_ node: IncrementalStoreNode) throws -> Statement {
         let mapping = try schema.mapping(for: node.objectID.entity)

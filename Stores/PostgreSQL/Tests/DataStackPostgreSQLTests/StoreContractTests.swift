@@ -184,6 +184,34 @@ struct StoreContractTests {
         }
     }
 
+    @Test("a save of many updates names exactly the rows whose versions moved on, and writes none of them", arguments: StoreKind.allCases)
+    func conflictsAmongManyUpdates(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let stale = try reader(kind, seeded)
+        stale.mergePolicy = .error
+        let all = FetchRequest<ManagedObject>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
+        try stale.performAndWait {
+            for company in try stale.fetch(all) { try company.setValue(1_000, forKey: "employees") }
+        }
+        let other = try reader(kind, seeded)
+        let moved = try other.performAndWait {
+            let glbx = try #require(try other.fetch(all).first { try $0.value(forKey: "symbol") as? String == "GLBX" })
+            try glbx.setValue(46, forKey: "employees")
+            try other.save()
+            return glbx.objectID
+        }
+        let error = stale.performAndWait { #expect(throws: ObjectGraphError.self) { try stale.save() } }
+        guard case .mergeConflict(let conflicts)? = error else {
+            Issue.record("expected a merge conflict, got \(String(describing: error))")
+            return
+        }
+        #expect(conflicts.map { $0.objectID.uriRepresentation() } == [moved.uriRepresentation()])
+        #expect(conflicts.first?.persistedSnapshotVersion == 2)
+        let check = try reader(kind, seeded)
+        let employees = try check.performAndWait { try check.fetch(all).map { try $0.value(forKey: "employees") as? Int } }
+        #expect(employees == [120, 46, 7], "the save wrote none of its updates")
+    }
+
     @Test("a uniqueness constraint refuses a second row with the same key, and the save changes nothing", arguments: StoreKind.allCases)
     func uniqueness(_ kind: StoreKind) throws {
         let seeded = try seed(kind)

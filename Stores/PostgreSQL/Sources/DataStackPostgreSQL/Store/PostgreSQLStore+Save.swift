@@ -29,9 +29,15 @@ extension PostgreSQLStore {
                         conflicts.append(try conflict(for: node, layout: layout, connection))
                     }
                 }
-                for node in request.updatedObjects {
-                    if try run(try layout.update(node, permanent: permanent), for: [node], connection).affectedRowCount == 0 {
-                        conflicts.append(try conflict(for: node, layout: layout, connection))
+                // Rows of one entity go many to a statement, each written only at its version;
+                // the statement returns the keys it wrote, and a node whose key is missing conflicts.
+                for (entity, nodes) in Self.grouped(request.updatedObjects) {
+                    for (statement, rows) in try layout.updateStatements(nodes, of: entity, permanent: permanent) {
+                        let result = try run(statement, for: Array(rows), connection)
+                        let written = Set(try result.rows.map { try $0.int64(at: 0) })
+                        for node in rows where !written.contains(node.objectID.primaryKey ?? 0) {
+                            conflicts.append(try conflict(for: node, layout: layout, connection))
+                        }
                     }
                 }
                 for node in request.lockedObjects {
@@ -42,14 +48,11 @@ extension PostgreSQLStore {
                 }
                 if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
                 // Rows of one entity go many to a statement: a round trip per statement, not per row.
-                var insertedByEntity: [ObjectIdentifier: (entity: EntityDescription, nodes: [IncrementalStoreNode], keys: [Int64])] = [:]
-                for node in request.insertedObjects {
-                    guard let key = permanent(node.objectID).primaryKey else { continue }
-                    let entity = node.objectID.entity
-                    insertedByEntity[ObjectIdentifier(entity), default: (entity, [], [])].nodes.append(node)
-                    insertedByEntity[ObjectIdentifier(entity)]?.keys.append(key)
-                }
-                for (entity, nodes, keys) in insertedByEntity.values {
+                for (entity, nodes) in Self.grouped(request.insertedObjects) {
+                    let keys = try nodes.map { node -> Int64 in
+                        guard let key = permanent(node.objectID).primaryKey else { throw ObjectGraphError.objectNotFound(node.objectID) }
+                        return key
+                    }
                     for (statement, rows) in try layout.insertStatements(nodes, of: entity, primaryKeys: keys, permanent: permanent) {
                         try run(statement, for: Array(rows), connection)
                     }
@@ -65,6 +68,22 @@ extension PostgreSQLStore {
                 return result
             }
         }
+    }
+
+    /// `nodes` by entity, each entity's in their order.
+    private static func grouped(_ nodes: [IncrementalStoreNode]) -> [(entity: EntityDescription, nodes: [IncrementalStoreNode])] {
+        var groups: [(entity: EntityDescription, nodes: [IncrementalStoreNode])] = []
+        var positions: [ObjectIdentifier: Int] = [:]
+        for node in nodes {
+            let entity = node.objectID.entity
+            if let position = positions[ObjectIdentifier(entity)] {
+                groups[position].nodes.append(node)
+            } else {
+                positions[ObjectIdentifier(entity)] = groups.count
+                groups.append((entity, [node]))
+            }
+        }
+        return groups
     }
 
     @discardableResult
