@@ -41,12 +41,14 @@ struct Benchmarks {
     static let historyOff = "DataStack, history off"
     static let faultsWithRows = "DataStack, faults with rows (default)"
     static let faultsIDsOnly = "DataStack, faults IDs only"
+    static let rawUpdate = "raw libpq, UPDATE of 256 rows"
 
     /// One repetition's times by contender, and what the reads saw.
     struct Repetition {
         var importTimes: [String: Duration] = [:]
         var fetchTimes: [String: Duration] = [:]
         var faultTimes: [String: Duration] = [:]
+        var updateTimes: [String: Duration] = [:]
     }
 
     static func run(_ options: Options) async throws {
@@ -58,7 +60,7 @@ struct Benchmarks {
         print("N = \(options.n), best of \(options.repetitions), \(options.chunkSize) rows per save or transaction, "
               + "server: \(options.url == nil ? "private (initdb, fsync=off, Unix socket)" : "--url")\n")
 
-        if options.runs("import") || options.runs("fetch") || options.runs("fault") {
+        if options.runs("import") || options.runs("fetch") || options.runs("fault") || options.runs("update") {
             let rows = CompanyValues.rows(options.n)
             // An untimed pass over 1,000 rows warms every path up first.
             _ = try runRepetition(Array(rows.prefix(1_000)), index: 0, options: options, server: server)
@@ -68,6 +70,7 @@ struct Benchmarks {
                 best.importTimes.merge(repetition.importTimes, uniquingKeysWith: min)
                 best.fetchTimes.merge(repetition.fetchTimes, uniquingKeysWith: min)
                 best.faultTimes.merge(repetition.faultTimes, uniquingKeysWith: min)
+                best.updateTimes.merge(repetition.updateTimes, uniquingKeysWith: min)
             }
             var measurements: [Measurement] = []
             func add(_ task: String, _ times: [String: Duration], _ contenders: [String], baseline: String, objects: Int) {
@@ -82,6 +85,7 @@ struct Benchmarks {
             add("import", best.importTimes, [rawBatched, rawPrepared, rawCopy, historyOn, historyOff], baseline: rawBatched, objects: options.n)
             add("fetch", best.fetchTimes, [rawSelect, "DataStack"], baseline: rawSelect, objects: options.n)
             add("fault", best.faultTimes, [rawByKey, faultsWithRows, faultsIDsOnly], baseline: rawByKey, objects: options.n)
+            add("update", best.updateTimes, [rawUpdate, "DataStack"], baseline: rawUpdate, objects: options.n)
             print(Report.results(measurements, repetitions: options.repetitions))
             print("")
         }
@@ -164,6 +168,24 @@ struct Benchmarks {
         // Which 1 % is fired depends on each table's row order, so only the count is compared.
         if let wrong = firedCounts.first(where: { $0.value != fired }) {
             throw BenchError("fault: \(wrong.key) fired \(wrong.value) rows, expected \(fired)")
+        }
+
+        // Update: every price raised by 1 (read included), then both read back.
+        let rawUpdater = try RawPostgreSQL(url: rawURL)
+        repetition.updateTimes[rawUpdate] = try time { try rawUpdater.raiseEveryPrice(chunkSize: options.chunkSize, in: "company") }.0
+        let rawUpdated = try rawUpdater.fetchAll(from: "company")
+        rawUpdater.close()
+        let updater = try DataStackContender(url: dataStackURL)
+        repetition.updateTimes["DataStack"] = try time { try updater.raiseEveryPrice(chunkSize: options.chunkSize) }.0
+        try updater.close()
+        let check = try DataStackContender(url: dataStackURL)
+        let updated = try check.fetchAll()
+        try check.close()
+        let raised = rows.reduce(into: Checksum()) {
+            $0.add(symbol: $1.symbol, name: $1.name, employees: $1.employees, founded: $1.founded, price: $1.price + 1)
+        }
+        for (name, checksum) in [(rawUpdate, rawUpdated), ("DataStack", updated)] where !checksum.matches(raised) {
+            throw BenchError("update: \(name) read back \(checksum), expected \(raised)")
         }
         return repetition
     }

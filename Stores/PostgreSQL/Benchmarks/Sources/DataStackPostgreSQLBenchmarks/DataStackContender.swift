@@ -61,6 +61,24 @@ struct DataStackContender {
         }
     }
 
+    /// Every object fetched filled, its price raised by 1, saved every
+    /// `chunkSize` objects (each save checks every row's version).
+    func raiseEveryPrice(chunkSize: Int) throws {
+        try context.performAndWait {
+            var request = FetchRequest<ManagedObject>(entityName: CompanyModel.entityName)
+            request.returnsObjectsAsFaults = false
+            let companies = try context.fetch(request)
+            for start in stride(from: 0, to: companies.count, by: chunkSize) {
+                for company in companies[start..<min(start + chunkSize, companies.count)] {
+                    guard let price = try company.value(forKey: "price") as? Double else { throw BenchError("a company without a price") }
+                    try company.setValue(price + 1, forKey: "price")
+                }
+                try context.save()
+            }
+            context.reset()
+        }
+    }
+
     /// Every object, fetched filled (`returnsObjectsAsFaults = false`), every attribute read.
     func fetchAll() throws -> Checksum {
         try context.performAndWait {

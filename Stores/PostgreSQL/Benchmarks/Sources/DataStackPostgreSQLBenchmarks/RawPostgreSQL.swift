@@ -62,6 +62,37 @@ struct RawPostgreSQL {
         }
     }
 
+    /// Every id and price read, then every price raised by 1 with prepared
+    /// `UPDATE … FROM (VALUES …)` of up to 256 rows, one transaction per chunk.
+    func raiseEveryPrice(chunkSize: Int, in table: String) throws {
+        let result = try connection.execute("SELECT id, price FROM \(table)")
+        var rows: [(id: Int64, price: Double)] = []
+        for row in 0..<result.rowCount {
+            guard let id = try result.int64(row: row, column: 0), let price = try result.double(row: row, column: 1) else {
+                throw BenchError("a row without id or price")
+            }
+            rows.append((id, price))
+        }
+        func sql(rows count: Int) -> String {
+            "UPDATE \(table) AS c SET price = v.price FROM (VALUES "
+                + (0..<count).map { "($\($0 * 2 + 1)::bigint, $\($0 * 2 + 2)::float8)" }.joined(separator: ", ")
+                + ") AS v(id, price) WHERE c.id = v.id"
+        }
+        for start in stride(from: 0, to: rows.count, by: chunkSize) {
+            let end = min(start + chunkSize, rows.count)
+            try connection.transaction {
+                var index = start
+                while index < end {
+                    let count = min(256, end - index)
+                    let parameters = rows[index..<(index + count)].flatMap { [PostgreSQLValue($0.id), PostgreSQLValue($0.price + 1)] }
+                    let updated = try connection.execute(cached: sql(rows: count), parameters).affectedRowCount
+                    guard updated == count else { throw BenchError("UPDATE changed \(updated) rows of \(count)") }
+                    index += count
+                }
+            }
+        }
+    }
+
     /// Every row in one `COPY … FROM STDIN`.
     func copy(_ rows: [CompanyValues], into table: String) throws {
         let copied = try connection.copy(into: table, columns: Self.columns,
