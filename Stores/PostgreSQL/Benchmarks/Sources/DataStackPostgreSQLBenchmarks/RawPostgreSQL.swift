@@ -48,16 +48,18 @@ struct RawPostgreSQL {
             "INSERT INTO \(table) (id, symbol, name, employees, founded, price) VALUES "
                 + (0..<count).map { row in "(" + (1...6).map { "$\(row * 6 + $0)" }.joined(separator: ", ") + ")" }.joined(separator: ", ")
         }
-        for start in stride(from: 0, to: rows.count, by: chunkSize) {
-            let end = min(start + chunkSize, rows.count)
+        try inBatches(of: rows.count, chunkSize: chunkSize) { batch in
+            let parameters = batch.flatMap { Self.parameters(rows[$0], id: $0 + 1) }
+            _ = try connection.execute(cached: sql(rows: batch.count), parameters)
+        }
+    }
+
+    /// Calls `body` with ranges of up to 256 of `count` rows, one transaction per `chunkSize` rows.
+    private func inBatches(of count: Int, chunkSize: Int, _ body: (Range<Int>) throws -> Void) throws {
+        for start in stride(from: 0, to: count, by: chunkSize) {
+            let end = min(start + chunkSize, count)
             try connection.transaction {
-                var index = start
-                while index < end {
-                    let count = min(256, end - index)
-                    let parameters = (index..<(index + count)).flatMap { Self.parameters(rows[$0], id: $0 + 1) }
-                    _ = try connection.execute(cached: sql(rows: count), parameters)
-                    index += count
-                }
+                for batch in stride(from: start, to: end, by: 256) { try body(batch..<min(batch + 256, end)) }
             }
         }
     }
@@ -78,18 +80,10 @@ struct RawPostgreSQL {
                 + (0..<count).map { "($\($0 * 2 + 1)::bigint, $\($0 * 2 + 2)::float8)" }.joined(separator: ", ")
                 + ") AS v(id, price) WHERE c.id = v.id"
         }
-        for start in stride(from: 0, to: rows.count, by: chunkSize) {
-            let end = min(start + chunkSize, rows.count)
-            try connection.transaction {
-                var index = start
-                while index < end {
-                    let count = min(256, end - index)
-                    let parameters = rows[index..<(index + count)].flatMap { [PostgreSQLValue($0.id), PostgreSQLValue($0.price + 1)] }
-                    let updated = try connection.execute(cached: sql(rows: count), parameters).affectedRowCount
-                    guard updated == count else { throw BenchError("UPDATE changed \(updated) rows of \(count)") }
-                    index += count
-                }
-            }
+        try inBatches(of: rows.count, chunkSize: chunkSize) { batch in
+            let parameters = rows[batch].flatMap { [PostgreSQLValue($0.id), PostgreSQLValue($0.price + 1)] }
+            let updated = try connection.execute(cached: sql(rows: batch.count), parameters).affectedRowCount
+            guard updated == batch.count else { throw BenchError("UPDATE changed \(updated) rows of \(batch.count)") }
         }
     }
 
