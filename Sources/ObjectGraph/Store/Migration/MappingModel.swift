@@ -104,11 +104,11 @@ struct MappingModel {
     ///     narrowing is refused.
     /// - Throws: ``PersistentStoreError/Code/migrationFailed`` listing every change
     ///   that cannot be inferred.
-    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, requiresValues: Bool = true,
+    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, dialect: SQLDialect, requiresValues: Bool = true,
          countRows: (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int,
          countRowsOutside: ((_ table: String, _ entityNumbers: [Int64], _ column: String, _ range: ClosedRange<Int64>) throws -> Int)? = nil) throws {
         numbers = SQLiteSchema.coreDataNumbers(for: entities)
-        schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url)
+        schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url, dialect: dialect)
         var problems: [String] = []
 
         // Entities: renaming identifiers first, then names, each source entity used once.
@@ -179,14 +179,14 @@ struct MappingModel {
                     if let relationship = property as? RelationshipDescription, relationship.isToMany {
                         // A to-many has no column; a to-one's foreign key under its name means it was to-one.
                         let old = "Z" + (relationship.renamingIdentifier ?? relationship.name).uppercased()
-                        if let column = sourceColumns[old], column.declaredType == "INTEGER", !usedSourceColumns.contains(old),
+                        if let column = sourceColumns[old], column.declaredType == dialect.keyType, !usedSourceColumns.contains(old),
                            try rows(ofKind: entity) > 0 {
                             problems.append("\(label) is to-many in the model but a to-one in the store (column \(column.name)); changing a to-one relationship to to-many cannot be inferred")
                         }
                         continue
                     }
                     guard property.index >= 0, let column = entityMapping.columns[property.index] else { continue }
-                    let expectedType = Self.declaredType(of: property)
+                    let expectedType = dialect.columnType(declared: Self.declaredType(of: property))
                     var found = Self.sourceColumn(for: property, destination: column.name, in: sourceColumns, excluding: usedSourceColumns)
                     if let candidate = found, !Self.typesMatch(candidate.declaredType, expectedType) {
                         if property is RelationshipDescription {
@@ -369,17 +369,17 @@ struct MappingModel {
     /// Counts the rows of some entities whose value in `column` lies outside
     /// `range` (NULLs are inside: they need no conversion).
     static func countRows(in table: String, entityNumbers: [Int64], column: String, outside range: ClosedRange<Int64>,
-                          connection: Connection) throws -> Int {
+                          database: some MigratingDatabase) throws -> Int {
         guard !entityNumbers.isEmpty else { return 0 }
-        let name = Connection.quotedIdentifier(column)
-        let statement = try connection.prepare("SELECT count(*) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers)
-                                               + " AND \(name) IS NOT NULL AND (\(name) < ?1 OR \(name) > ?2)")
-        try statement.bind(range.lowerBound, at: 1)
-        try statement.bind(range.upperBound, at: 2)
-        return try statement.step() ? Int(statement.int64(at: 0)) : 0
+        let dialect = database.dialect
+        let name = dialect.quotedIdentifier(column)
+        let low = dialect.parameter(1, boundTo: .integer(range.lowerBound)), high = dialect.parameter(2, boundTo: .integer(range.upperBound))
+        let sql = "SELECT count(*) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers, dialect)
+            + " AND \(name) IS NOT NULL AND (\(name) < \(low) OR \(name) > \(high))"
+        return Int(try database.integer(sql, [.integer(range.lowerBound), .integer(range.upperBound)]) ?? 0)
     }
 
-    /// The SQLite type Core Data declares for a property's column.
+    /// The SQLite type Core Data declares for a property's column (which a dialect translates).
     private static func declaredType(of property: PropertyDescription) -> String {
         if let attribute = property as? AttributeDescription { return SQLiteSchema.declaredType(of: attribute.type) }
         return "INTEGER"

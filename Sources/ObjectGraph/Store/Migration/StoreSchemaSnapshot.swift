@@ -48,19 +48,15 @@ struct StoreSchemaSnapshot {
     /// history (`ACHANGE`, `ATRANSACTION`), not to the model.
     static let firstHistoryEntityNumber: Int64 = 16000
 
-    /// Reads the snapshot.
-    init(connection: Connection, url: URL) throws {
-        metadata = try SQLiteStoreFile.readMetadata(connection, url: url)
-        let tables = try connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-        while try tables.step() {
-            if let name = tables.string(at: 0) { tableNames[name.uppercased()] = name }
-        }
-        let keys = try connection.prepare("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT")
-        while try keys.step() {
-            let number = keys.int64(at: 0)
-            guard number < Self.firstHistoryEntityNumber, let name = keys.string(at: 1) else { continue }
-            entities[number] = Entity(number: number, name: name, superNumber: keys.int64(at: 2),
-                                      maxPrimaryKey: keys.int64(at: 3), rootNumber: number, table: nil)
+    /// Reads the snapshot of the store in `database`, whose metadata is `metadata`.
+    init(database: some MigratingDatabase, metadata: StoreMetadata) throws {
+        self.metadata = metadata
+        for name in try database.tableNames() { tableNames[name.uppercased()] = name }
+        try database.query("SELECT Z_ENT, Z_NAME, Z_SUPER, Z_MAX FROM Z_PRIMARYKEY ORDER BY Z_ENT", []) { row in
+            let number = try row.int64(at: 0)
+            guard number < Self.firstHistoryEntityNumber, let name = row.string(at: 1) else { return }
+            entities[number] = Entity(number: number, name: name, superNumber: row.isNull(at: 2) ? 0 : try row.int64(at: 2),
+                                      maxPrimaryKey: row.isNull(at: 3) ? 0 : try row.int64(at: 3), rootNumber: number, table: nil)
         }
         let renamed = Self.staleNames(entities: entities.values.map(\.name), metadata: metadata)
         for number in Array(entities.keys) {
@@ -80,13 +76,13 @@ struct StoreSchemaSnapshot {
             if let current = renamed[entity.name] { entitiesByName[current] = entity }
             guard let table = entity.table, columns[table] == nil else { continue }
             var byName: [String: Column] = [:]
-            for column in try connection.columns(in: table) {
+            for column in try database.columns(in: table) {
                 byName[column.name.uppercased()] = Column(name: column.name, declaredType: column.declaredType.uppercased())
             }
             columns[table] = byName
         }
         for name in tableNames.values where Self.isJoinTableName(name) {
-            joinTables[name] = Set(try connection.columns(in: name).map { $0.name.uppercased() })
+            joinTables[name] = Set(try database.columns(in: name).map { $0.name.uppercased() })
         }
     }
 
@@ -123,18 +119,17 @@ struct StoreSchemaSnapshot {
 
     /// `FROM <table> WHERE Z_ENT IN (<numbers>)`: the rows of some entities,
     /// the clause every count of a migration reads.
-    static func rows(of table: String, entityNumbers: [Int64]) -> String {
-        "FROM \(Connection.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ",")))"
+    static func rows(of table: String, entityNumbers: [Int64], _ dialect: SQLDialect) -> String {
+        "FROM \(dialect.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ",")))"
     }
 
     /// Counts the rows of some entities in a table, optionally only those where a column is NULL.
     static func countRows(in table: String, entityNumbers: [Int64], whereNull column: String?,
-                          connection: Connection) throws -> Int {
+                          database: some MigratingDatabase) throws -> Int {
         guard !entityNumbers.isEmpty else { return 0 }
-        var sql = "SELECT count(*) " + rows(of: table, entityNumbers: entityNumbers)
-        if let column { sql += " AND \(Connection.quotedIdentifier(column)) IS NULL" }
-        let statement = try connection.prepare(sql)
-        return try statement.step() ? Int(statement.int64(at: 0)) : 0
+        var sql = "SELECT count(*) " + rows(of: table, entityNumbers: entityNumbers, database.dialect)
+        if let column { sql += " AND \(database.dialect.quotedIdentifier(column)) IS NULL" }
+        return Int(try database.integer(sql) ?? 0)
     }
 }
 
@@ -143,14 +138,14 @@ struct StoreSchemaSnapshot {
 /// scan of the table, made the first time one is asked for. Inferring a
 /// mapping asks about most columns of a table; a scan per column would read a
 /// large store several times over.
-final class StoreRowCounter {
-    private let connection: Connection
+final class StoreRowCounter<Database: MigratingDatabase> {
+    private let database: Database
     private let snapshot: StoreSchemaSnapshot
     /// By table and entity numbers: the rows, and the NULLs by upper-cased column.
     private var scans: [String: (rows: Int, nulls: [String: Int])] = [:]
 
-    init(connection: Connection, snapshot: StoreSchemaSnapshot) {
-        self.connection = connection
+    init(database: Database, snapshot: StoreSchemaSnapshot) {
+        self.database = database
         self.snapshot = snapshot
     }
 
@@ -162,16 +157,19 @@ final class StoreRowCounter {
         scans[key] = scan
         guard let column else { return scan.rows }
         if let nulls = scan.nulls[column.uppercased()] { return nulls }
-        return try StoreSchemaSnapshot.countRows(in: table, entityNumbers: entityNumbers, whereNull: column, connection: connection)
+        return try StoreSchemaSnapshot.countRows(in: table, entityNumbers: entityNumbers, whereNull: column, database: database)
     }
 
     private func scan(_ table: String, _ entityNumbers: [Int64]) throws -> (rows: Int, nulls: [String: Int]) {
+        let dialect = database.dialect
         let columns = (snapshot.columns[table] ?? [:]).values.map(\.name).sorted()
-        let sums = columns.map { ", sum(\(Connection.quotedIdentifier($0)) IS NULL)" }.joined()
-        let statement = try connection.prepare("SELECT count(*)\(sums) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers))
-        guard try statement.step() else { return (0, [:]) }
-        var nulls: [String: Int] = [:]
-        for (offset, column) in columns.enumerated() { nulls[column.uppercased()] = Int(statement.int64(at: Int32(offset + 1))) }
-        return (Int(statement.int64(at: 0)), nulls)
+        // count(*) - count(column): the NULLs, in SQL both dialects speak.
+        let nullCounts = columns.map { ", count(*) - count(\(dialect.quotedIdentifier($0)))" }.joined()
+        var result: (rows: Int, nulls: [String: Int]) = (0, [:])
+        try database.query("SELECT count(*)\(nullCounts) " + StoreSchemaSnapshot.rows(of: table, entityNumbers: entityNumbers, dialect), []) { row in
+            result.rows = Int(try row.int64(at: 0))
+            for (offset, column) in columns.enumerated() { result.nulls[column.uppercased()] = Int(try row.int64(at: offset + 1)) }
+        }
+        return result
     }
 }

@@ -123,33 +123,66 @@ extension StoreLayout {
         return "SELECT Z_OPT FROM \(table) WHERE Z_PK = \(dialect.placeholder(1))"
     }
 
-    /// The join-table rows a save writes: for each inserted or updated object
-    /// whose many-to-many relationship the context loaded, its rows replaced
-    /// by the members it has now (on the side that names the table); for each
-    /// deleted object, its rows in every join table it can be in.
+    /// The relationship rows a save writes, after its inserts and updates:
+    /// for each inserted or updated object whose many-to-many relationship the
+    /// context loaded, its join-table rows replaced by the members it has now
+    /// (on the side that names the table); the `Z_FOK_` ranks of ordered
+    /// relationships, in Core Data's steps of 1024 (in the join table, or in
+    /// the destination's column for an ordered one-to-many); for each deleted
+    /// object, its rows in every join table it can be in.
     ///
-    /// Ordered many-to-many relationships (`Z_FOK_` ranks) are the SQLite
-    /// store's only; ``unsupportedFeatures`` names them.
+    /// Members are ranked in one statement per relationship of an object:
+    /// the key array (``keyArray(_:)``) with each key's position.
     public func relationshipStatements(for request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID) -> [Statement] {
-        guard !schema.joinTables.isEmpty else { return [] }
+        guard !schema.joinTables.isEmpty || !schema.orderColumns.isEmpty else { return [] }
         let one = dialect.placeholder(1)
         let memberList = keyList(parameter: 2)
+        let ranked = "(\(rankedKeyList(parameter: 2))) AS members"
         var statements: [Statement] = []
+        // Ranks kept by the side that does not name a join table need its rows: written after them.
+        var laterRanks: [Statement] = []
         for node in request.insertedObjects + request.updatedObjects where node.objectID.entity.hasRelationships {
             guard let owner = permanent(node.objectID).primaryKey else { continue }
             for case let relationship as RelationshipDescription in node.objectID.entity.slotProperties where relationship.isToMany {
-                guard case .objects(let ids) = node.values[relationship.index],
-                      let path = schema.joinPath(for: relationship), path.isPrimary else { continue }
+                guard case .objects(let ids) = node.values[relationship.index] else { continue }
                 var seen = Set<Int64>()
                 let members = ids.compactMap { permanent($0).primaryKey }.filter { seen.insert($0).inserted }
-                let table = path.table.name
-                statements.append(Statement(sql: "DELETE FROM \(table) WHERE \(path.sourceColumn) = \(one)", values: [.integer(owner)]))
-                guard !members.isEmpty else { continue }
-                statements.append(Statement(
-                    sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
-                    values: [.integer(owner), keyArray(members)]))
+                let values: [StoredValue] = [.integer(owner), keyArray(members)]
+                if let path = schema.joinPath(for: relationship) {
+                    let table = path.table.name
+                    if !path.isPrimary {
+                        guard let order = path.orderColumn, !members.isEmpty else { continue }
+                        laterRanks.append(Statement(sql: """
+                            UPDATE \(table) SET \(order) = members.ord * 1024 FROM \(ranked) \
+                            WHERE \(table).\(path.sourceColumn) = \(one) AND \(table).\(path.destinationColumn) = members.m
+                            """, values: values))
+                        continue
+                    }
+                    statements.append(Statement(sql: "DELETE FROM \(table) WHERE \(path.sourceColumn) = \(one)", values: [.integer(owner)]))
+                    guard !members.isEmpty else { continue }
+                    if let order = path.orderColumn {
+                        statements.append(Statement(sql: """
+                            INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn), \(order)) \
+                            SELECT \(one), members.m, members.ord * 1024 FROM \(ranked)
+                            """, values: values))
+                    } else {
+                        statements.append(Statement(
+                            sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
+                            values: values))
+                    }
+                } else if let order = schema.orderColumn(forOrdered: relationship), !members.isEmpty,
+                          let inverse = relationship.inverseRelationship, let destination = relationship.destinationEntity,
+                          let mapping = schema.mappings[ObjectIdentifier(destination)],
+                          let foreignKey = mapping.columns[inverse.index]?.name {
+                    let table = mapping.table
+                    laterRanks.append(Statement(sql: """
+                        UPDATE \(table) SET \(order) = members.ord * 1024 FROM \(ranked) \
+                        WHERE \(table).Z_PK = members.m AND \(table).\(foreignKey) = \(one)
+                        """, values: values))
+                }
             }
         }
+        statements += laterRanks
         for node in request.deletedObjects {
             guard let key = node.objectID.primaryKey else { continue }
             for (table, column) in schema.joinColumns(holding: node.objectID.entity) {
@@ -170,17 +203,6 @@ extension StoreLayout {
         return .uniquenessConflict([
             UniquenessConflict(entityName: entity.name, constraint: constraint, objectIDs: objectIDs, databaseObjectID: nil),
         ])
-    }
-
-    /// What of the model this layout's statements do not keep, for a store
-    /// to refuse at open rather than lose: ordered relationships' ranks.
-    public var unsupportedFeatures: [String] {
-        schema.mappings.values.map(\.entity).sorted { $0.name < $1.name }.flatMap { entity in
-            entity.properties.compactMap { property -> String? in
-                guard let relationship = property as? RelationshipDescription, relationship.isOrdered, !relationship.isTransient else { return nil }
-                return "\(entity.name).\(relationship.name) is an ordered relationship"
-            }
-        }
     }
 
     /// A row's column values in the entity statement's order: each written

@@ -160,6 +160,14 @@ public struct StoreLayout: Sendable {
         dialect == .sqlite ? "SELECT value FROM json_each(?\(number))" : "SELECT unnest(\(dialect.placeholder(number))::bigint[])"
     }
 
+    /// The keys of array parameter `number`, each with its position from 1,
+    /// as rows `(m, ord)`.
+    func rankedKeyList(parameter number: Int) -> String {
+        dialect == .sqlite
+            ? "SELECT value AS m, key + 1 AS ord FROM json_each(?\(number))"
+            : "SELECT m, ord FROM unnest(\(dialect.placeholder(number))::bigint[]) WITH ORDINALITY AS ranked(m, ord)"
+    }
+
     /// A reader of rows for a store: makes the store's IDs and nodes.
     public func rowReader(storeIdentifier: String) -> RowReader {
         RowReader(schema: schema, identity: StoreIdentity.named(storeIdentifier))

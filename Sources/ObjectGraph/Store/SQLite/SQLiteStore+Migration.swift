@@ -54,12 +54,12 @@ struct SQLiteMigration {
 
     func run() throws {
         progress?(0)
-        let (snapshot, mapping) = try inferMappingAndLeaveWriteAheadLog()
+        let migration = try inferMappingAndLeaveWriteAheadLog()
         progress?(0.05)
         let copyURL = SQLiteStoreFile.temporarySibling(of: url, purpose: "migrating")
         // Nothing to report: the copy is ours, and a copy left behind is only litter beside the store.
         defer { try? SQLiteStoreFile.removeFiles(at: copyURL) }
-        try migrateCopy(at: copyURL, snapshot: snapshot, mapping: mapping)
+        try migrateCopy(at: copyURL, migration: migration)
         progress?(0.95)
         try swapIn(copyURL)
         progress?(1)
@@ -67,15 +67,15 @@ struct SQLiteMigration {
 
     /// Step 1: infers the mapping from the original, then folds its log into
     /// it, so the main file holds everything and nobody else has it open.
-    private func inferMappingAndLeaveWriteAheadLog() throws -> (StoreSchemaSnapshot, MappingModel) {
+    private func inferMappingAndLeaveWriteAheadLog() throws -> SchemaMigration {
         do {
             let original = try SQLiteStoreFile.openExisting(url, readOnly: false, busyMode: configuration.options.busyMode)
-            let (snapshot, mapping) = try Self.inferMapping(on: original, to: configuration.entities, url: url)
+            let migration = try Self.inferMapping(on: original, to: configuration.entities, url: url)
             guard SQLiteStoreFile.leaveWriteAheadLog(original) else {
                 throw Self.failure("another connection has the store open; close it (remove the store from other coordinators) before migrating",
                                    underlying: nil, url: url)
             }
-            return (snapshot, mapping)
+            return migration
         } catch let error as SQLiteError {
             throw Self.failure("reading the store failed", underlying: "\(error)", url: url)
         } catch let error as PersistentStoreError where error.code != .migrationFailed {
@@ -84,7 +84,7 @@ struct SQLiteMigration {
     }
 
     /// Step 2: copies the original beside itself and migrates the copy in one transaction.
-    private func migrateCopy(at copyURL: URL, snapshot: StoreSchemaSnapshot, mapping: MappingModel) throws {
+    private func migrateCopy(at copyURL: URL, migration: SchemaMigration) throws {
         do {
             try SQLiteStoreFile.copyFiles(from: url, to: copyURL)
         } catch {
@@ -93,7 +93,7 @@ struct SQLiteMigration {
         do {
             let copy = try Self.openCopy(copyURL, busyMode: configuration.options.busyMode)
             try copy.inWriteTransaction {
-                try Self.migrate(copy, snapshot: snapshot, mapping: mapping, to: configuration.model,
+                try Self.migrate(copy, migration, to: configuration.model,
                                  recordsHistory: configuration.options.persistentHistoryTracking) { fraction in
                     progress?(0.05 + 0.85 * fraction)
                 }
@@ -120,15 +120,10 @@ struct SQLiteMigration {
     ///   without a value (and without a default) in existing rows is refused;
     ///   a custom migration stage passes false, because its `didMigrate` fills them.
     static func inferMapping(on connection: Connection, to entities: [EntityDescription], url: URL,
-                             requiresValues: Bool = true) throws -> (StoreSchemaSnapshot, MappingModel) {
-        let snapshot = try StoreSchemaSnapshot(connection: connection, url: url)
-        let counter = StoreRowCounter(connection: connection, snapshot: snapshot)
-        let mapping = try MappingModel(from: snapshot, to: entities, url: url, requiresValues: requiresValues) { table, numbers, column in
-            try counter.count(in: table, entityNumbers: numbers, whereNull: column)
-        } countRowsOutside: { table, numbers, column, range in
-            try MappingModel.countRows(in: table, entityNumbers: numbers, column: column, outside: range, connection: connection)
-        }
-        return (snapshot, mapping)
+                             requiresValues: Bool = true) throws -> SchemaMigration {
+        try SchemaMigration(database: SQLiteMigratingDatabase(connection: connection),
+                            metadata: try SQLiteStoreFile.readMetadata(connection, url: url),
+                            entities: entities, url: url, requiresValues: requiresValues)
     }
 
     /// Opens a copy of a store for migrating it: never created, in rollback-journal
@@ -152,46 +147,54 @@ struct SQLiteMigration {
     }
 
     static func failure(_ message: String, underlying: String?, url: URL) -> PersistentStoreError {
-        var error = PersistentStoreError(.migrationFailed, url: url, message: "migrating the store failed, and the store was not changed: " + message)
-        error.underlyingDescription = underlying
-        return error
+        SchemaMigration.failure(message, underlying: underlying, url: url)
     }
 
     // MARK: - The migration, inside one transaction on the copy
 
     /// Migrates the schema and rows on `connection` (inside the caller's
-    /// transaction) from `snapshot` to `model`, reporting the fraction done (0…1).
-    /// The steps are in SQLiteMigration+Steps.swift.
-    static func migrate(_ connection: Connection, snapshot: StoreSchemaSnapshot, mapping: MappingModel,
-                        to model: ManagedObjectModel, recordsHistory: Bool, progress: (Double) -> Void) throws {
-        let renamed = try prepareTables(connection, snapshot: snapshot, mapping: mapping)
-        try copyRows(connection, mapping: mapping, from: renamed) { progress(0.9 * $0) }
-        try copyJoins(connection, mapping: mapping, from: renamed)
-        try fillDefaults(connection, mapping: mapping)
-        try clearDanglingForeignKeys(connection, mapping: mapping)
-        progress(0.95)
-        for aside in renamed.values {
-            try connection.execute("DROP TABLE \(quoted(aside))")
-        }
-        try rewritePrimaryKeys(connection, mapping: mapping)
+    /// transaction) to `model`, reporting the fraction done (0…1): the tables
+    /// as every store migrates them (``SchemaMigration``), then what only a
+    /// SQLite file keeps — full-text indexes, history, metadata, the model cache.
+    static func migrate(_ connection: Connection, _ migration: SchemaMigration, to model: ManagedObjectModel,
+                        recordsHistory: Bool, progress: (Double) -> Void) throws {
+        try migration.migrateTables(of: SQLiteMigratingDatabase(connection: connection)) { progress(0.95 * $0) }
         // The tables were rebuilt, and their triggers with them: index every row again, in this transaction.
-        try SQLiteStore.replaceSearchIndexes(with: mapping.schema.searchIndexLayouts(), on: connection, rebuildingAll: true)
-        try restartHistory(connection, snapshot: snapshot, recordsMigration: recordsHistory)
-        try writeMetadata(connection, snapshot: snapshot, model: model)
+        try SQLiteStore.replaceSearchIndexes(with: migration.mapping.schema.searchIndexLayouts(), on: connection, rebuildingAll: true)
+        try restartHistory(connection, migration: migration, recordsMigration: recordsHistory)
+        try writeMetadata(connection, migration: migration, model: model)
         progress(1)
     }
 
-    static func dropIndexesAndTriggers(of table: String, _ connection: Connection) throws {
-        let statement = try connection.prepare(
-            "SELECT type, name FROM sqlite_master WHERE tbl_name = ? COLLATE NOCASE AND type IN ('index', 'trigger') AND sql IS NOT NULL")
-        try statement.bind(table, at: 1)
-        var drops: [String] = []
-        while try statement.step() {
-            guard let type = statement.string(at: 0), let name = statement.string(at: 1) else { continue }
-            drops.append("DROP \(type == "index" ? "INDEX" : "TRIGGER") \(quoted(name))")
-        }
-        for drop in drops { try connection.execute(drop) }
+    /// The metadata keeps the store UUID and takes the new model's hashes,
+    /// digest and checksum; the compiled-model cache becomes the new model's,
+    /// as Core Data's migrator leaves it.
+    static func writeMetadata(_ connection: Connection, migration: SchemaMigration, model: ManagedObjectModel) throws {
+        let metadata = migration.metadata(for: model, storeType: StoreType.sqlite.rawValue)
+        let updateMetadata = try connection.prepare("UPDATE Z_METADATA SET Z_PLIST = ?")
+        try updateMetadata.bind(try StoreMetadataCoding.encode(metadata), at: 1)
+        try updateMetadata.execute()
+        try SQLiteStoreFile.writeModelCache(model, connection, url: nil)
     }
 
-    static func quoted(_ name: String) -> String { Connection.quotedIdentifier(name) }
+    /// The history written before the migration is deleted, and with
+    /// tracking the migration records a transaction of its own, as Core Data's
+    /// schema migrator does (``SchemaMigration/historyAuthor``, no changes).
+    ///
+    /// Old `ACHANGE` rows name entities by their old `Z_ENT` numbers and
+    /// properties by their old `ZCOLUMNS` bits, which the new model numbers
+    /// differently. The transaction numbers continue from where they were.
+    static func restartHistory(_ connection: Connection, migration: SchemaMigration, recordsMigration: Bool) throws {
+        guard try connection.tableExists("ATRANSACTION") else { return }
+        guard try connection.tableExists("ATRANSACTIONSTRING") else {
+            // Core Data's older layout (names inline), read here but not written: with its
+            // history gone nothing is left to read, and the next open with tracking makes
+            // the layout saves are recorded in (numbers go on from Z_MAX).
+            try connection.execute("DROP TABLE ACHANGE; DROP TABLE ATRANSACTION")
+            return
+        }
+        try connection.execute("DELETE FROM ACHANGE; DELETE FROM ATRANSACTION; DELETE FROM ATRANSACTIONSTRING")
+        guard recordsMigration else { return }
+        _ = try SQLiteHistoryLayout.insertTransaction(author: migration.historyAuthor, contextName: nil, connection: connection, url: nil)
+    }
 }

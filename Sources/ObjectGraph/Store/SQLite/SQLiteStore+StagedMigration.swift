@@ -181,8 +181,8 @@ struct StagedSQLiteMigration {
         let connection = try SQLiteMigration.openCopy(copyURL, busyMode: configuration.options.busyMode)
         try connection.inWriteTransaction {
             let entities = model.entities(forConfigurationName: configuration.configurationName)
-            let (snapshot, mapping) = try SQLiteMigration.inferMapping(on: connection, to: entities, url: url, requiresValues: requiresValues)
-            try SQLiteMigration.migrate(connection, snapshot: snapshot, mapping: mapping, to: model,
+            let migration = try SQLiteMigration.inferMapping(on: connection, to: entities, url: url, requiresValues: requiresValues)
+            try SQLiteMigration.migrate(connection, migration, to: model,
                                         recordsHistory: configuration.options.persistentHistoryTracking, progress: progress)
         }
     }
@@ -220,7 +220,9 @@ struct StagedSQLiteMigration {
         let schema = try store.schema
         let problems = try store.read { connection in
             // One scan per table counts every column's NULLs.
-            let counter = StoreRowCounter(connection: connection, snapshot: try StoreSchemaSnapshot(connection: connection, url: copyURL))
+            let database = SQLiteMigratingDatabase(connection: connection)
+            let snapshot = try StoreSchemaSnapshot(database: database, metadata: try SQLiteStoreFile.readMetadata(connection, url: copyURL))
+            let counter = StoreRowCounter(database: database, snapshot: snapshot)
             var problems: [String] = []
             for entity in model.entities(forConfigurationName: configuration.configurationName) {
                 let mapping = try schema.mapping(for: entity)

@@ -14,16 +14,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
 
     func recordHistory(of request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID, author: String?, contextName: String?,
                        storeIdentifier: String, layout: StoreLayout, _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken {
-        let numbered = try connection.execute(cached: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_ENT = $1 RETURNING Z_MAX",
-                                              [PostgreSQLValue(Self.historyTransactionEntity)])
-        guard numbered.rowCount == 1 else { throw missingHistoryCounter() }
-        let number = try numbered.requiredInt64(row: 0, column: 0)
-        let process = ProcessInfo.processInfo
-        _ = try connection.execute(cached: """
-            INSERT INTO ATRANSACTION (Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID) VALUES ($1, $2, $3, $4, $5, $6)
-            """, [PostgreSQLValue(number), PostgreSQLValue(Date().timeIntervalSinceReferenceDate),
-                  author.map { .text($0) } ?? .null, contextName.map { .text($0) } ?? .null,
-                  .text(String(process.processIdentifier)), .text(process.processName)])
+        let number = try insertHistoryTransaction(author: author, contextName: contextName, connection)
         var types: [Int64] = [], entities: [Int64] = [], keys: [Int64] = []
         let changes: [(PersistentHistoryChange.ChangeType, [IncrementalStoreNode])] = [
             (.insert, request.insertedObjects), (.update, request.updatedObjects), (.delete, request.deletedObjects),
@@ -46,6 +37,22 @@ extension PostgreSQLStore: PersistentHistoryStore {
         // Delivered to the listeners at commit, and never if the save rolls back.
         _ = try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.historyChannel), .text("\(storeIdentifier):\(number)")])
         return PersistentHistoryToken(storeIdentifier: storeIdentifier, transactionNumber: number)
+    }
+
+    /// Numbers a new transaction (the counter's row lock is held to commit)
+    /// and inserts its `ATRANSACTION` row; returns its number.
+    func insertHistoryTransaction(author: String?, contextName: String?, _ connection: PostgreSQLConnection) throws -> Int64 {
+        let numbered = try connection.execute(cached: "UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + 1 WHERE Z_ENT = $1 RETURNING Z_MAX",
+                                              [PostgreSQLValue(Self.historyTransactionEntity)])
+        guard numbered.rowCount == 1 else { throw missingHistoryCounter() }
+        let number = try numbered.requiredInt64(row: 0, column: 0)
+        let process = ProcessInfo.processInfo
+        _ = try connection.execute(cached: """
+            INSERT INTO ATRANSACTION (Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID) VALUES ($1, $2, $3, $4, $5, $6)
+            """, [PostgreSQLValue(number), PostgreSQLValue(Date().timeIntervalSinceReferenceDate),
+                  author.map { .text($0) } ?? .null, contextName.map { .text($0) } ?? .null,
+                  .text(String(process.processIdentifier)), .text(process.processName)])
+        return number
     }
 
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {

@@ -18,22 +18,17 @@ extension PostgreSQLStore {
     /// find the tables.
     ///
     /// - Throws: ``ObjectGraph/PersistentStoreError``: `.cannotOpen` when the
-    ///   server cannot be reached or the model uses what this store does not
-    ///   keep (ordered relationships); `.notAStore` for a database with tables
+    ///   server cannot be reached; `.notAStore` for a database with tables
     ///   but no `Z_METADATA`; `.incompatibleModel` naming each entity and
-    ///   property that differs from the model the store was created with.
+    ///   property that differs from the model the store was created with,
+    ///   unless the options ask for lightweight migration
+    ///   (PostgreSQLStore+Migration.swift), which then runs in the same
+    ///   transaction; `.migrationFailed` when it cannot.
     public func loadMetadata() throws {
         let entities = configuration.entities
         let layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName, dialect: .postgreSQL)
-        let unsupported = layout.unsupportedFeatures
-        guard unsupported.isEmpty else {
-            throw PersistentStoreError(.cannotOpen, url: reportedURL, message: """
-                the PostgreSQL store does not keep the order of ordered relationships yet: \
-                \(unsupported.joined(separator: "; "))
-                """)
-        }
         let options = configuration.options
-        let (metadata, history) = try withConnection { connection in
+        let (metadata, history, migrated) = try withConnection { connection in
             try connection.transaction {
                 _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('datastack.schema'))")
                 if try !Self.tableExists("z_metadata", connection) {
@@ -56,15 +51,20 @@ extension PostgreSQLStore {
                 }
                 let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
                 let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-                return (try StoreLayout.decodeMetadata(data), history)
+                var metadata = try StoreLayout.decodeMetadata(data)
+                let problems = StoreLayout.differences(of: entities, fromModelRecordedIn: metadata)
+                var migrated = false
+                if !problems.isEmpty {
+                    // Under the advisory lock: of several machines opening with a new model, one migrates.
+                    metadata = try migrate(metadata, because: problems, connection)
+                    history = try Self.history(connection)
+                    migrated = true
+                }
+                _ = try connection.execute("SELECT pg_advisory_lock_shared(hashtext($1))", [.text(Self.openStoreLock)])
+                return (metadata, history, migrated)
             }
         }
-        let problems = StoreLayout.differences(of: entities, fromModelRecordedIn: metadata)
-        guard problems.isEmpty else {
-            throw PersistentStoreError(.incompatibleModel, url: reportedURL, message: """
-                the store does not match the model (the PostgreSQL store does not migrate yet): \(problems.joined(separator: "; "))
-                """)
-        }
+        if migrated { options.migrationProgress?(1) }
         guard let uuid = metadata[StoreMetadataKey.storeUUID] as? String else {
             throw PersistentStoreError(.notAStore, url: reportedURL, message: "the store's metadata has no NSStoreUUID")
         }
@@ -80,11 +80,11 @@ extension PostgreSQLStore {
     }
 
     /// What a database holds of persistent history.
-    private enum History {
+    enum History {
         case none, empty, holdsTransactions
     }
 
-    private static func history(_ connection: PostgreSQLConnection) throws -> History {
+    static func history(_ connection: PostgreSQLConnection) throws -> History {
         guard try tableExists("atransaction", connection) else { return .none }
         let any = try connection.execute("SELECT EXISTS (SELECT 1 FROM ATRANSACTION)").string(row: 0, column: 0) == "t"
         return any ? .holdsTransactions : .empty

@@ -36,9 +36,12 @@ import Foundation
 /// two stores, the writer's and the main coordinator's, so reads of the main
 /// context never wait behind an import's save.
 ///
-/// Not yet kept here (each throws or is refused at open, never lost): ordered
-/// relationships, batch requests, full-text search, `[d]`
-/// comparisons, migration between model versions.
+/// - A store written with another model version migrates in place, in the
+///   opening transaction, by the engine's lightweight migration
+///   (PostgreSQLStore+Migration.swift).
+///
+/// Not yet kept here (each throws, never lost): batch requests, full-text
+/// search, `[d]` comparisons, staged migration.
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
     // the connection, used only while `connectionLock` is held.
@@ -160,14 +163,30 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         }
     }
 
+    /// The open connection; or connects again, and then — once the store is
+    /// loaded — takes the open-store lock again and checks that the store was
+    /// not migrated meanwhile (PostgreSQLStore+Migration.swift): with the lock
+    /// gone, another machine may have renumbered the tables this store's
+    /// statements name.
     private func openConnection() throws -> PostgreSQLConnection {
         if let connection, connection.isConnected { return connection }
+        let made: PostgreSQLConnection
         if let connection {
             try connection.reconnect()
-            return connection
+            made = connection
+        } else {
+            made = try PostgreSQLConnection(url: databaseURL)
+            connection = made
         }
-        let made = try PostgreSQLConnection(url: databaseURL)
-        connection = made
+        guard stateLock.withLock({ state.layout != nil }) else { return made }
+        do {
+            try holdOpenStoreLock(made)
+        } catch {
+            // Dropped, so that each later call connects and checks again rather than use a store that moved on.
+            made.close()
+            connection = nil
+            throw error
+        }
         return made
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 // MARK: - Tables migrated in place
 
-extension SQLiteMigration {
+extension SchemaMigration {
     /// A destination table whose rows can stay where they are: the same
     /// table, the same entity numbers, every column of the store kept under
     /// its name and declared type, only new columns added.
@@ -19,7 +19,7 @@ extension SQLiteMigration {
     }
 
     /// The in-place plan of `table`, or nil when its rows must be copied into a new table.
-    static func inPlacePlan(for table: MappingModel.TableMapping, snapshot: StoreSchemaSnapshot) -> InPlaceTable? {
+    func inPlacePlan(for table: MappingModel.TableMapping, dialect: SQLDialect) -> InPlaceTable? {
         guard let source = table.sourceTable, source.uppercased() == table.table.name.uppercased(),
               let stored = snapshot.columns[source],
               table.entityNumbers.allSatisfy({ $0.source == $0.destination }) else { return nil }
@@ -33,38 +33,38 @@ extension SQLiteMigration {
             guard column.source.uppercased() == column.destination.uppercased(),
                   let old = stored[column.source.uppercased()],
                   let new = table.table.columns.first(where: { $0.name.uppercased() == column.destination.uppercased() }),
-                  old.declaredType.uppercased() == new.declaredType.uppercased() else { return nil }
+                  old.declaredType.uppercased() == dialect.columnType(declared: new.declaredType).uppercased() else { return nil }
             kept.insert(column.source.uppercased())
         }
         guard Set(stored.keys).subtracting(bookkeeping) == kept else { return nil }
         let added = table.table.columns.filter { !kept.contains($0.name.uppercased()) }
+            .map { (name: $0.name, declaredType: dialect.columnType(declared: $0.declaredType)) }
         return InPlaceTable(name: source, addedColumns: added)
     }
 
     /// Adds the new columns of an in-place table and drops its triggers, as a
-    /// rebuilt table loses them. Its indexes are kept: ``reconcileIndexes(of:with:_:)``
+    /// rebuilt table loses them. Its indexes are kept: ``statementsLeft(_:inPlace:_:)``
     /// decides which stay.
-    static func alter(_ table: InPlaceTable, _ connection: Connection) throws {
-        try dropTriggers(of: table.name, connection)
+    func alter(_ table: InPlaceTable, _ database: some MigratingDatabase) throws {
+        let quoted = database.dialect.quotedIdentifier
+        try database.dropDependents(of: table.name, keepingIndexes: true)
         for column in table.addedColumns {
-            try connection.execute("ALTER TABLE \(Connection.quotedIdentifier(table.name)) ADD COLUMN \(Connection.quotedIdentifier(column.name)) \(column.declaredType)")
+            try database.execute("ALTER TABLE \(quoted(table.name)) ADD COLUMN \(quoted(column.name)) \(column.declaredType)", [])
         }
     }
 
     /// The schema's creation statements less what in-place tables already
     /// have: their `CREATE TABLE`, and indexes that exist with the same
     /// definition. Indexes of in-place tables that the schema no longer has,
-    /// or has with another definition, are dropped.
-    static func statementsLeft(_ statements: [String], inPlace: [InPlaceTable], _ connection: Connection) throws -> [String] {
+    /// or has with another definition, are dropped. (PostgreSQL keeps an
+    /// index's SQL in its own spelling, so there every index of an in-place
+    /// table is created again.)
+    func statementsLeft(_ statements: [String], inPlace: [InPlaceTable], _ database: some MigratingDatabase) throws -> [String] {
         guard !inPlace.isEmpty else { return statements }
         let names = Set(inPlace.map { $0.name.uppercased() })
-        var existing: [String: String] = [:]   // index name → SQL
+        var existing: [String: (name: String, sql: String)] = [:]   // by upper-cased index name
         for table in inPlace {
-            let indexes = try connection.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? COLLATE NOCASE AND sql IS NOT NULL")
-            try indexes.bind(table.name, at: 1)
-            while try indexes.step() {
-                if let name = indexes.string(at: 0), let sql = indexes.string(at: 1) { existing[name.uppercased()] = sql }
-            }
+            for index in try database.indexes(on: table.name) { existing[index.name.uppercased()] = index }
         }
         var left: [String] = []
         var wanted = Set<String>()
@@ -74,21 +74,13 @@ extension SQLiteMigration {
             if let index = words.firstIndex(of: "INDEX"), index + 1 < words.count {
                 let name = words[index + 1].uppercased()
                 wanted.insert(name)
-                if existing[name] == statement { continue }
+                if existing[name]?.sql == statement { continue }
             }
             left.append(statement)
         }
-        for (name, sql) in existing where !wanted.contains(name) || !statements.contains(sql) {
-            try connection.execute("DROP INDEX \(Connection.quotedIdentifier(name))")
+        for (key, index) in existing where !wanted.contains(key) || !statements.contains(index.sql) {
+            try database.execute("DROP INDEX \(database.dialect.quotedIdentifier(index.name))", [])
         }
         return left
-    }
-
-    static func dropTriggers(of table: String, _ connection: Connection) throws {
-        let statement = try connection.prepare("SELECT name FROM sqlite_master WHERE tbl_name = ? COLLATE NOCASE AND type = 'trigger'")
-        try statement.bind(table, at: 1)
-        var names: [String] = []
-        while try statement.step() { if let name = statement.string(at: 0) { names.append(name) } }
-        for name in names { try connection.execute("DROP TRIGGER \(Connection.quotedIdentifier(name))") }
     }
 }
