@@ -158,17 +158,21 @@ extension StoreLayout {
                             """, values: values))
                         continue
                     }
-                    statements.append(Statement(sql: "DELETE FROM \(table) WHERE \(path.sourceColumn) = \(one)", values: [.integer(owner)]))
+                    // Rows of members that stay are kept, not rewritten: they hold the other side's rank too.
+                    statements.append(Statement(sql: """
+                        DELETE FROM \(table) WHERE \(path.sourceColumn) = \(one) AND \(path.destinationColumn) NOT IN (\(memberList))
+                        """, values: values))
                     guard !members.isEmpty else { continue }
+                    let pair = "\(path.sourceColumn), \(path.destinationColumn)"
                     if let order = path.orderColumn {
                         statements.append(Statement(sql: """
-                            INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn), \(order)) \
-                            SELECT \(one), members.m, members.ord * 1024 FROM \(ranked)
+                            INSERT INTO \(table) (\(pair), \(order)) SELECT \(one), members.m, members.ord * 1024 FROM \(ranked) \
+                            WHERE TRUE ON CONFLICT (\(pair)) DO UPDATE SET \(order) = excluded.\(order)
                             """, values: values))
                     } else {
-                        statements.append(Statement(
-                            sql: "INSERT INTO \(table) (\(path.sourceColumn), \(path.destinationColumn)) SELECT \(one), m FROM (\(memberList)) AS members(m)",
-                            values: values))
+                        statements.append(Statement(sql: """
+                            INSERT INTO \(table) (\(pair)) SELECT \(one), m FROM (\(memberList)) AS members(m) WHERE TRUE ON CONFLICT DO NOTHING
+                            """, values: values))
                     }
                 } else if let order = schema.orderColumn(forOrdered: relationship), !members.isEmpty,
                           let inverse = relationship.inverseRelationship, let destination = relationship.destinationEntity,

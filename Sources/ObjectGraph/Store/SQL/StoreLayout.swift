@@ -23,6 +23,8 @@ import Foundation
 @_spi(StoreImplementation)
 public struct StoreLayout: Sendable {
     let schema: SQLiteSchema
+    /// How history records each entity's changes (StoreLayout+History.swift).
+    let history: SQLiteHistoryLayout
 
     /// Lays out the entities of a model's configuration (all of them for nil)
     /// as Core Data lays out a new store of them. The model is validated and
@@ -35,6 +37,7 @@ public struct StoreLayout: Sendable {
         let entities = model.entities(forConfigurationName: configurationName)
         schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
                                   existingColumns: nil, url: nil, dialect: dialect)
+        history = SQLiteHistoryLayout(schema: schema)
     }
 
     public var dialect: SQLDialect { schema.dialect }

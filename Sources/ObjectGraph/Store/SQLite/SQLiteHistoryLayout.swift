@@ -85,6 +85,31 @@ struct SQLiteHistoryLayout: Sendable {
             return bytes
         }
 
+        /// The slots of an updated object whose values differ from its row
+        /// before the save (`old`, with the members of each to-many the save
+        /// writes; nil when there was none): a to-many whose members, or
+        /// for an ordered one their order, changed counts. Slots without a
+        /// bit never count; `written` slots always do (a batch update's `SET`).
+        func changedSlots(of node: IncrementalStoreNode, before old: IncrementalStoreNode?, written: Set<Int> = [],
+                          permanent: (ObjectID) -> ObjectID) -> [Int] {
+            node.values.indices.filter { slot in
+                guard !bitsOfSlot[slot].isEmpty else { return false }
+                if written.contains(slot) { return true }
+                guard let old else { return true }
+                switch node.values[slot] {
+                case .objects(let members):
+                    guard case .objects(let before) = old.values[slot],
+                          let relationship = entity.slotProperties[slot] as? RelationshipDescription else { return true }
+                    let now = members.map(permanent)
+                    return relationship.isOrdered ? before != now : Set(before) != Set(now)
+                case .object(let id):
+                    return old.values[slot] != .object(permanent(id))
+                case let value:
+                    return old.values[slot] != value
+                }
+            }
+        }
+
         /// The names of the properties whose bits `mask` sets; bits past the
         /// entity's slots (a row written with another model) are left out.
         func properties(in mask: Data) -> Set<String> {

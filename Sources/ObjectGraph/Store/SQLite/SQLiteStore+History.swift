@@ -173,20 +173,7 @@ extension SQLiteStore: PersistentHistoryStore {
             guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
                 throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
             }
-            let old = before[node.objectID]
-            let changed = try node.values.indices.filter { slot in
-                guard !entity.bitsOfSlot[slot].isEmpty else { return false }
-                if writtenSlots.contains(slot) { return true }
-                switch node.values[slot] {
-                case .objects(let members):
-                    return try toManyChanged(entity.entity.slotProperties[slot], of: node.objectID,
-                                             to: members.map { result.permanentIDs[$0] ?? $0 }, before: before)
-                case .object(let id):
-                    return old.map { $0.values[slot] != .object(result.permanentIDs[id] ?? id) } ?? true
-                case let value:
-                    return old.map { $0.values[slot] != value } ?? true
-                }
-            }
+            let changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { result.permanentIDs[$0] ?? $0 }
             try insert(node.objectID, .update, columns: entity.columnsMask(slots: changed), tombstone: [])
         }
         for node in request.deletedObjects {
@@ -287,15 +274,6 @@ extension SQLiteStore: PersistentHistoryStore {
             }
         }
         return runs
-    }
-
-    /// Whether a saved to-many's members differ from those before the save
-    /// (their order too, for an ordered one), which `rowsBeforeSave` read.
-    private func toManyChanged(_ property: PropertyDescription, of owner: ObjectID, to members: [ObjectID],
-                               before: [ObjectID: IncrementalStoreNode]) throws -> Bool {
-        guard let relationship = property as? RelationshipDescription,
-              case .objects(let old)? = before[owner]?.values[property.index] else { return true }
-        return relationship.isOrdered ? old != members : Set(old) != Set(members)
     }
 
     // MARK: Reading and deleting

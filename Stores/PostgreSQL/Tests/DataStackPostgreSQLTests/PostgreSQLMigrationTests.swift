@@ -114,6 +114,36 @@ struct PostgreSQLMigrationTests {
         }
     }
 
+    @Test("a store whose connection dropped while another machine migrated refuses to read on with its old model")
+    func aReconnectAfterAMigrationIsRefused() throws {
+        let url = try PostgreSQLTestServer.shared.get().makeDatabase()
+        try seed(url, names: ["a", "b"])
+        let old = try StoreKind.postgreSQL.coordinator(Self.model(), at: url)
+        let reader = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: old)
+        #expect(try reader.performAndWait { try reader.count(for: FetchRequest<ManagedObject>(entityName: "Item")) } == 2)
+
+        // The old store's connection drops (and with it its open-store lock); another machine migrates meanwhile.
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        _ = try admin.execute("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """)
+        let migrated = try StoreKind.postgreSQL.coordinator(Self.model(renamed: true), at: url, options: Self.migrating)
+        #expect(migrated.persistentStores.count == 1)
+
+        // The old store reconnects, finds the store migrated, and throws: its statements would name the wrong tables.
+        var codes: [PersistentStoreError.Code] = []
+        for _ in 0..<2 {
+            do {
+                let count = try reader.performAndWait { try reader.count(for: FetchRequest<ManagedObject>(entityName: "Item")) }
+                Issue.record("the old model read \(count) items from a migrated store")
+            } catch let error as PersistentStoreError {
+                codes.append(error.code)
+            }
+        }
+        #expect(codes.last == .incompatibleModel)
+    }
+
     @Test("with history, the migration is the only transaction left, and a machine holding an older token is told its history expired")
     func historyRestartsAndOthersAreTold() throws {
         let url = try PostgreSQLTestServer.shared.get().makeDatabase()

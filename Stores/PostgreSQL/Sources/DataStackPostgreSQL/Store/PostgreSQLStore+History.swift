@@ -12,10 +12,16 @@ import Foundation
 extension PostgreSQLStore: PersistentHistoryStore {
     public var tracksPersistentHistory: Bool { stateLock.withLock { state.tracksHistory } }
 
-    func recordHistory(of request: SaveChangesRequest, permanent: (ObjectID) -> ObjectID, author: String?, contextName: String?,
-                       storeIdentifier: String, layout: StoreLayout, _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken {
+    /// Records a save's transaction and its changes; an update's `ZCOLUMNS`
+    /// sets the bits of the properties that differ from `before` (the rows
+    /// before the save), as the SQLite store records them.
+    func recordHistory(of request: SaveChangesRequest, before: [ObjectID: IncrementalStoreNode], permanent: (ObjectID) -> ObjectID,
+                       author: String?, contextName: String?, storeIdentifier: String, layout: StoreLayout,
+                       _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken {
         let number = try insertHistoryTransaction(author: author, contextName: contextName, connection)
         var types: [Int64] = [], entities: [Int64] = [], keys: [Int64] = []
+        // Each update's ZCOLUMNS in hex, quoted, in a text array literal; NULL for inserts and deletes.
+        var columns: [String] = []
         let changes: [(PersistentHistoryChange.ChangeType, [IncrementalStoreNode])] = [
             (.insert, request.insertedObjects), (.update, request.updatedObjects), (.delete, request.deletedObjects),
         ]
@@ -26,17 +32,36 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 types.append(type.rawValue)
                 entities.append(try layout.number(of: id.entity))
                 keys.append(key)
+                if type == .update {
+                    let mask = try layout.historyColumns(of: node, before: before[node.objectID], permanent: permanent)
+                    columns.append("\"" + Self.hex(mask) + "\"")
+                } else {
+                    columns.append("NULL")
+                }
             }
         }
         if !keys.isEmpty {
             _ = try connection.execute(cached: """
-                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK) \
-                SELECT $1, t, e, k FROM unnest($2::bigint[], $3::bigint[], $4::bigint[]) AS c(t, e, k)
-                """, [PostgreSQLValue(number)] + [types, entities, keys].map { PostgreSQLValue(layout.keyArray($0)) })
+                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS) \
+                SELECT $1, t, e, k, decode(m, 'hex') FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) AS c(t, e, k, m)
+                """, [PostgreSQLValue(number)] + [types, entities, keys].map { PostgreSQLValue(layout.keyArray($0)) }
+                    + [.text("{" + columns.joined(separator: ",") + "}")])
         }
         // Delivered to the listeners at commit, and never if the save rolls back.
         _ = try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.historyChannel), .text("\(storeIdentifier):\(number)")])
         return PersistentHistoryToken(storeIdentifier: storeIdentifier, transactionNumber: number)
+    }
+
+    /// `bytes` as lower-case hex digits, two per byte (what `decode(…, 'hex')` reads).
+    private static func hex(_ bytes: Data) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Numbers a new transaction (the counter's row lock is held to commit)
@@ -107,7 +132,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 guard request.includesChanges, let first = transactions.first?.transactionNumber,
                       let last = transactions.last?.transactionNumber else { return transactions }
                 let changes = try connection.execute("""
-                    SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK FROM ACHANGE \
+                    SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS FROM ACHANGE \
                     WHERE ZTRANSACTIONID BETWEEN $1 AND $2 ORDER BY Z_PK
                     """, [PostgreSQLValue(first), PostgreSQLValue(last)])
                 let reader = layout.rowReader(storeIdentifier: identifier)
@@ -118,11 +143,15 @@ extension PostgreSQLStore: PersistentHistoryStore {
                     guard let type = PersistentHistoryChange.ChangeType(rawValue: rawType) else {
                         throw PersistentStoreError(.ioFailure, url: reportedURL, message: "ACHANGE row of transaction \(transaction) has change type \(rawType)")
                     }
-                    let id = try reader.objectID(entityNumber: try changes.requiredInt64(row: row, column: 3),
-                                                 primaryKey: try changes.requiredInt64(row: row, column: 4))
-                    byTransaction[transaction, default: []].append(PersistentHistoryChange(
-                        changeID: try changes.requiredInt64(row: row, column: 0), changedObjectID: id, changeType: type,
-                        transactionNumber: transaction))
+                    let entityNumber = try changes.requiredInt64(row: row, column: 3)
+                    let id = try reader.objectID(entityNumber: entityNumber, primaryKey: try changes.requiredInt64(row: row, column: 4))
+                    var change = PersistentHistoryChange(changeID: try changes.requiredInt64(row: row, column: 0), changedObjectID: id,
+                                                         changeType: type, transactionNumber: transaction)
+                    if type == .update {
+                        let columns = try changes.bytes(row: row, column: 5).map { Data($0) } ?? Data()
+                        change.updatedProperties = layout.updatedProperties(ofEntityNumbered: entityNumber, historyColumns: columns)
+                    }
+                    byTransaction[transaction, default: []].append(change)
                 }
                 return transactions.map { transaction in
                     var transaction = transaction

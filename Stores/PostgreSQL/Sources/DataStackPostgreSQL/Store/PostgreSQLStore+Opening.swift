@@ -110,7 +110,7 @@ extension PostgreSQLStore {
             """)
         _ = try connection.execute("""
             CREATE TABLE ACHANGE (Z_PK BIGSERIAL PRIMARY KEY, ZTRANSACTIONID BIGINT NOT NULL, ZCHANGETYPE BIGINT NOT NULL, \
-            ZENTITY BIGINT NOT NULL, ZENTITYPK BIGINT NOT NULL)
+            ZENTITY BIGINT NOT NULL, ZENTITYPK BIGINT NOT NULL, ZCOLUMNS BYTEA)
             """)
         _ = try connection.execute("CREATE INDEX ACHANGE_ZTRANSACTIONID_INDEX ON ACHANGE (ZTRANSACTIONID)")
         _ = try connection.execute("""

@@ -22,6 +22,9 @@ extension PostgreSQLStore {
                 let permanentIDs = Dictionary(uniqueKeysWithValues: zip(temporaries, try permanentIDs(for: temporaries, connection)))
                 let permanent: (ObjectID) -> ObjectID = { permanentIDs[$0] ?? $0 }
 
+                // What history compares an update with: the rows as they are before this save writes them.
+                let before = tracksHistory && !request.updatedObjects.isEmpty
+                    ? try rowsBeforeSave(request.updatedObjects, layout: layout, connection) : [:]
                 var conflicts: [MergeConflict] = []
                 for node in request.deletedObjects {
                     let statement = try layout.delete(node)
@@ -62,12 +65,48 @@ extension PostgreSQLStore {
                 }
                 var result = SaveResult(permanentIDs: permanentIDs)
                 if tracksHistory {
-                    result.historyTokens = [try recordHistory(of: request, permanent: permanent, author: author, contextName: contextName,
-                                                              storeIdentifier: identifier, layout: layout, connection)]
+                    result.historyTokens = [try recordHistory(of: request, before: before, permanent: permanent, author: author,
+                                                              contextName: contextName, storeIdentifier: identifier, layout: layout, connection)]
                 }
                 return result
             }
         }
+    }
+
+    /// The rows of `updated` as they are now, with the members of each
+    /// to-many the save writes: one query per table, and one per relationship.
+    /// Read inside the save's transaction before its updates; an update whose
+    /// row moved on since is a conflict, and the save does not get to history.
+    private func rowsBeforeSave(_ updated: [IncrementalStoreNode], layout: StoreLayout,
+                                _ connection: PostgreSQLConnection) throws -> [ObjectID: IncrementalStoreNode] {
+        var reader = layout.rowReader(storeIdentifier: identifier)
+        var rows: [ObjectID: IncrementalStoreNode] = [:]
+        var keysByTable: [String: (entity: EntityDescription, keys: [Int64])] = [:]
+        var ownersByRelationship: [ObjectIdentifier: (relationship: RelationshipDescription, owners: [ObjectID])] = [:]
+        for node in updated {
+            guard let key = node.objectID.primaryKey else { continue }
+            keysByTable[try layout.table(of: node.objectID.entity), default: (node.objectID.entity, [])].keys.append(key)
+            for relationship in layout.relationshipsComparedByHistory(in: node) {
+                ownersByRelationship[ObjectIdentifier(relationship), default: (relationship, [])].owners.append(node.objectID)
+            }
+        }
+        for (entity, keys) in keysByTable.values {
+            let result = try connection.execute(cached: try layout.rowsQuery(for: entity), [PostgreSQLValue(layout.keyArray(keys))])
+            for row in result.rows {
+                let node = try reader.node(from: row)
+                rows[node.objectID] = node
+            }
+        }
+        for (relationship, owners) in ownersByRelationship.values {
+            guard let sql = layout.toManyQuery(for: relationship) else { continue }
+            let byKey = Dictionary(owners.compactMap { id in id.primaryKey.map { ($0, id) } }, uniquingKeysWith: { first, _ in first })
+            var members: [ObjectID: [ObjectID]] = [:]
+            for row in try connection.execute(cached: sql, [PostgreSQLValue(layout.keyArray(byKey.keys.sorted()))]).rows {
+                if let owner = byKey[try row.int64(at: 2)] { members[owner, default: []].append(try reader.objectID(from: row)) }
+            }
+            for owner in owners { rows[owner]?.values[relationship.index] = .objects(members[owner] ?? []) }
+        }
+        return rows
     }
 
     /// `nodes` by entity, each entity's in their order.
