@@ -119,7 +119,9 @@ public struct StoreLayout: Sendable {
     public func rowsQuery(for entity: EntityDescription) throws -> String {
         let mapping = try schema.mapping(for: entity)
         guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: entity.name) }
-        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK IN (\(keyList(parameter: 1)))"
+        // PostgreSQL looks an array up in the key's index at once; a subquery over it costs a join.
+        let keys = dialect == .sqlite ? "IN (\(keyList(parameter: 1)))" : "= ANY(\(dialect.placeholder(1))::bigint[])"
+        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(keys)"
     }
 
     /// The select of a to-many relationship's destinations for the owners whose

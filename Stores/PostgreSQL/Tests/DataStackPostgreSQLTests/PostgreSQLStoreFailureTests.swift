@@ -217,24 +217,15 @@ struct PostgreSQLStoreFailureTests {
         }
 
         try server.kill()
-        let outcome = Mutex<(any Error)?>(nil)
-        let done = DispatchSemaphore(value: 0)
         let started = ContinuousClock.now
-        DispatchQueue.global().async {
-            do {
-                try context.performAndWait { try context.save() }
-            } catch {
-                outcome.withLock { $0 = error }
-            }
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + 20) == .success else {
+        let save = BackgroundSave(context)
+        guard let outcome = save.outcome(within: 20) else {
             Issue.record("the save did not return within 20 s of the server's death")
             return
         }
         let elapsed = ContinuousClock.now - started
         #expect(elapsed < .seconds(5), "the save took \(elapsed)")
-        let error = try #require(outcome.withLock { $0 }, "the save claimed to succeed with the server down")
+        let error = try #require(outcome, "the save claimed to succeed with the server down")
         let storeError = try #require(error as? PersistentStoreError, "not a PersistentStoreError: \(type(of: error)) \(error)")
         #expect(storeError.code == .ioFailure || storeError.code == .cannotOpen, "\(storeError.code)")
         let message = String(describing: storeError)
@@ -247,6 +238,60 @@ struct PostgreSQLStoreFailureTests {
         let connection = try PostgreSQLConnection(url: url)
         defer { connection.close() }
         #expect(try connection.execute("SELECT count(*) FROM ZCOMPANY").int64(row: 0, column: 0) == 5, "no partial rows")
+    }
+
+    @Test("a server killed while a save's transaction has written its rows: the save throws, and after a restart none of them is there")
+    func serverKilledInsideTheTransaction() throws {
+        let server = try PostgreSQLTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        let model = StoreTestModel.make()
+        var options = StoreOptions()
+        options.persistentHistoryTracking = true
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            try insertCompany("ACME", model, into: context)
+            try context.save()
+            for number in 0..<500 { try insertCompany("NEW\(number)", model, into: context) }
+            let acme = try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Company")).first)
+            try acme.setValue("renamed", forKey: "name")
+        }
+
+        // The save takes the history counter's row last: held elsewhere, the save waits there with every row written.
+        let blocker = try PostgreSQLConnection(url: url)
+        _ = try blocker.execute("BEGIN")
+        _ = try blocker.execute("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 16002 FOR UPDATE")
+        let save = BackgroundSave(context)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var waiting = false
+        while !waiting, ContinuousClock.now < deadline {
+            waiting = try blocker.execute("""
+                SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+                """).int64(row: 0, column: 0) == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        // Only row 16002 is held, and the save takes it after its inserts and update: they are written, uncommitted.
+        try #require(waiting, "the save never reached the history counter")
+        try server.kill()
+        blocker.close()
+        guard let outcome = save.outcome(within: 20) else {
+            Issue.record("the save did not return within 20 s of the server's death")
+            return
+        }
+        let error = try #require(outcome, "the save claimed to succeed with the server killed inside it")
+        #expect((error as? PersistentStoreError)?.code == .ioFailure, "\(error)")
+
+        try server.restart()
+        let check = try PostgreSQLConnection(url: url)
+        defer { check.close() }
+        #expect(try check.execute("SELECT count(*) FROM ZCOMPANY").int64(row: 0, column: 0) == 1, "no row of the killed save")
+        #expect(try check.execute("SELECT ZNAME FROM ZCOMPANY").string(row: 0, column: 0) == "ACME Inc.", "its update rolled back")
+        #expect(try check.execute("SELECT count(*) FROM ATRANSACTION").int64(row: 0, column: 0) == 1, "no history of it")
+        // The context still holds the save: it goes through once the server is back.
+        try context.performAndWait { try context.save() }
+        #expect(try check.execute("SELECT count(*) FROM ZCOMPANY").int64(row: 0, column: 0) == 501)
     }
 
     @Test("a uniqueness violation inside the save's transaction rolls back its update, its other insert and Z_MAX")
@@ -350,5 +395,28 @@ struct PostgreSQLStoreFailureTests {
 
     private func tableCount(_ connection: PostgreSQLConnection) throws -> Int64? {
         try connection.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").int64(row: 0, column: 0)
+    }
+}
+
+/// A save run on another thread, so that a test can act on the server while it runs.
+private final class BackgroundSave: @unchecked Sendable {
+    // @unchecked Sendable: `error` is written before `done` is signalled and read after it is waited for.
+    private var error: (any Error)?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ context: ManagedObjectContext) {
+        DispatchQueue.global().async {
+            do {
+                try context.performAndWait { try context.save() }
+            } catch {
+                self.error = error
+            }
+            self.done.signal()
+        }
+    }
+
+    /// The save's error (`.some(nil)` when it succeeded), or nil when it has not returned within `seconds`.
+    func outcome(within seconds: Int) -> (any Error)?? {
+        done.wait(timeout: .now() + .seconds(seconds)) == .success ? .some(error) : nil
     }
 }
