@@ -80,6 +80,9 @@ import Testing
         let update = store.newObjectID(for: try #require(model.entitiesByName["StockUpdate"]), primaryKey: 1)
         #expect(company == a)
         #expect(company != update)
+        // Every table counts keys from 1: equal keys of two entities must not share a hash.
+        #expect(company.hashValue != update.hashValue)
+        #expect(company.hashValue == a.hashValue)
     }
 
     @Test(arguments: allStoreTypes)

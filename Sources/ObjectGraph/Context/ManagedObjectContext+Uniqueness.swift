@@ -155,6 +155,8 @@ extension ManagedObjectContext {
         var stored: [Constraint: [[PropertyValue]: ObjectID]] = [:]
         if let coordinator = persistentStoreCoordinator {
             for (constraint, tuples) in lookups {
+                // Dropped: no store holding the entity means no stored row to find, and the
+                // coordinator's save throws noStore for its objects itself.
                 guard let store = try? coordinator.store(for: constraint.declaringEntity) as? any UniquenessCheckingStore else { continue }
                 let values = Array(tuples)
                 let ids = try store.objectIDs(of: constraint.declaringEntity, matching: constraint.keys, values: values)

@@ -100,11 +100,12 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        // The key alone spreads IDs well; entity and store only break rare ties.
-        // One word, not the enum (its case and payload would be two).
+        // One word, not the enum (its case and payload would be two): the key,
+        // mixed with the entity's name seed so that equal keys of two entities
+        // (every table counts from 1) do not collide. By name, as `==` compares.
         switch key {
-        case .permanent(let primaryKey): hasher.combine(UInt64(bitPattern: primaryKey) &<< 1)
-        case .temporary(let counter): hasher.combine(counter &<< 1 | 1)
+        case .permanent(let primaryKey): hasher.combine((UInt64(bitPattern: primaryKey) &<< 1) ^ entity.nameSeed)
+        case .temporary(let counter): hasher.combine((counter &<< 1 | 1) ^ entity.nameSeed)
         }
     }
 }

@@ -43,13 +43,13 @@ struct MappingModel {
         /// known without reading them, so progress is weighed by it.
         let sourceMaxPrimaryKey: Int64
         /// Source `Z_ENT` → destination `Z_ENT`, for the entities whose rows are copied.
-        fileprivate(set) var entityNumbers: [(source: Int64, destination: Int64)] = []
+        var entityNumbers: [(source: Int64, destination: Int64)] = []
         /// Destination column ← source column.
-        fileprivate(set) var columns: [(destination: String, source: String)] = []
+        var columns: [(destination: String, source: String)] = []
         /// Values written where a column is NULL, for rows of some entities.
-        fileprivate(set) var fills: [Fill] = []
+        var fills: [Fill] = []
         /// The table's to-one foreign keys, cleaned after copying.
-        fileprivate(set) var toOnes: [ToOne] = []
+        var toOnes: [ToOne] = []
     }
 
     /// A default value written into NULL cells of a column.
@@ -105,13 +105,50 @@ struct MappingModel {
     /// - Throws: ``PersistentStoreError/Code/migrationFailed`` listing every change
     ///   that cannot be inferred.
     init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, dialect: SQLDialect, requiresValues: Bool = true,
-         countRows: (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int,
-         countRowsOutside: ((_ table: String, _ entityNumbers: [Int64], _ column: String, _ range: ClosedRange<Int64>) throws -> Int)? = nil) throws {
+         countRows: @escaping CountRows, countRowsOutside: CountRowsOutside? = nil) throws {
         numbers = SQLiteSchema.coreDataNumbers(for: entities)
         schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url, dialect: dialect)
+        let sourceOf = Self.sourceEntities(of: entities, in: source)
         var problems: [String] = []
+        var destinationTableOfSourceRoot: [Int64: String] = [:]
+        for table in schema.tables {
+            let sourceRoot: StoreSchemaSnapshot.Entity?
+            switch Self.sourceRoot(of: table, sourceOf: sourceOf, in: source, taken: &destinationTableOfSourceRoot) {
+            case .refused(let problem):
+                problems.append(problem)
+                continue
+            case .startsEmpty: sourceRoot = nil
+            case .root(let root): sourceRoot = root
+            }
+            // Each property of the table's hierarchy (MappingModel+Tables.swift).
+            var inference = TableInference(table: table, schema: schema, numbers: numbers, source: source, sourceOf: sourceOf,
+                                           sourceRoot: sourceRoot, requiresValues: requiresValues,
+                                           countRows: countRows, countRowsOutside: countRowsOutside)
+            try inference.infer()
+            problems += inference.problems
+            tables.append(inference.mapping)
+        }
+        joins = Self.joinMappings(of: schema, from: source) { entity in
+            entity.flatMap { sourceOf[ObjectIdentifier($0)]?.number }
+        }
+        if !problems.isEmpty {
+            throw PersistentStoreError(.migrationFailed, url: url,
+                                       message: "lightweight migration cannot infer a mapping from the store to the model, and the store was not changed: "
+                                           + problems.joined(separator: "; "), isModelMismatch: true)
+        }
+    }
 
-        // Entities: renaming identifiers first, then names, each source entity used once.
+    /// The number of rows of some source entity numbers in a source table,
+    /// optionally only those where a column is NULL.
+    typealias CountRows = (_ table: String, _ entityNumbers: [Int64], _ nullColumn: String?) throws -> Int
+    /// The number of rows of some source entity numbers in a source table
+    /// whose value in a column lies outside a range.
+    typealias CountRowsOutside = (_ table: String, _ entityNumbers: [Int64], _ column: String, _ range: ClosedRange<Int64>) throws -> Int
+
+    /// The store's entity each entity of the model comes from: by renaming
+    /// identifier first, then by name, each store entity used once.
+    private static func sourceEntities(of entities: [EntityDescription],
+                                       in source: StoreSchemaSnapshot) -> [ObjectIdentifier: StoreSchemaSnapshot.Entity] {
         var sourceOf: [ObjectIdentifier: StoreSchemaSnapshot.Entity] = [:]
         var claimed = Set<Int64>()
         for entity in entities {
@@ -126,152 +163,37 @@ struct MappingModel {
                 claimed.insert(match.number)
             }
         }
+        return sourceOf
+    }
 
-        var destinationTableOfSourceRoot: [Int64: String] = [:]
-        for table in schema.tables {
-            let hierarchy = table.root.selfAndDescendants
-            // Every copied entity of a destination table must come from one source table.
-            let sourceRoots = Set(hierarchy.compactMap { sourceOf[ObjectIdentifier($0)] }.filter { $0.table != nil }.map(\.rootNumber))
-            if sourceRoots.count > 1 {
-                let names = sourceRoots.sorted().compactMap { source.entities[$0]?.name }
-                problems.append("the entities of \(table.root.name)'s hierarchy come from several hierarchies in the store (\(names.joined(separator: ", "))); moving entities between inheritance hierarchies cannot be inferred")
-                continue
-            }
-            let sourceRoot = sourceRoots.first.flatMap { source.entities[$0] }
-            if let sourceRoot {
-                if let other = destinationTableOfSourceRoot[sourceRoot.number] {
-                    problems.append("the entities of \(sourceRoot.name)'s hierarchy in the store are split between \(other) and \(table.name); moving entities between inheritance hierarchies cannot be inferred")
-                    continue
-                }
-                destinationTableOfSourceRoot[sourceRoot.number] = table.name
-            }
-            let sourceTable = sourceRoot?.table
-            let sourceColumns = sourceTable.flatMap { source.columns[$0] } ?? [:]
+    /// Where a destination table's rows come from.
+    private enum SourceRoot {
+        /// From the hierarchy of this store entity.
+        case root(StoreSchemaSnapshot.Entity)
+        /// From nowhere: the table starts empty.
+        case startsEmpty
+        /// Entities would move between inheritance hierarchies, which cannot be inferred.
+        case refused(String)
+    }
 
-            func sourceEntity(_ entity: EntityDescription) -> StoreSchemaSnapshot.Entity? {
-                guard let match = sourceOf[ObjectIdentifier(entity)], match.rootNumber == sourceRoot?.number else { return nil }
-                return match
-            }
-            func sourceNumbers(ofKind entity: EntityDescription) -> [Int64] {
-                entity.selfAndDescendants.compactMap { sourceEntity($0)?.number }
-            }
-            func destinationNumbers(ofKind entity: EntityDescription) -> [Int64] {
-                entity.selfAndDescendants.compactMap { numbers[$0.name] }
-            }
-            func rows(ofKind entity: EntityDescription, nullIn column: String? = nil) throws -> Int {
-                guard let sourceTable else { return 0 }
-                return try countRows(sourceTable, sourceNumbers(ofKind: entity), column)
-            }
-
-            var mapping = TableMapping(
-                table: table, sourceTable: sourceTable, sourceMaxPrimaryKey: sourceRoot?.maxPrimaryKey ?? 0)
-            for entity in hierarchy {
-                if let match = sourceEntity(entity), let number = numbers[entity.name] {
-                    mapping.entityNumbers.append((match.number, number))
-                }
-            }
-
-            var usedSourceColumns = Set<String>()
-            for entity in hierarchy {
-                let entityMapping = try schema.mapping(for: entity)
-                for property in entity.properties where !property.isTransient {
-                    let label = "\(entity.name).\(property.name)"
-                    if let relationship = property as? RelationshipDescription, relationship.isToMany {
-                        // A to-many has no column; a to-one's foreign key under its name means it was to-one.
-                        let old = "Z" + (relationship.renamingIdentifier ?? relationship.name).uppercased()
-                        if let column = sourceColumns[old], column.declaredType == dialect.keyType, !usedSourceColumns.contains(old),
-                           try rows(ofKind: entity) > 0 {
-                            problems.append("\(label) is to-many in the model but a to-one in the store (column \(column.name)); changing a to-one relationship to to-many cannot be inferred")
-                        }
-                        continue
-                    }
-                    guard property.index >= 0, let column = entityMapping.columns[property.index] else { continue }
-                    let expectedType = dialect.columnType(declared: Self.declaredType(of: property))
-                    var found = Self.sourceColumn(for: property, destination: column.name, in: sourceColumns, excluding: usedSourceColumns)
-                    if let candidate = found, !Self.typesMatch(candidate.declaredType, expectedType) {
-                        if property is RelationshipDescription {
-                            // An attribute of the same name was replaced by a relationship: Core Data
-                            // matches by kind, so the attribute is removed and the relationship added.
-                            found = nil
-                        } else {
-                            problems.append("\(label) is \(Self.describe(property)) (\(expectedType)) in the model but the store's column \(candidate.name) is \(candidate.declaredType); changing an attribute's type cannot be inferred")
-                            continue
-                        }
-                    }
-                    let attribute = property as? AttributeDescription
-                    let defaultValue = attribute.map(\.defaultValue) ?? .null
-                    if let found {
-                        usedSourceColumns.insert(found.name.uppercased())
-                        if let attribute, let sourceName = sourceEntity(entity)?.name,
-                           let before = [attribute.renamingIdentifier, attribute.name].compactMap({ $0 }).lazy.compactMap({
-                               ManagedObjectModel.recordedType(of: $0, entity: sourceName, in: source.metadata)
-                           }).first, before != attribute.type {
-                            switch Self.typeChange(from: before, to: attribute.type) {
-                            case .widening:
-                                break
-                            case .narrowing(let range):
-                                guard let sourceTable, let countRowsOutside else {
-                                    problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model; narrowing it cannot be checked here")
-                                    continue
-                                }
-                                let outside = try countRowsOutside(sourceTable, sourceNumbers(ofKind: entity), found.name, range)
-                                if outside > 0 {
-                                    problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model, but \(outside) \(entity.name) row\(outside == 1 ? " has a value" : "s have values") outside \(range.lowerBound)…\(range.upperBound)")
-                                    continue
-                                }
-                            case .refused:
-                                problems.append("\(label) was \(before.modelEditorName) in the store and is \(attribute.type.modelEditorName) in the model; changing an attribute's type that way cannot be inferred")
-                                continue
-                            }
-                        }
-                        mapping.columns.append((column.name, found.name))
-                        let alreadyRequired = sourceEntity(entity).map {
-                            ManagedObjectModel.wasRecordedRequired(property.renamingIdentifier ?? property.name, entity: $0.name, in: source.metadata)
-                        } ?? false
-                        if !property.isOptional && !alreadyRequired {
-                            let empty = try rows(ofKind: entity, nullIn: found.name)
-                            if empty > 0 {
-                                if !defaultValue.isNull {
-                                    mapping.fills.append(Fill(column: column.name, value: defaultValue, entityNumbers: destinationNumbers(ofKind: entity)))
-                                } else if requiresValues {
-                                    problems.append("\(label) is required but \(empty) \(entity.name) row\(empty == 1 ? " has" : "s have") no value in the store and it has no default value")
-                                }
-                            }
-                        }
-                    } else if !defaultValue.isNull {
-                        mapping.fills.append(Fill(column: column.name, value: defaultValue, entityNumbers: destinationNumbers(ofKind: entity)))
-                    } else if !property.isOptional && requiresValues {
-                        let existing = try rows(ofKind: entity)
-                        if existing > 0 {
-                            let kind = property is RelationshipDescription ? "relationship" : "attribute without a default value"
-                            problems.append("\(label) is a new required \(kind), and the store has \(existing) \(entity.name) row\(existing == 1 ? "" : "s") without a value for it")
-                        }
-                    }
-                    // The row's rank in an ordered inverse (`Z_FOK_<NAME>`) follows its key.
-                    if let found, let relationship = property as? RelationshipDescription,
-                       let orderColumn = schema.orderColumns[ObjectIdentifier(relationship)],
-                       let sourceOrder = sourceColumns["Z_FOK_" + found.name.uppercased().dropFirst()],
-                       !usedSourceColumns.contains(sourceOrder.name.uppercased()) {
-                        usedSourceColumns.insert(sourceOrder.name.uppercased())
-                        mapping.columns.append((orderColumn, sourceOrder.name))
-                    }
-                    if case .toOne(let entityColumn) = column.kind, let relationship = property as? RelationshipDescription,
-                       let destination = relationship.destinationEntity, let destinationMapping = try? schema.mapping(for: destination) {
-                        mapping.toOnes.append(ToOne(column: column.name, entityColumn: entityColumn, destinationTable: destinationMapping.table,
-                                                    destinationNumbers: destinationMapping.numbersWithDescendants, isCopied: found != nil))
-                    }
-                }
-            }
-            tables.append(mapping)
+    /// The root of the store's hierarchy that a destination table's entities
+    /// come from: every copied entity of a table must come from one store
+    /// table, and every store table go to one table. `taken`: the destination
+    /// table of each store root already used.
+    private static func sourceRoot(of table: SQLiteSchema.Table, sourceOf: [ObjectIdentifier: StoreSchemaSnapshot.Entity],
+                                   in source: StoreSchemaSnapshot, taken: inout [Int64: String]) -> SourceRoot {
+        let hierarchy = table.root.selfAndDescendants
+        let sourceRoots = Set(hierarchy.compactMap { sourceOf[ObjectIdentifier($0)] }.filter { $0.table != nil }.map(\.rootNumber))
+        if sourceRoots.count > 1 {
+            let names = sourceRoots.sorted().compactMap { source.entities[$0]?.name }
+            return .refused("the entities of \(table.root.name)'s hierarchy come from several hierarchies in the store (\(names.joined(separator: ", "))); moving entities between inheritance hierarchies cannot be inferred")
         }
-        joins = Self.joinMappings(of: schema, from: source) { entity in
-            entity.flatMap { sourceOf[ObjectIdentifier($0)]?.number }
+        guard let root = sourceRoots.first.flatMap({ source.entities[$0] }) else { return .startsEmpty }
+        if let other = taken[root.number] {
+            return .refused("the entities of \(root.name)'s hierarchy in the store are split between \(other) and \(table.name); moving entities between inheritance hierarchies cannot be inferred")
         }
-        if !problems.isEmpty {
-            throw PersistentStoreError(.migrationFailed, url: url,
-                                       message: "lightweight migration cannot infer a mapping from the store to the model, and the store was not changed: "
-                                           + problems.joined(separator: "; "), isModelMismatch: true)
-        }
+        taken[root.number] = table.name
+        return .root(root)
     }
 
     /// Finds each destination join table's rows in the store: the store's join
@@ -316,7 +238,7 @@ struct MappingModel {
     }
 
     /// The source column of a property: its renamed column first, then its own name.
-    private static func sourceColumn(for property: PropertyDescription, destination: String,
+    static func sourceColumn(for property: PropertyDescription, destination: String,
                                      in columns: [String: StoreSchemaSnapshot.Column], excluding used: Set<String>) -> StoreSchemaSnapshot.Column? {
         let base = "Z" + property.name.uppercased()
         let suffix = destination.uppercased().hasPrefix(base) ? String(destination.uppercased().dropFirst(base.count)) : ""
@@ -380,18 +302,18 @@ struct MappingModel {
     }
 
     /// The SQLite type Core Data declares for a property's column (which a dialect translates).
-    private static func declaredType(of property: PropertyDescription) -> String {
+    static func declaredType(of property: PropertyDescription) -> String {
         if let attribute = property as? AttributeDescription { return SQLiteSchema.declaredType(of: attribute.type) }
         return "INTEGER"
     }
 
     /// Whether a store column can hold the values of a column of `expected` type.
     /// A column declared without a type holds anything.
-    private static func typesMatch(_ stored: String, _ expected: String) -> Bool {
+    static func typesMatch(_ stored: String, _ expected: String) -> Bool {
         stored.isEmpty || stored == expected
     }
 
-    private static func describe(_ property: PropertyDescription) -> String {
+    static func describe(_ property: PropertyDescription) -> String {
         if let attribute = property as? AttributeDescription { return "a \(attribute.type.rawValue) attribute" }
         return "a to-one relationship"
     }
