@@ -168,7 +168,7 @@ extension StackManager {
             let save = transaction.contextDidSave()
             if setup.writerCoordinator !== setup.mainCoordinator {
                 // The writer coordinator's cached rows of these objects are stale too.
-                setup.writerCoordinator.rowCache.remove(save.updatedObjectIDs, save.deletedObjectIDs)
+                setup.writerCoordinator.rowCache.removeRows(of: save.updatedObjectIDs, and: save.deletedObjectIDs)
             }
             merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
         }

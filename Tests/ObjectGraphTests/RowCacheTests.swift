@@ -36,7 +36,7 @@ import Testing
     @Test func removedRowsFreeTheirSlotsAndARowStoredAgainIsOneRow() {
         let cache = RowCache(capacity: 3)
         cache.store((1...3).map(node))
-        cache.remove([node(2).objectID])
+        cache.removeRows(of: [node(2).objectID])
         cache.store([node(2)])   // the hand evicts 1 (unread) for it
         cache.store([node(4)])   // and gives 4 the slot 2 left stale
         #expect(cache.count == 3)

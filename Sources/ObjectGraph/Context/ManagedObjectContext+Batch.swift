@@ -256,7 +256,7 @@ extension ManagedObjectContext {
     private func executeBatch(_ request: StoreBatchRequest, on store: any BatchRequestStore) throws -> BatchChanges {
         let changes = try store.execute(request, in: self)
         if !changes.updatedObjectIDs.isEmpty || !changes.deletedObjectIDs.isEmpty {
-            persistentStoreCoordinator?.rowCache.remove(changes.updatedObjectIDs, changes.deletedObjectIDs)
+            persistentStoreCoordinator?.rowCache.removeRows(of: changes.updatedObjectIDs, and: changes.deletedObjectIDs)
         }
         if !changes.isEmpty {
             post(.didSave(changes.asSave))

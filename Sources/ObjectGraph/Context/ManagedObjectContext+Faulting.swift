@@ -61,12 +61,13 @@ extension ManagedObjectContext {
     /// Gives an object the values of a row and calls `awakeFromFetch()`.
     func fill(_ object: ManagedObject, with node: IncrementalStoreNode) {
         var node = node
-        fillFetched(object, from: &node)
+        fill(object, from: &node)
     }
 
-    /// ``fill(_:with:)`` for a fetched row the caller is done with: its values
-    /// move into the object (see ``ManagedObject/takeFetchedValues(_:)``).
-    func fillFetched(_ object: ManagedObject, from node: inout IncrementalStoreNode) {
+    /// ``fill(_:with:)`` from a row the caller is done with (a fetch's): its
+    /// values move into the object rather than being copied (see
+    /// ``ManagedObject/takeFetchedValues(_:)``).
+    func fill(_ object: ManagedObject, from node: inout IncrementalStoreNode) {
         object.takeFetchedValues(&node.values)
         object.snapshotVersion = node.version
         object.state = .loaded

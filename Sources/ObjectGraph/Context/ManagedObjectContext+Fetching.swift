@@ -139,12 +139,12 @@ extension ManagedObjectContext {
         sweepThreshold = max(sweepThreshold, 2 * (registry.count + nodes.count))
         while var node = nodes.popLast() {
             if let object = registry[node.objectID] {
-                if object.isFault && !asFaults { fillFetched(object, from: &node) }
+                if object.isFault && !asFaults { fill(object, from: &node) }
                 objects.append(object)
                 continue
             }
             let object = makeFault(for: node.objectID)
-            if asFaults { cached.append(node) } else { fillFetched(object, from: &node) }
+            if asFaults { cached.append(node) } else { fill(object, from: &node) }
             objects.append(object)
         }
         if !cached.isEmpty { persistentStoreCoordinator?.rowCache.store(cached) }

@@ -9,7 +9,7 @@ extension ManagedObjectContext {
     /// values become what the policy chooses. Returns the objects that no longer
     /// take part in the save (rolled back, or whose row is gone).
     func resolve(_ conflicts: [MergeConflict], with coordinator: PersistentStoreCoordinator) throws -> Set<ObjectID> {
-        coordinator.rowCache.remove(Set(conflicts.map(\.objectID)))
+        coordinator.rowCache.removeRows(of: Set(conflicts.map(\.objectID)))
         return try resolve(conflicts) { id in
             do {
                 return try coordinator.node(for: id, stalenessInterval: 0, in: self)

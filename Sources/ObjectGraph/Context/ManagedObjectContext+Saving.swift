@@ -313,7 +313,7 @@ extension ManagedObjectContext {
         deletedInsertedObjectIDs = []
         pendingChanges = PendingChanges()
         if isRoot, let coordinator = persistentStoreCoordinator {
-            coordinator.rowCache.remove(result.updatedObjectIDs, result.deletedObjectIDs)
+            coordinator.rowCache.removeRows(of: result.updatedObjectIDs, and: result.deletedObjectIDs)
         }
         for object in saved.inserted { object.didSave() }
         for object in saved.updated { object.didSave() }

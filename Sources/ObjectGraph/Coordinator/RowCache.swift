@@ -106,7 +106,7 @@ package final class RowCache: Sendable {
     /// Drops rows made stale by a save or a merge, walking whichever is
     /// smaller: the cache or the sets. A merge of a large save into a small
     /// cache stays cheap. Their slots go stale, for the hand to reuse.
-    package func remove(_ first: Set<ObjectID>, _ second: Set<ObjectID> = []) {
+    package func removeRows(of first: Set<ObjectID>, and second: Set<ObjectID> = []) {
         state.withLock { state in
             if state.rows.isEmpty { return }
             if state.rows.count < first.count + second.count {

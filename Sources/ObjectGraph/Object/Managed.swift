@@ -140,7 +140,7 @@ extension ManagedAttributeValue {
 
     @inlinable
     public static func write(_ value: Self, to object: ManagedObject, at index: Int) {
-        object.setAttributeValue(value.propertyValue, at: index)
+        object.writeSlot(value.propertyValue, at: index)
     }
 }
 
@@ -156,7 +156,7 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
         } else if let relationship = object.entity.slotProperties[index] as? RelationshipDescription {
             object.setRelationshipThroughTypedProperty(relationship, to: [])
         } else {
-            object.setAttributeValue(.null, at: index)
+            object.writeSlot(.null, at: index)
         }
     }
 }

@@ -45,7 +45,7 @@ extension ManagedObject {
         try loadValues()
         switch property {
         case let attribute as AttributeDescription:
-            setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
+            writeSlot(try slotValue(from: value, for: attribute), at: attribute.index)
         case let relationship as RelationshipDescription:
             try setRelationship(relationship, toObjects: objects(from: value, for: relationship))
         default:
@@ -65,7 +65,7 @@ extension ManagedObject {
         try loadValues()
         switch property {
         case let attribute as AttributeDescription:
-            setAttributeValue(try slotValue(from: value, for: attribute), at: attribute.index)
+            writeSlot(try slotValue(from: value, for: attribute), at: attribute.index)
         case let relationship as RelationshipDescription:
             let ids = try objects(from: value, for: relationship).map(\.objectID)
             let slot: PropertyValue = relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
@@ -100,18 +100,13 @@ extension ManagedObject {
         return slots[index]
     }
 
-    /// Writes an attribute slot and records the change.
-    @usableFromInline package func setAttributeValue(_ value: PropertyValue, at index: Int) {
-        writeSlot(value, at: index)
-    }
-
     /// Writes a slot and tells the context the object changed.
     ///
     /// A fault that cannot be loaded cannot take the change: it is dropped,
     /// and the context keeps the failure until the object is refreshed (see
     /// ``FaultFulfillmentError/changeWasDropped``), so no save goes ahead
     /// without it. Throwing paths call ``loadValues()`` first and never get here.
-    package func writeSlot(_ value: PropertyValue, at index: Int) {
+    @usableFromInline package func writeSlot(_ value: PropertyValue, at index: Int) {
         assertOnContextQueue()
         if state != .loaded {
             do {

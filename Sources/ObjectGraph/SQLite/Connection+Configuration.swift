@@ -60,36 +60,10 @@ extension Connection {
         package init() {}
     }
 
-    /// A journal mode (`PRAGMA journal_mode`).
-    ///
-    /// Related SQLite documentation: <https://sqlite.org/pragma.html#pragma_journal_mode>
-    package enum JournalMode: String, Sendable {
-        /// Write-ahead log: readers and one writer run at once. The store's default.
-        case wal
-        /// Rollback journal deleted at each commit: SQLite's own default.
-        case delete
-        /// Rollback journal truncated at each commit.
-        case truncate
-        /// Rollback journal kept in memory: a crash mid-transaction can corrupt.
-        case memory
-        /// No journal: no rollback, and a crash mid-transaction can corrupt.
-        case off
-        /// Rollback journal header zeroed at each commit.
-        case persist
-    }
-
-    /// A synchronous level (`PRAGMA synchronous`).
-    package enum Synchronous: Int32, Sendable {
-        /// Never waits for the disk: fast, and a power loss can corrupt.
-        case off = 0
-        /// In WAL mode, waits only at checkpoints: durable except the last
-        /// commits on power loss, never corrupt. The store's default.
-        case normal = 1
-        /// Waits at every commit.
-        case full = 2
-        /// Like `full`, and also syncs the directory after a journal is deleted.
-        case extra = 3
-    }
+    /// A journal mode (`PRAGMA journal_mode`): ``SQLiteJournalMode``.
+    package typealias JournalMode = SQLiteJournalMode
+    /// A synchronous level (`PRAGMA synchronous`): ``SQLiteSynchronous``.
+    package typealias Synchronous = SQLiteSynchronous
 }
 
 // MARK: - Internal helpers

@@ -153,8 +153,8 @@ public struct StoreOptions: Sendable {
 
     public init() {}
 
-    /// SQLite journal modes. SQLite: <https://sqlite.org/pragma.html#pragma_journal_mode>
-    public enum JournalMode: String, Sendable { case wal, delete, truncate, memory, off, persist }
-    /// SQLite `synchronous` levels. SQLite: <https://sqlite.org/pragma.html#pragma_synchronous>
-    public enum Synchronous: String, Sendable { case off, normal, full, extra }
+    /// SQLite journal modes: ``SQLiteJournalMode``.
+    public typealias JournalMode = SQLiteJournalMode
+    /// SQLite `synchronous` levels: ``SQLiteSynchronous``.
+    public typealias Synchronous = SQLiteSynchronous
 }

@@ -179,13 +179,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         options.createsIfMissing = !readOnly
         options.defersSettings = defersSettings
         let storeOptions = configuration.options
-        options.journalMode = Connection.JournalMode(rawValue: storeOptions.journalMode.rawValue) ?? .wal
-        options.synchronous = switch storeOptions.synchronous {
-        case .off: .off
-        case .normal: .normal
-        case .full: .full
-        case .extra: .extra
-        }
+        options.journalMode = storeOptions.journalMode
+        options.synchronous = storeOptions.synchronous
         options.busyMode = storeOptions.busyMode
         options.pragmas = storeOptions.pragmas
         do {
