@@ -91,7 +91,7 @@ struct DumpCommand: ToolCommand {
 
     /// The IDs a relationship holds: in order for an ordered one, by key otherwise.
     private static func ids(_ relationship: RelationshipDescription, of object: ManagedObject) throws -> [ObjectID] {
-        let ids = try object.relatedIDs(relationship)
+        let ids = try object.objectIDs(for: relationship)
         return relationship.isOrdered ? ids : ids.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
     }
 

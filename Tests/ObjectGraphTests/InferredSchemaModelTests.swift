@@ -94,7 +94,7 @@ import Testing
         }
         if let (number, key) = InferredSchema.TableReader.entityColumn(column) {
             guard let toOne = entity.relationshipsByName[key.lowercased()], !toOne.isToMany else { return "no to-one \(key.lowercased())" }
-            guard let id = try object.relatedIDs(toOne).first else { return "the to-one is nil" }
+            guard let id = try object.objectIDs(for: toOne).first else { return "the to-one is nil" }
             let declared = reference.model.entities.first { reference.entityNumbers[$0.name] == number }
             guard declared.map(id.entity.isKind(of:)) == true else { return "the to-one points at \(id.entity.name), not a kind of entity \(number)" }
             return FixtureSQLite.Value.integerOrNil(stored) == reference.entityNumbers[id.entity.name] ? nil : "the destination is \(id.entity.name)"
@@ -105,7 +105,7 @@ import Testing
             let value = try object.value(forKey: name)
             return FixtureSQLite.Value.matches(value, stored, type: attribute.type) ? nil : "read \(String(describing: value)), stored \(stored)"
         case let toOne as RelationshipDescription where !toOne.isToMany:
-            let key = try object.relatedIDs(toOne).first?.primaryKey
+            let key = try object.objectIDs(for: toOne).first?.primaryKey
             return key == FixtureSQLite.Value.integerOrNil(stored) ? nil : "the to-one reads p\(key.map(String.init) ?? "nil"), stored \(stored)"
         default:
             return "no property \(name)"
@@ -174,7 +174,7 @@ import Testing
                     let destinationRows = try opened.reference.rows(of: destination)
                     for (key, object) in try opened.objects(of: entity) {
                         guard let stored = rows[key]?["Z" + toOne.name.uppercased()].flatMap(FixtureSQLite.Value.integerOrNil) else { continue }
-                        let id = try #require(try object.relatedIDs(toOne).first)
+                        let id = try #require(try object.objectIDs(for: toOne).first)
                         #expect(id.primaryKey == stored && id.entity === destination)
                         // A key whose row is gone (kik's chat extras name message 124 of 60) stays a dangling ID.
                         guard let row = destinationRows[stored] else { continue }
@@ -204,7 +204,7 @@ import Testing
                     if toMany.inverseRelationship?.isToMany == true { joinRelationships.insert("\(entity.name).\(toMany.name)") }
                     for (key, object) in try opened.objects(of: entity) {
                         let expected = try Self.destinationKeys(of: toMany, primaryKey: key, opened.reference, raw)
-                        let read = try object.relatedIDs(toMany).compactMap(\.primaryKey)
+                        let read = try object.objectIDs(for: toMany).compactMap(\.primaryKey)
                         #expect(Set(read) == Set(expected), "\(entity.name) p\(key).\(toMany.name)")
                         members += read.count
                     }

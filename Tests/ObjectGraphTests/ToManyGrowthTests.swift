@@ -24,7 +24,7 @@ import Testing
 
     /// The IDs `owner.pets` holds, in the slot's order, duplicates included.
     private func petIDs(of owner: Owner) throws -> [ObjectID] {
-        try owner.relatedIDs(try #require(owner.entity.relationshipsByName["pets"]))
+        try owner.objectIDs(for: try #require(owner.entity.relationshipsByName["pets"]))
     }
 
     /// Work for n and 2n members; linear when the second is about twice the

@@ -101,11 +101,11 @@ extension ManagedObjectContext {
             if let parent {
                 return try parent.performAndWait {
                     guard let owner = parent.registry[object.objectID] ?? (object.objectID.isTemporaryID ? nil : parent.object(with: object.objectID)) else { return [] }
-                    return try owner.relatedIDs(relationship)
+                    return try owner.objectIDs(for: relationship)
                 }
             }
             guard let coordinator = persistentStoreCoordinator else { return [] }
-            let stored = try coordinator.relatedObjectIDs(relationship, of: object.objectID, in: self)
+            let stored = try coordinator.objectIDs(for: relationship, of: object.objectID, in: self)
             noteReadSucceeded(of: object.objectID)
             return overlayPendingChanges(on: stored, for: relationship, of: object.objectID)
         } catch ObjectGraphError.objectNotFound(let id) where id == object.objectID {

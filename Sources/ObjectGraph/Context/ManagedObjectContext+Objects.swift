@@ -168,7 +168,7 @@ extension ManagedObjectContext {
                 plan.doomed.append(candidate)
                 for case let relationship as RelationshipDescription in candidate.entity.slotProperties
                 where relationship.deleteRule == .cascade {
-                    next.append(contentsOf: try candidate.relatedIDs(relationship).map { self.object(with: $0) })
+                    next.append(contentsOf: try candidate.objectIDs(for: relationship).map { self.object(with: $0) })
                 }
             }
             level = next
@@ -177,7 +177,7 @@ extension ManagedObjectContext {
             for case let relationship as RelationshipDescription in deleted.entity.slotProperties
             where relationship.deleteRule == .nullify || relationship.deleteRule == .cascade {
                 guard let inverse = relationship.inverseRelationship else { continue }
-                let others = try deleted.relatedIDs(relationship).filter { !doomedIDs.contains($0) }.map { self.object(with: $0) }
+                let others = try deleted.objectIDs(for: relationship).filter { !doomedIDs.contains($0) }.map { self.object(with: $0) }
                 for other in others where !other.isDeleted {
                     try other.loadForInverseUpdate(inverse, followingMovedToOne: false)
                 }

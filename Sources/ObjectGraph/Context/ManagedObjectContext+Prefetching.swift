@@ -82,7 +82,7 @@ extension ManagedObjectContext {
         }
         for owner in owners where !owner.isDeleted {
             var related: [ManagedObject] = []
-            for id in try owner.relatedIDs(relationship) {
+            for id in try owner.objectIDs(for: relationship) {
                 let destination = object(with: id)
                 related.append(destination)
                 if seen.insert(id).inserted { destinations.append(destination) }

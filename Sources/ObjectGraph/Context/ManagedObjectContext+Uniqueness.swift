@@ -335,7 +335,7 @@ extension ManagedObjectContext {
         let temporaryID = object.objectID
         var toManys: [(RelationshipDescription, [ObjectID])] = []
         for case let relationship as RelationshipDescription in object.entity.slotProperties where relationship.isToMany && !relationship.isTransient {
-            let stored = try persistentStoreCoordinator?.relatedObjectIDs(relationship, of: rowID, in: self) ?? []
+            let stored = try persistentStoreCoordinator?.objectIDs(for: relationship, of: rowID, in: self) ?? []
             toManys.append((relationship, stored))
         }
         registry[temporaryID] = nil
@@ -353,7 +353,7 @@ extension ManagedObjectContext {
         for (relationship, stored) in toManys {
             var ids = stored
             var present = Set(ids)
-            for id in try object.relatedIDs(relationship) where present.insert(id).inserted { ids.append(id) }
+            for id in try object.objectIDs(for: relationship) where present.insert(id).inserted { ids.append(id) }
             object.slots[relationship.index] = .objects(ids)
         }
         survivors[temporaryID] = object

@@ -260,8 +260,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The destinations of a relationship of one object.
-    package func relatedObjectIDs(_ relationship: RelationshipDescription, of objectID: ObjectID,
-                                  in context: ManagedObjectContext?) throws -> [ObjectID] {
+    package func objectIDs(for relationship: RelationshipDescription, of objectID: ObjectID,
+                           in context: ManagedObjectContext?) throws -> [ObjectID] {
         let value = try store(for: objectID).newValue(forRelationship: relationship, forObjectWith: objectID, in: context)
         switch value {
         case .object(let id): return [id]

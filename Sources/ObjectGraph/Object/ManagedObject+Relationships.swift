@@ -8,7 +8,7 @@ extension ManagedObject {
     /// - Throws: ``FaultFulfillmentError`` when an unloaded to-many cannot be read.
     package func relatedObjects(_ value: PropertyValue, for relationship: RelationshipDescription) throws -> [ManagedObject] {
         guard let context = managedObjectContext else { return [] }
-        return try relationshipIDs(value, for: relationship).map { context.object(with: $0) }
+        return try objectIDs(in: value, for: relationship).map { context.object(with: $0) }
     }
 
     /// ``relatedObjects(_:for:)`` for the typed accessors, which cannot throw:
@@ -26,7 +26,7 @@ extension ManagedObject {
     ///
     /// - Throws: ``FaultFulfillmentError`` when the to-many cannot be read; the
     ///   slot then stays unloaded, never an empty list.
-    package func relationshipIDs(_ value: PropertyValue, for relationship: RelationshipDescription) throws -> [ObjectID] {
+    package func objectIDs(in value: PropertyValue, for relationship: RelationshipDescription) throws -> [ObjectID] {
         switch value {
         case .object(let id): return [id]
         case .objects(let ids): return ids
@@ -44,9 +44,9 @@ extension ManagedObject {
     /// The IDs currently related through `relationship`.
     ///
     /// - Throws: ``FaultFulfillmentError`` when the object or the to-many cannot be read.
-    package func relatedIDs(_ relationship: RelationshipDescription) throws -> [ObjectID] {
+    package func objectIDs(for relationship: RelationshipDescription) throws -> [ObjectID] {
         try loadValues()
-        return try relationshipIDs(slots[relationship.index], for: relationship)
+        return try objectIDs(in: slots[relationship.index], for: relationship)
     }
 
     /// Whether a relationship's value is not loaded yet (Core Data:
@@ -77,7 +77,7 @@ extension ManagedObject {
     /// Objects of another context throw ``ObjectGraphError/differentContexts(key:entity:)``.
     package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
         try checkSameContext(objects, for: relationship)
-        let old = try relatedIDs(relationship)
+        let old = try objectIDs(for: relationship)
         let new = objects.map(\.objectID)
         let oldSet = Set(old)
         let newSet = Set(new)
@@ -133,7 +133,7 @@ extension ManagedObject {
     package func loadForInverseUpdate(_ inverse: RelationshipDescription, followingMovedToOne: Bool) throws {
         try loadValues()
         if inverse.isToMany {
-            if !isUnloadedToManyWithToOneInverse(inverse) { _ = try relatedIDs(inverse) }
+            if !isUnloadedToManyWithToOneInverse(inverse) { _ = try objectIDs(for: inverse) }
         } else if followingMovedToOne, case .object(let previous) = slots[inverse.index],
                   let forward = inverse.inverseRelationship, let context = managedObjectContext {
             try context.object(with: previous).loadForInverseUpdate(forward, followingMovedToOne: false)
@@ -152,14 +152,14 @@ extension ManagedObject {
             // Loaded first; then one member joins in place (see `ToManyMemberIndex`).
             // The loaded list is not kept here: a second reference to it would make
             // the in-place change copy it.
-            _ = try relatedIDs(inverse)
+            _ = try objectIDs(for: inverse)
             let work = managedObjectContext
             if let appended = withToManyMembers(at: inverse.index, { ids, members in members.append(source.objectID, to: &ids) }) {
                 work?.toManyMemberWork += 1
                 if appended { noteSlotChanged() }
                 return
             }
-            var ids = try relatedIDs(inverse)
+            var ids = try objectIDs(for: inverse)
             work?.toManyMemberWork += ids.count
             if !ids.contains(source.objectID) { ids.append(source.objectID) }
             writeSlot(.objects(ids), at: inverse.index)
@@ -180,7 +180,7 @@ extension ManagedObject {
                 writeSlot(.null, at: inverse.index)
                 return
             }
-            _ = try relatedIDs(inverse)   // loaded first, not kept (see addInverse)
+            _ = try objectIDs(for: inverse)   // loaded first, not kept (see addInverse)
             let work = managedObjectContext
             let keepingOrder = inverse.isOrdered
             if let moved = withToManyMembers(at: inverse.index, { ids, members in
@@ -190,7 +190,7 @@ extension ManagedObject {
                 if moved != nil { noteSlotChanged() }
                 return
             }
-            let ids = try relatedIDs(inverse)
+            let ids = try objectIDs(for: inverse)
             work?.toManyMemberWork += ids.count
             guard ids.contains(source) else { return }
             writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)

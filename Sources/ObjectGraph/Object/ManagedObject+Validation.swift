@@ -42,7 +42,7 @@ extension ManagedObject {
     public func validateDeleteRules() throws {
         var errors: [ValidationError] = []
         for case let relationship as RelationshipDescription in entity.slotProperties where relationship.deleteRule == .deny {
-            let count = try relatedIDs(relationship).filter { id in
+            let count = try objectIDs(for: relationship).filter { id in
                 managedObjectContext?.registeredObject(for: id)?.isDeleted != true
             }.count
             if count > 0 {
@@ -59,7 +59,7 @@ extension ManagedObject {
             switch value {
             case .object: count = 1
             case .objects(let ids): count = ids.count
-            default: count = relationship.isToMany ? try relatedIDs(relationship).count : 0
+            default: count = relationship.isToMany ? try objectIDs(for: relationship).count : 0
             }
             if count == 0 && !relationship.isOptional { return "a value is required" }
             if relationship.isToMany && count > 0 || !relationship.isOptional {
