@@ -203,7 +203,7 @@ extension ManagedObjectContext {
     }
 
     private func batchStore(_ store: any PersistentStore, entity: EntityDescription) throws -> any BatchRequestStore {
-        if store.isReadOnly { throw PersistentStoreError(.readOnly, url: store.url, message: "the store is read-only") }
+        if store.isReadOnly { throw PersistentStoreError.readOnly(url: store.url) }
         guard let batching = store as? any BatchRequestStore else {
             throw BatchRequestError.unsupportedStore(type: store.type.rawValue, entity: entity.name)
         }

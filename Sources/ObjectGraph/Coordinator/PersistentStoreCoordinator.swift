@@ -201,7 +201,7 @@ public final class PersistentStoreCoordinator: Sendable {
             for nodes in [request.updatedObjects, request.deletedObjects, request.lockedObjects] {
                 for node in nodes where node.objectID.store !== identity { throw ObjectGraphError.objectNotFound(node.objectID) }
             }
-            if store.isReadOnly { throw PersistentStoreError(.readOnly, url: store.url, message: "the store is read-only") }
+            if store.isReadOnly { throw PersistentStoreError.readOnly(url: store.url) }
             guard case .saved(let result) = try store.execute(.save(request), in: context) else { return SaveResult(permanentIDs: [:]) }
             return result
         }
@@ -215,7 +215,7 @@ public final class PersistentStoreCoordinator: Sendable {
         for node in request.deletedObjects { try add(node, \.deletedObjects) }
         for node in request.lockedObjects { try add(node, \.lockedObjects) }
         for (_, entry) in byStore where entry.store.isReadOnly {
-            throw PersistentStoreError(.readOnly, url: entry.store.url, message: "the store is read-only")
+            throw PersistentStoreError.readOnly(url: entry.store.url)
         }
         var combined = SaveResult(permanentIDs: [:])
         for (_, entry) in byStore {

@@ -83,6 +83,15 @@ public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Eq
     }
 }
 
+extension PersistentStoreError {
+    /// The error a store added read-only (``StoreOptions/isReadOnly``) throws
+    /// for any change asked of it: every store, and the coordinator for it,
+    /// says the same.
+    public static func readOnly(url: URL?) -> PersistentStoreError {
+        PersistentStoreError(.readOnly, url: url, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not change")
+    }
+}
+
 extension PersistentStoreError: LocalizedError {
     public var errorDescription: String? { description }
 }

@@ -161,7 +161,7 @@ final class JSONFileStore: PersistentStore {
     }
 
     private func execute(_ save: SaveChangesRequest) throws -> SaveResult {
-        if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: url) }
         return try state.withLock { contents in
             var next = contents
             var conflicts: [MergeConflict] = []

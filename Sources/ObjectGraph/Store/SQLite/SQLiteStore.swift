@@ -81,7 +81,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     public var metadata: StoreMetadata { state.withLock { $0.metadata } }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
-        if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: url) }
         state.withLock { state in
             var merged = metadata
             merged[StoreMetadataKey.storeType] = "SQLite"
@@ -343,7 +343,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     ///   (rebuilding an index), which a store refusing saves for another reason
     ///   than being read-only (``State/readOnlyReason``) still allows.
     func write<T>(changesObjects: Bool = true, _ body: (Connection) throws -> T) throws -> T {
-        if isReadOnly { throw PersistentStoreError(.readOnly, url: url, message: "the store is read-only") }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: url) }
         if changesObjects, let reason = state.withLock({ $0.readOnlyReason }) {
             throw PersistentStoreError(.readOnly, url: url, message: reason)
         }

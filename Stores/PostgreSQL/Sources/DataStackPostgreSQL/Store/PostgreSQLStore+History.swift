@@ -191,7 +191,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
 
     public func deleteHistory(_ request: PersistentHistoryRequest) throws -> Int {
         try requireHistory()
-        if isReadOnly { throw readOnlyError() }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: reportedURL) }
         guard request.kind == .delete else {
             throw PersistentStoreError(.invalidHistoryRequest, url: reportedURL, message: "deleteHistory(_:) was given a fetch request")
         }

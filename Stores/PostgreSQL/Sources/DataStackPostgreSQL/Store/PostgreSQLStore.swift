@@ -126,7 +126,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     }
 
     public func setMetadata(_ metadata: StoreMetadata) throws {
-        if isReadOnly { throw readOnlyError() }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: reportedURL) }
         var merged = metadata
         let current = self.metadata
         for key in [StoreMetadataKey.storeType, StoreMetadataKey.storeUUID] { merged[key] = current[key] }
@@ -205,14 +205,10 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         return PersistentStoreError(code, url: url, message: "PostgreSQL: \(error)", underlying: error)
     }
 
-    func readOnlyError() -> PersistentStoreError {
-        PersistentStoreError(.readOnly, url: reportedURL, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not save")
-    }
-
     /// Throws unless the store may save objects: added read-only, or refusing
     /// saves for a reason of its own (``State/readOnlyReason``).
     func requireObjectSaves() throws {
-        if isReadOnly { throw readOnlyError() }
+        if isReadOnly { throw PersistentStoreError.readOnly(url: reportedURL) }
         if let reason = stateLock.withLock({ state.readOnlyReason }) {
             throw PersistentStoreError(.readOnly, url: reportedURL, message: reason)
         }
