@@ -198,17 +198,12 @@ extension ManagedObjectContext {
 
     // MARK: - Collapsing duplicates
 
+    /// Makes the duplicates of one conflict one object: a survivor (the
+    /// row's object, an existing object, or the oldest duplicate) takes the
+    /// merged values and every to-many destination, references move to it,
+    /// and the others are deleted (inserted ones simply leave the context).
     private func collapse(_ conflict: Conflict, objectWins: Bool, survivors: inout [ObjectID: ManagedObject]) throws {
-        var participants = conflict.objects.filter { $0.managedObjectContext === self && !$0.isDeleted }
-        if conflict.databaseID != nil && !objectWins {
-            // The store wins over edits that made existing objects collide with its row.
-            for object in participants where !object.isInserted {
-                for index in conflict.constraint.indexes { object.writeSlot(object.snapshot?[index] ?? .null, at: index) }
-            }
-            participants.removeAll { !$0.isInserted }
-            if participants.isEmpty { return }
-        }
-        guard participants.count + (conflict.databaseID == nil ? 0 : 1) > 1 else { return }
+        guard let participants = participants(in: conflict, objectWins: objectWins) else { return }
         // What each duplicate set, before anything moves.
         var changes: [ObjectIdentifier: [Int]] = [:]
         for object in participants {
@@ -219,61 +214,89 @@ extension ManagedObjectContext {
                     && Self.hasChanged(object, at: index)
             }
         }
+        var choice = try survivor(of: conflict, among: participants, objectWins: objectWins, survivors: &survivors)
+        fireFaults(choice.others)
+        for other in choice.others { try other.loadValues() }
+        choice.others.removeAll { $0.isDeleted }
 
+        let merged = mergedValues(of: choice, participants: participants, changes: changes, objectWins: objectWins)
+        try gatherToManys(into: choice.survivor, from: choice.others)
+        try retire(choice.others, into: choice.survivor, taking: merged, survivors: &survivors)
+    }
+
+    /// The objects of this context that take part in a conflict, or nil when
+    /// nothing is left to collapse. When the store wins over existing objects
+    /// edited into its row, their edits are undone and they leave the conflict.
+    private func participants(in conflict: Conflict, objectWins: Bool) -> [ManagedObject]? {
+        var participants = conflict.objects.filter { $0.managedObjectContext === self && !$0.isDeleted }
+        if conflict.databaseID != nil && !objectWins {
+            for object in participants where !object.isInserted {
+                for index in conflict.constraint.indexes { object.writeSlot(object.snapshot?[index] ?? .null, at: index) }
+            }
+            participants.removeAll { !$0.isInserted }
+            if participants.isEmpty { return nil }
+        }
+        return participants.count + (conflict.databaseID == nil ? 0 : 1) > 1 ? participants : nil
+    }
+
+    /// Which object survives a conflict, the others that merge into it, and
+    /// the stored row's values when the survivor stands for the row.
+    private struct SurvivorChoice {
         let survivor: ManagedObject
         var others: [ManagedObject]
-        var storedValues: ContiguousArray<PropertyValue>?
-        if let databaseID = conflict.databaseID {
-            if objectWins, let existing = participants.first(where: { !$0.isInserted }) {
-                // An existing object collided with another row: the row joins it.
-                survivor = existing
-                others = participants.filter { $0 !== existing } + [object(with: databaseID)]
-            } else if let registered = registry[databaseID] ?? (databaseID.entity.name == participants[0].entity.name
-                                                                       ? nil : object(with: databaseID)) {
-                // The row's object, when the context has it or when the row is of
-                // another entity (a subentity sharing the constraint): it survives.
-                try registered.loadValues()
-                survivor = registered
-                others = participants
-                storedValues = registered.slots
-            } else {
-                // No object of the row here: the oldest duplicate becomes it.
-                let node = try parentNode(for: databaseID)
-                survivor = participants[0]
-                others = Array(participants.dropFirst())
-                try takeOver(databaseID, node: node, by: survivor, survivors: &survivors)
-                storedValues = node.values
-            }
-        } else {
-            survivor = participants[0]
-            others = Array(participants.dropFirst())
-        }
-        fireFaults(others)
-        for other in others { try other.loadValues() }
-        others.removeAll { $0.isDeleted }
+        let storedValues: ContiguousArray<PropertyValue>?
+    }
 
-        // Attributes and to-one relationships, from the oldest contributor to the newest.
-        let properties = survivor.entity.slotProperties
-        func isShared(_ index: Int, with other: ManagedObject) -> Bool {
-            other.entity.slotProperties.indices.contains(index) && other.entity.slotProperties[index] === properties[index]
+    private func survivor(of conflict: Conflict, among participants: [ManagedObject], objectWins: Bool,
+                          survivors: inout [ObjectID: ManagedObject]) throws -> SurvivorChoice {
+        guard let databaseID = conflict.databaseID else {
+            return SurvivorChoice(survivor: participants[0], others: Array(participants.dropFirst()), storedValues: nil)
         }
-        var merged = storedValues ?? survivor.slots
-        for contributor in participants.sorted(by: Self.isOlder) where storedValues != nil || contributor !== survivor {
-            for index in changes[ObjectIdentifier(contributor)] ?? [] where isShared(index, with: contributor) {
+        if objectWins, let existing = participants.first(where: { !$0.isInserted }) {
+            // An existing object collided with another row: the row joins it.
+            return SurvivorChoice(survivor: existing, others: participants.filter { $0 !== existing } + [object(with: databaseID)],
+                                  storedValues: nil)
+        }
+        if let registered = registry[databaseID] ?? (databaseID.entity.name == participants[0].entity.name ? nil : object(with: databaseID)) {
+            // The row's object, when the context has it or when the row is of
+            // another entity (a subentity sharing the constraint): it survives.
+            try registered.loadValues()
+            return SurvivorChoice(survivor: registered, others: participants, storedValues: registered.slots)
+        }
+        // No object of the row here: the oldest duplicate becomes it.
+        let node = try parentNode(for: databaseID)
+        try takeOver(databaseID, node: node, by: participants[0], survivors: &survivors)
+        return SurvivorChoice(survivor: participants[0], others: Array(participants.dropFirst()), storedValues: node.values)
+    }
+
+    /// The survivor's attributes and to-one relationships after the merge:
+    /// each contributor's changes from the oldest to the newest (all of them
+    /// when the objects win, else only into what is nil), then what a row
+    /// that leaves still has where the result is nil.
+    private func mergedValues(of choice: SurvivorChoice, participants: [ManagedObject], changes: [ObjectIdentifier: [Int]],
+                              objectWins: Bool) -> ContiguousArray<PropertyValue> {
+        let survivor = choice.survivor
+        let properties = survivor.entity.slotProperties
+        var merged = choice.storedValues ?? survivor.slots
+        for contributor in participants.sorted(by: Self.isOlder) where choice.storedValues != nil || contributor !== survivor {
+            for index in changes[ObjectIdentifier(contributor)] ?? [] where Self.shares(index, of: survivor, with: contributor) {
                 if objectWins || merged[index].isNull { merged[index] = contributor.slots[index] }
             }
         }
-        // A row that leaves fills what is still nil.
-        for other in others where !participants.contains(where: { $0 === other }) {
-            for index in properties.indices where merged[index].isNull && isShared(index, with: other) {
+        for other in choice.others where !participants.contains(where: { $0 === other }) {
+            for index in properties.indices where merged[index].isNull && Self.shares(index, of: survivor, with: other) {
                 if (properties[index] as? RelationshipDescription)?.isToMany == true || properties[index].isTransient { continue }
                 merged[index] = other.slots[index]
             }
         }
+        return merged
+    }
 
-        // To-many relationships: the survivor gathers every destination.
-        for case let relationship as RelationshipDescription in properties where relationship.isToMany && !relationship.isTransient {
-            let sharing = others.filter { isShared(relationship.index, with: $0) }
+    /// To-many relationships: the survivor gathers every destination of the others.
+    private func gatherToManys(into survivor: ManagedObject, from others: [ManagedObject]) throws {
+        for case let relationship as RelationshipDescription in survivor.entity.slotProperties
+        where relationship.isToMany && !relationship.isTransient {
+            let sharing = others.filter { Self.shares(relationship.index, of: survivor, with: $0) }
             guard !sharing.isEmpty else { continue }
             var destinations = try survivor.relatedObjects(survivor.slots[relationship.index], for: relationship)
             var present = Set(destinations.map(\.objectID))
@@ -286,8 +309,12 @@ extension ManagedObjectContext {
             }
             try survivor.setRelationship(relationship, toObjects: destinations)
         }
+    }
 
-        // The others let go of what they point at; references to them move to the survivor.
+    /// The others let go of what they point at; references to them move to
+    /// the survivor, which takes the merged values; then they are deleted.
+    private func retire(_ others: [ManagedObject], into survivor: ManagedObject, taking merged: ContiguousArray<PropertyValue>,
+                        survivors: inout [ObjectID: ManagedObject]) throws {
         var remap: [ObjectID: ObjectID] = [:]
         for other in others {
             for case let relationship as RelationshipDescription in other.entity.slotProperties where !relationship.isToMany {
@@ -295,7 +322,7 @@ extension ManagedObjectContext {
             }
             remap[other.objectID] = survivor.objectID
         }
-        for (index, property) in properties.enumerated() where !property.isTransient && merged[index] != survivor.slots[index] {
+        for (index, property) in survivor.entity.slotProperties.enumerated() where !property.isTransient && merged[index] != survivor.slots[index] {
             if let relationship = property as? RelationshipDescription {
                 guard !relationship.isToMany else { continue }
                 var target: [ManagedObject] = []
@@ -318,6 +345,12 @@ extension ManagedObjectContext {
             }
             survivors[id] = survivor
         }
+    }
+
+    /// Whether slot `index` of `survivor` is the same property in `other` (a
+    /// subentity's extra slots are not the survivor's).
+    private static func shares(_ index: Int, of survivor: ManagedObject, with other: ManagedObject) -> Bool {
+        other.entity.slotProperties.indices.contains(index) && other.entity.slotProperties[index] === survivor.entity.slotProperties[index]
     }
 
     /// Whether an object set a value: for an inserted object, one other than the
