@@ -29,9 +29,13 @@ public final class ManagedObjectModel: @unchecked Sendable {
         }
     }
     /// Free-form version identifiers (Core Data's `versionIdentifiers`).
-    public var versionIdentifiers: Set<String> = []
+    public var versionIdentifiers: Set<String> = [] {
+        didSet { precondition(!isFrozen, "can't modify the model: it is immutable once a coordinator uses it") }
+    }
     /// Named subsets of the entities, for stores that hold only part of the model.
-    public var configurations: [String: [String]] = [:]
+    public var configurations: [String: [String]] = [:] {
+        didSet { precondition(!isFrozen, "can't modify the model: it is immutable once a coordinator uses it") }
+    }
 
     // `@exclusivity(unchecked)`: the layout's state, written under `layoutLock`
     // before the model is used and read for every object made (see
