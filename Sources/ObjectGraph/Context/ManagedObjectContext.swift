@@ -39,8 +39,11 @@ import Synchronization
 /// - ``save()``
 /// - ``rollback()``
 /// - ``reset()``
-// @unchecked Sendable: mutable state is touched only on `queue` (assertOnQueue()); the
-// settable configuration properties are set before the context is shared, as in Core Data.
+// @unchecked Sendable: mutable state is touched only on `queue` (assertOnQueue()). The
+// settable configuration properties are set before the context is shared, as in Core Data
+// (a stack sets them on contexts it has not handed out yet), and are then only read, from
+// the context's queue and its children's (`parent`, read by a child's save and merge);
+// `isReadOnly`, which a stack changes while the context is in use, is atomic.
 public final class ManagedObjectContext: @unchecked Sendable {
     /// The context's queue kind.
     public let concurrencyType: ConcurrencyType
@@ -77,7 +80,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/readOnly(_:)``
     /// and the changes stay in the context. The default is false.
-    public var isReadOnly = false
+    ///
+    /// Unlike the other settings it may change while the context is in use,
+    /// from any thread (a stack's ``isMainContextReadOnly``), and a child's
+    /// save reads its parents' on the child's queue: it is atomic.
+    public var isReadOnly: Bool {
+        get { readOnlyFlag.load(ordering: .relaxed) }
+        set { readOnlyFlag.store(newValue, ordering: .relaxed) }
+    }
+    private let readOnlyFlag = Atomic<Bool>(false)
 
     /// Whether ``save()`` of a child context goes on to save each parent in
     /// turn, so the changes reach the store in one call (RestKit's
