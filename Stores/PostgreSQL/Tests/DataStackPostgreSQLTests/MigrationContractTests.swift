@@ -311,9 +311,7 @@ struct MigrationContractTests {
         let v2 = Self.inventory { gadget in
             gadget.replaceProperty(named: "serial", with: AttributeDescription(name: "serial", type: .string, isOptional: false))
         }
-        let error = try #require(expectRefusal(kind, v2, at: seeded.location))
-        #expect(error.code == .migrationFailed, "\(error)")
-        #expect(error.message.contains("Gadget") && error.message.contains("serial"), "the message names the entity and the attribute: \(error)")
+        try expectRefused(kind, v2, at: seeded.location, code: .migrationFailed, naming: ["Gadget", "serial"])
         try expectInventoryUnchanged(kind, at: seeded.location)
     }
 
@@ -324,9 +322,7 @@ struct MigrationContractTests {
         let v2 = Self.inventory { gadget in
             gadget.replaceProperty(named: "label", with: AttributeDescription(name: "label", type: .integer64))
         }
-        let error = try #require(expectRefusal(kind, v2, at: seeded.location))
-        #expect(error.code == .migrationFailed, "\(error)")
-        #expect(error.message.contains("Gadget") && error.message.contains("label"), "the message names the entity and the attribute: \(error)")
+        try expectRefused(kind, v2, at: seeded.location, code: .migrationFailed, naming: ["Gadget", "label"])
         try expectInventoryUnchanged(kind, at: seeded.location)
     }
 
@@ -338,9 +334,8 @@ struct MigrationContractTests {
         var onlyAutomatic = StoreOptions()
         onlyAutomatic.migratesAutomatically = true   // without infersMappingModel: no lightweight migration
         for options in [StoreOptions(), onlyAutomatic] {
-            let error = try #require(expectRefusal(kind, Self.inventoryWithNewAttributes(), at: seeded.location, options: options))
-            #expect(error.code == .incompatibleModel, "\(error)")
-            #expect(error.message.contains("Gadget") && error.message.contains("color"), "the message names what differs: \(error)")
+            try expectRefused(kind, Self.inventoryWithNewAttributes(), at: seeded.location, options: options,
+                              code: .incompatibleModel, naming: ["Gadget", "color"])
         }
         try expectInventoryUnchanged(kind, at: seeded.location)
     }
@@ -350,9 +345,8 @@ struct MigrationContractTests {
         let seeded = try seedInventory(kind)
         var options = Self.migrating
         options.isReadOnly = true
-        let error = try #require(expectRefusal(kind, Self.inventoryWithNewAttributes(), at: seeded.location, options: options))
-        #expect(error.code == .migrationFailed, "\(error)")
-        #expect(error.message.contains("read-only"), "the message says why: \(error)")
+        try expectRefused(kind, Self.inventoryWithNewAttributes(), at: seeded.location, options: options,
+                          code: .migrationFailed, naming: ["read-only"])
         try expectInventoryUnchanged(kind, at: seeded.location)
     }
 
@@ -383,9 +377,7 @@ struct MigrationContractTests {
     func integerNarrowingRefused(_ kind: StoreKind) throws {
         let seeded = try seedInventory(kind)
         let v2 = Self.inventory { $0.replaceProperty(named: "weight", with: AttributeDescription(name: "weight", type: .integer16)) }
-        let error = try #require(expectRefusal(kind, v2, at: seeded.location))
-        #expect(error.code == .migrationFailed, "\(error)")
-        #expect(error.message.contains("Gadget") && error.message.contains("weight"), "the message names the entity and the attribute: \(error)")
+        try expectRefused(kind, v2, at: seeded.location, code: .migrationFailed, naming: ["Gadget", "weight"])
         try expectInventoryUnchanged(kind, at: seeded.location)
     }
 

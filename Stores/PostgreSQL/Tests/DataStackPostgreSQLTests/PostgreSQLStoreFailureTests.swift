@@ -66,11 +66,7 @@ struct PostgreSQLStoreFailureTests {
     func untrackedHistoryRefusesSaves() throws {
         let model = StoreTestModel.make()
         let url = try server().makeDatabase()
-        var tracking = StoreOptions()
-        tracking.persistentHistoryTracking = true
-        let writer = PersistentStoreCoordinator(managedObjectModel: model)
-        try writer.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: tracking)
-        let first = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: writer)
+        let first = try context(model, at: url, tracksHistory: true)
         try first.performAndWait {
             try insertCompany("ACME", model, into: first)
             try first.save()
@@ -246,11 +242,7 @@ struct PostgreSQLStoreFailureTests {
         defer { server.stop() }
         let url = try server.makeDatabase()
         let model = StoreTestModel.make()
-        var options = StoreOptions()
-        options.persistentHistoryTracking = true
-        let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: options)
-        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        let context = try context(model, at: url, tracksHistory: true)
         try context.performAndWait {
             try insertCompany("ACME", model, into: context)
             try context.save()
@@ -363,9 +355,12 @@ struct PostgreSQLStoreFailureTests {
         try PostgreSQLTestServer.shared.get()
     }
 
-    private func context(_ model: ManagedObjectModel, at url: URL) throws -> ManagedObjectContext {
+    /// A private-queue context on a new coordinator with the store at `url`.
+    private func context(_ model: ManagedObjectModel, at url: URL, tracksHistory: Bool = false) throws -> ManagedObjectContext {
+        var options = StoreOptions()
+        options.persistentHistoryTracking = tracksHistory
         let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url)
+        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: options)
         return ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
     }
 

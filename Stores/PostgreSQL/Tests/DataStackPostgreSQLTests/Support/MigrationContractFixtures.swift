@@ -187,6 +187,17 @@ extension MigrationContractTests {
             return nil
         }
     }
+
+    /// Opening the seeded store with `model` and `options` is refused with
+    /// `code`, in a message that names each of `words`.
+    func expectRefused(_ kind: StoreKind, _ model: ManagedObjectModel, at location: URL,
+                       options: StoreOptions = MigrationContractTests.migrating, code: PersistentStoreError.Code,
+                       naming words: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let error = try #require(expectRefusal(kind, model, at: location, options: options, sourceLocation: sourceLocation),
+                                 sourceLocation: sourceLocation)
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        #expect(words.allSatisfy(error.message.contains), "the message names \(words): \(error)", sourceLocation: sourceLocation)
+    }
 }
 
 extension EntityDescription {
