@@ -203,20 +203,6 @@ import Testing
         #expect(model.isFrozen)
     }
 
-    @Test("changing a model a coordinator uses traps, whatever part of it (a programmer error, as in Core Data)",
-          arguments: ["entities", "versionIdentifiers", "configurations"])
-    func changingAFrozenModelTraps(part: String) async {
-        await #expect(processExitsWith: .failure) { [part] in
-            let model = TestModel.make()
-            _ = try TestStack(type: .inMemory, model: model)
-            switch part {
-            case "entities": model.entities.append(EntityDescription(name: "Late"))
-            case "versionIdentifiers": model.versionIdentifiers.insert("v2")
-            default: model.configurations["Late"] = ["Company"]
-            }
-        }
-    }
-
     // MARK: - Version hashes
 
     @Test func versionHashesAreStable32ByteDigests() {
