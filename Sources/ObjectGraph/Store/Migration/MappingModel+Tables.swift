@@ -39,10 +39,12 @@ extension MappingModel {
             self.countRows = countRows
             self.countRowsOutside = countRowsOutside
             mapping = TableMapping(table: table, sourceTable: sourceRoot?.table, sourceMaxPrimaryKey: sourceRoot?.maxPrimaryKey ?? 0)
+            sourceColumns = sourceRoot?.table.flatMap { source.columns[$0] } ?? [:]
         }
 
         private var sourceTable: String? { sourceRoot?.table }
-        private var sourceColumns: [String: StoreSchemaSnapshot.Column] { sourceTable.flatMap { source.columns[$0] } ?? [:] }
+        /// The source table's columns, by upper-cased name.
+        private let sourceColumns: [String: StoreSchemaSnapshot.Column]
 
         mutating func infer() throws {
             let hierarchy = table.root.selfAndDescendants
@@ -90,6 +92,7 @@ extension MappingModel {
             } else {
                 try fillNew(property, of: entity, column: column.name, defaultValue: defaultValue, label: label)
             }
+            // Dropped: a destination outside this configuration has no table here, so no key to clean.
             if case .toOne(let entityColumn) = column.kind, let relationship = property as? RelationshipDescription,
                let destination = relationship.destinationEntity, let destinationMapping = try? schema.mapping(for: destination) {
                 mapping.toOnes.append(ToOne(column: column.name, entityColumn: entityColumn, destinationTable: destinationMapping.table,

@@ -63,7 +63,7 @@ struct PostgreSQLMigratingDatabase: MigratingDatabase {
     }
 
     /// A name as the catalog spells it, quoted as it is.
-    private static func quoted(_ name: String) -> String {
+    static func quoted(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

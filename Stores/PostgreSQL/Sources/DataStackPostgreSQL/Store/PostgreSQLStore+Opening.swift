@@ -141,7 +141,7 @@ extension PostgreSQLStore {
                         OR tablename ~ '^z_[0-9]' OR tablename IN ('z_primarykey', 'z_metadata', 'atransaction', 'achange'))
                     """)
                 let names = (0..<tables.rowCount).compactMap { tables.string(row: $0, column: 0) }
-                    .map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+                    .map(PostgreSQLMigratingDatabase.quoted)
                 _ = try connection.execute("DROP TABLE " + names.joined(separator: ", ") + " CASCADE")
             }
         } catch let error as PostgreSQLError {
