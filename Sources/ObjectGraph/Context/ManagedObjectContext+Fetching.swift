@@ -57,7 +57,7 @@ extension ManagedObjectContext {
         let names = expressions == nil ? request.propertiesToFetch?.map(\.name) : nil
         if expressions == nil {
             for sort in request.sortDescriptors {
-                try Self.validateKeyPath(sort.keyPath, from: entity)
+                _ = try ToOneKeyPath(sort.keyPath, from: entity)
                 if sort.relevanceQuery != nil { try PredicateSearch.validateRelevanceSort(sort, of: entity) }
             }
         }
@@ -72,21 +72,6 @@ extension ManagedObjectContext {
         fetch.affectedStoreIdentifiers = request.affectedStores.map { Set($0.map(\.identifier)) }
         fetch.expressions = expressions
         return fetch
-    }
-
-    /// Checks that a key path leads through to-one relationships to a property.
-    static func validateKeyPath(_ keyPath: [String], from entity: EntityDescription) throws {
-        if keyPath.isEmpty { throw ObjectGraphError.unknownKey("", entity: entity.name) }
-        var current = entity
-        for (position, key) in keyPath.enumerated() {
-            let property = try current.property(forKey: key)
-            if position == keyPath.count - 1 { return }
-            guard let relationship = property as? RelationshipDescription, !relationship.isToMany,
-                  let destination = relationship.destinationEntity else {
-                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
-            }
-            current = destination
-        }
     }
 
     /// Runs a fetch against the parent store, folding in this context's pending changes.
@@ -180,7 +165,7 @@ extension ManagedObjectContext {
         }
         objects += try pendingMatches(of: fetch).filter { !seen.contains($0.objectID) }
         if !fetch.sortDescriptors.isEmpty {
-            objects = try FetchSort.sort(objects, by: fetch.sortDescriptors)
+            objects = try FetchSort.sort(objects, by: fetch.sortDescriptors, from: fetch.entity)
         }
         return Self.output(objects, of: fetch)
     }
@@ -213,8 +198,8 @@ extension ManagedObjectContext {
         if fetch.sortDescriptors.isEmpty {
             return Self.output(objects.prefix(wanted) + (try pendingMatches(of: fetch)), of: fetch)
         }
-        let pending = try FetchSort.first(wanted, of: pendingMatches(of: fetch), by: fetch.sortDescriptors)
-        objects = try FetchSort.sort(objects.prefix(wanted) + pending, by: fetch.sortDescriptors)
+        let pending = try FetchSort.first(wanted, of: pendingMatches(of: fetch), by: fetch.sortDescriptors, from: fetch.entity)
+        objects = try FetchSort.sort(objects.prefix(wanted) + pending, by: fetch.sortDescriptors, from: fetch.entity)
         return Self.output(objects, of: fetch)
     }
 

@@ -23,9 +23,9 @@ extension FetchSort {
         }
     }
 
-    /// Sorts objects by the given keys, reading each key once per object.
-    package static func sort(_ objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
-        try first(objects.count, of: objects, by: sorts)
+    /// Sorts objects of `entity` by the given keys, reading each key once per object.
+    package static func sort(_ objects: [ManagedObject], by sorts: [FetchSort], from entity: EntityDescription) throws -> [ManagedObject] {
+        try first(objects.count, of: objects, by: sorts, from: entity)
     }
 
     /// The first `count` objects in the order of the given keys, in that order;
@@ -35,11 +35,12 @@ extension FetchSort {
     /// many pending changes), it keeps the best so far in a sorted buffer
     /// instead of sorting everything: most objects cost one comparison with
     /// the worst kept. Ties keep the objects' given order, as a stable sort does.
-    package static func first(_ count: Int, of objects: [ManagedObject], by sorts: [FetchSort]) throws -> [ManagedObject] {
+    package static func first(_ count: Int, of objects: [ManagedObject], by sorts: [FetchSort],
+                              from entity: EntityDescription) throws -> [ManagedObject] {
         guard count > 0 else { return [] }
-        let paths = sorts.map(\.keyPath)
+        let paths = try sorts.map { try ToOneKeyPath($0.keyPath, from: entity) }
         let keyed = try objects.map { object in
-            (object, try zip(sorts, paths).map { sort, path in sort.sortValue(try object.value(atKeyPath: path)) })
+            (object, try zip(sorts, paths).map { sort, path in sort.sortValue(try object.value(at: path)) })
         }
         func precedes(_ lhs: (ManagedObject, [PropertyValue]), _ rhs: (ManagedObject, [PropertyValue])) -> Bool {
             for (index, sort) in sorts.enumerated() {
@@ -90,20 +91,16 @@ extension FetchSort {
 }
 
 extension ManagedObject {
-    /// The value at a key path that runs through to-one relationships; nil past a nil relationship.
+    /// The value at a key path resolved from this object's entity (or one of
+    /// its superentities); nil past a nil relationship.
     ///
     /// - Throws: ``FaultFulfillmentError`` when an object on the path cannot be
     ///   read: a sort or a list must not place it by a value it does not have.
-    package func value(atKeyPath keyPath: [String]) throws -> PropertyValue {
-        var object: ManagedObject = self
-        for (position, key) in keyPath.enumerated() {
-            guard let property = object.entity.propertiesByName[key] else { return .null }
+    package func value(at path: ToOneKeyPath, from position: Int = 0) throws -> PropertyValue {
+        let context = managedObjectContext
+        return try path.value(from: self, at: position, read: { object, property in
             try object.loadValues()
-            let value = object.slots[property.index]
-            if position == keyPath.count - 1 { return value }
-            guard case .object(let id) = value, let context = object.managedObjectContext else { return .null }
-            object = context.object(with: id)
-        }
-        return .null
+            return object.slots[property.index]
+        }, destination: { context?.object(with: $0) })
     }
 }

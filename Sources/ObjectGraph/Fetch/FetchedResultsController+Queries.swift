@@ -11,8 +11,8 @@ struct FetchPlan {
     let entityNames: Set<String>
     let predicate: FetchPredicate?
     let sorts: [FetchSort]
-    let sortPaths: [[String]]
-    let sectionPath: [String]?
+    let sortPaths: [ToOneKeyPath]
+    let sectionPath: ToOneKeyPath?
     let limit: Int
     let offset: Int
     let batchSize: Int
@@ -38,13 +38,9 @@ struct FetchPlan {
         entityNames = Set(fetch.entities.map(\.name))
         predicate = request.predicate
         sorts = request.sortDescriptors
-        sortPaths = request.sortDescriptors.map(\.keyPath)
-        if let sectionNameKeyPath {
-            let path = sectionNameKeyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            try ManagedObjectContext.validateKeyPath(path, from: fetch.entity)
-            sectionPath = path
-        } else {
-            sectionPath = nil
+        sortPaths = try request.sortDescriptors.map { try ToOneKeyPath($0.keyPath, from: fetch.entity) }
+        sectionPath = try sectionNameKeyPath.map {
+            try ToOneKeyPath($0.split(separator: ".", omittingEmptySubsequences: false).map(String.init), from: fetch.entity)
         }
         limit = max(0, request.fetchLimit)
         offset = max(0, request.fetchOffset)
@@ -164,8 +160,8 @@ extension FetchedResultsController {
 
     /// An object's keys, read in memory.
     func keys(of object: ManagedObject, _ plan: FetchPlan) throws -> FetchedKeys {
-        FetchedKeys(sortValues: try zip(plan.sorts, plan.sortPaths).map { $0.sortValue(try object.value(atKeyPath: $1)) },
-                    sectionName: try plan.sectionPath.map { FetchedKeys.sectionName(for: try object.value(atKeyPath: $0)) } ?? "")
+        FetchedKeys(sortValues: try zip(plan.sorts, plan.sortPaths).map { $0.sortValue(try object.value(at: $1)) },
+                    sectionName: try plan.sectionPath.map { FetchedKeys.sectionName(for: try object.value(at: $0)) } ?? "")
     }
 
     /// Whether a registered object belongs in the list, judged in memory.
@@ -217,8 +213,8 @@ extension FetchedResultsController {
 
     /// The keys of rows, without registering them.
     func readKeys(of rows: [IncrementalStoreNode], _ plan: FetchPlan) throws -> [FetchedKeys] {
-        let sortColumns = try zip(plan.sorts, plan.sortPaths).map { sort, path in try values(at: path[...], of: rows).map(sort.sortValue) }
-        let sectionColumn = try plan.sectionPath.map { try values(at: $0[...], of: rows) }
+        let sortColumns = try zip(plan.sorts, plan.sortPaths).map { sort, path in try values(at: path, of: rows).map(sort.sortValue) }
+        let sectionColumn = try plan.sectionPath.map { try values(at: $0, of: rows) }
         return rows.indices.map { row in
             FetchedKeys(sortValues: sortColumns.map { $0[row] },
                         sectionName: sectionColumn.map { FetchedKeys.sectionName(for: $0[row]) } ?? "")
@@ -227,20 +223,17 @@ extension FetchedResultsController {
 
     /// The value at a key path for each row. A to-one step reads the
     /// destinations together: loaded ones in memory, the others in one request.
-    private func values(at path: ArraySlice<String>, of rows: [IncrementalStoreNode]) throws -> [PropertyValue] {
-        guard let key = path.first else { return rows.map { _ in .null } }
-        let first = rows.map { row -> PropertyValue in
-            guard let property = row.objectID.entity.propertiesByName[key], row.values.indices.contains(property.index) else { return .null }
-            return row.values[property.index]
-        }
-        let rest = path.dropFirst()
-        if rest.isEmpty { return first }
+    private func values(at path: ToOneKeyPath, from position: Int = 0, of rows: [IncrementalStoreNode]) throws -> [PropertyValue] {
+        let index = path.properties[position].index
+        let first = rows.map { row in row.values.indices.contains(index) ? row.values[index] : .null }
+        let rest = position + 1
+        if rest == path.properties.count { return first }
         let context = managedObjectContext
         var destinations: [ObjectID: PropertyValue] = [:]
         var unloaded: [ObjectID] = []
         for case .object(let id) in first where destinations[id] == nil {
             if let object = context.registeredObject(for: id), !object.isFault {
-                destinations[id] = try object.value(atKeyPath: Array(rest))
+                destinations[id] = try object.value(at: path, from: rest)
             } else {
                 destinations[id] = .null
                 unloaded.append(id)
@@ -248,7 +241,7 @@ extension FetchedResultsController {
         }
         if !unloaded.isEmpty {
             let destinationRows = try context.parentNodes(for: unloaded)
-            for (row, value) in zip(destinationRows, try values(at: rest, of: destinationRows)) {
+            for (row, value) in zip(destinationRows, try values(at: path, from: rest, of: destinationRows)) {
                 destinations[row.objectID] = value
             }
         }

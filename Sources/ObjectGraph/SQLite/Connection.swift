@@ -49,7 +49,7 @@ package final class Connection {
     let handle: DatabaseHandle
 
     /// Prepared statements by SQL text. Protected by the owner's queue, like the connection.
-    private var statementCache: [String: Statement] = [:]
+    private var statementCache = ClockCache<String, Statement>(capacity: Connection.statementCacheLimit)
 
     /// Whether ``inWriteTransaction(_:)`` is running its body. Protected by the owner's queue.
     private var isInWriteTransactionBody = false
@@ -267,16 +267,16 @@ extension Connection {
     ///
     /// - Complexity: One dictionary lookup, and no allocation, once the SQL has been seen.
     package func cachedStatement(_ sql: String) throws -> Statement {
-        if let statement = statementCache[sql] {
+        if let statement = statementCache.value(forKey: sql) {
             statement.reset()
             statement.clearBindings()
             return statement
         }
         let statement = try Statement(handle: handle, sql: sql, persistent: true)
-        // SQL built per request (IN lists of varying length) must not grow the cache
-        // without bound; past the limit it starts again, keeping the hot statements a miss away.
-        if statementCache.count >= Self.statementCacheLimit { statementCache.removeAll(keepingCapacity: true) }
-        statementCache[sql] = statement
+        // SQL built per request (IN lists of varying length) must not grow the
+        // cache without bound, nor evict the hot statements: the clock evicts one
+        // not used since the hand last passed.
+        statementCache.updateValue(statement, forKey: sql)
         return statement
     }
 

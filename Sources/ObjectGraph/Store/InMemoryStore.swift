@@ -104,8 +104,9 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
         if fetch.sortDescriptors.isEmpty {
             matches.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
         } else {
+            let paths = try fetch.sortDescriptors.map { try ToOneKeyPath($0.keyPath, from: fetch.entity) }
             let keys = matches.map { node in
-                fetch.sortDescriptors.map { $0.sortValue(NodeSubject(node: node, rows: rows, toMany: toMany).value(atKeyPath: $0.keyPath)) }
+                zip(fetch.sortDescriptors, paths).map { $0.sortValue(NodeSubject(node: node, rows: rows, toMany: toMany).value(at: $1)) }
             }
             let order = matches.indices.sorted { lhs, rhs in
                 for (index, sort) in fetch.sortDescriptors.enumerated() {
@@ -376,15 +377,8 @@ struct NodeSubject: PredicateSubject {
 
     var predicateObjectID: ObjectID? { node.objectID }
 
-    func value(atKeyPath keyPath: [String]) -> PropertyValue {
-        var current = self
-        for (position, key) in keyPath.enumerated() {
-            guard let property = current.node.objectID.entity.propertiesByName[key] else { return .null }
-            let value = current.node.values[property.index]
-            if position == keyPath.count - 1 { return value }
-            guard case .object(let id) = value, let next = rows[id] else { return .null }
-            current = NodeSubject(node: next, rows: rows, toMany: toMany)
-        }
-        return .null
+    func value(at path: ToOneKeyPath) -> PropertyValue {
+        path.value(from: self, read: { subject, property in subject.node.values[property.index] },
+                   destination: { id in rows[id].map { NodeSubject(node: $0, rows: rows, toMany: toMany) } })
     }
 }

@@ -375,8 +375,8 @@ extension PendingLimitedFetchTests {
                 return listing
             }
             let sorts = [FetchSort(key: "price", ascending: false), FetchSort(key: "symbol"), FetchSort(key: "name")]
-            let expected = Array(try FetchSort.sort(listings, by: sorts).prefix(count))
-            let first = try FetchSort.first(count, of: listings, by: sorts)
+            let expected = Array(try FetchSort.sort(listings, by: sorts, from: listings[0].entity).prefix(count))
+            let first = try FetchSort.first(count, of: listings, by: sorts, from: listings[0].entity)
             #expect(first.map(ObjectIdentifier.init) == expected.map(ObjectIdentifier.init))
         }
     }

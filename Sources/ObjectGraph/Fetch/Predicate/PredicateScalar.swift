@@ -287,7 +287,7 @@ package enum PredicateScalar: Hashable, Sendable {
     /// The compiled, whole-string form of `pattern`, or nil if it does not compile.
     static func regularExpression(_ pattern: String, options: ComparisonOptions) -> NSRegularExpression? {
         let key = RegexKey(pattern: pattern, caseInsensitive: options.contains(.caseInsensitive))
-        if let cached = regexCache.withLock({ $0[key] }) { return cached.regex }
+        if let cached = regexCache.withLock({ $0.value(forKey: key) }) { return cached.regex }
         var regexOptions: NSRegularExpression.Options = []
         if key.caseInsensitive { regexOptions.insert(.caseInsensitive) }
         let compiled: NSRegularExpression?
@@ -298,10 +298,7 @@ package enum PredicateScalar: Hashable, Sendable {
         } else {
             compiled = nil
         }
-        regexCache.withLock { cache in
-            if cache.count >= 256 { cache.removeAll() }
-            cache[key] = CachedRegex(regex: compiled)
-        }
+        regexCache.withLock { $0.updateValue(CachedRegex(regex: compiled), forKey: key) }
         return compiled
     }
 
@@ -315,5 +312,5 @@ package enum PredicateScalar: Hashable, Sendable {
         var regex: NSRegularExpression?
     }
 
-    private static let regexCache = Mutex<[RegexKey: CachedRegex]>([:])
+    private static let regexCache = Mutex(ClockCache<RegexKey, CachedRegex>(capacity: 256))
 }

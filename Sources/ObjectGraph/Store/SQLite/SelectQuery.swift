@@ -96,30 +96,27 @@ struct SelectQuery {
 
     /// The column for a key path, joining the tables of the to-one relationships it crosses.
     private mutating func columnExpression(for keyPath: [String], from entity: EntityDescription) throws -> String {
+        let path = try ToOneKeyPath(keyPath, from: entity)
+        func column(at position: Int) throws -> String {
+            guard let column = try schema.mapping(for: path.entities[position]).columns[path.properties[position].index] else {
+                throw ObjectGraphError.unknownKey(path.key, entity: entity.name)
+            }
+            return column.name
+        }
         var alias = "t0"
-        var current = entity
-        for (position, key) in keyPath.enumerated() {
-            let property = try current.property(forKey: key)
-            let mapping = try schema.mapping(for: current)
-            guard let column = mapping.columns[property.index] else {
-                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
-            }
-            if position == keyPath.count - 1 { return "\(alias).\(column.name)" }
-            guard let relationship = property as? RelationshipDescription, let destination = relationship.destinationEntity else {
-                throw ObjectGraphError.unknownKey(keyPath.joined(separator: "."), entity: entity.name)
-            }
-            let path = Array(keyPath[...position])
-            if let existing = joinAliases[path] {
+        for position in path.properties.indices.dropLast() {
+            let foreignKey = try column(at: position)
+            let joined = Array(keyPath[...position])
+            if let existing = joinAliases[joined] {
                 alias = existing
             } else {
                 let next = "j\(joinAliases.count + 1)"
-                let destinationTable = try schema.mapping(for: destination).table
-                joins.append("LEFT JOIN \(destinationTable) \(next) ON \(next).Z_PK = \(alias).\(column.name)")
-                joinAliases[path] = next
+                let destinationTable = try schema.mapping(for: path.entities[position + 1]).table
+                joins.append("LEFT JOIN \(destinationTable) \(next) ON \(next).Z_PK = \(alias).\(foreignKey)")
+                joinAliases[joined] = next
                 alias = next
             }
-            current = destination
         }
-        return "\(alias).Z_PK"
+        return "\(alias).\(try column(at: path.properties.count - 1))"
     }
 }
