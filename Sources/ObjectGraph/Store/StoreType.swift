@@ -111,8 +111,20 @@ public struct StoreOptions: Sendable {
     /// ``PersistentStoreError/Code/busy``. The default is ``BusyMode/default``,
     /// a 5 second timeout. SQLite: <https://sqlite.org/c3ref/busy_handler.html>
     public var busyMode: BusyMode = .default
-    /// Extra SQLite pragmas by name (names and values of letters, digits, `_`, `.` and `-` only).
-    public var pragmas: [String: String] = [:]
+    /// Extra SQLite settings for every connection of a SQLite store, run in
+    /// name order after the file is checked and before the journal mode is
+    /// set, so that ``SQLitePragma/pageSize(_:)`` applies to a new file. For a
+    /// name given twice, the last value wins. The default is none; other
+    /// stores ignore them.
+    ///
+    /// ``journalMode``, ``synchronous`` and ``busyMode`` are applied after
+    /// these and win over a pragma of the same name, and a new store is set to
+    /// incremental auto-vacuum as Core Data sets it (`_NSAutoVacuumLevel` 2).
+    ///
+    /// ```swift
+    /// options.pragmas = [.pageSize(8192), .cacheSize(kibibytes: 64_000)]
+    /// ```
+    public var pragmas: [SQLitePragma] = []
     /// A database copied to the store's location when no store exists there yet.
     public var seedDatabaseURL: URL?
     /// Destroy the store and create an empty one in its place when it was

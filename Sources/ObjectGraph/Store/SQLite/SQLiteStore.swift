@@ -182,7 +182,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         options.journalMode = storeOptions.journalMode
         options.synchronous = storeOptions.synchronous
         options.busyMode = storeOptions.busyMode
-        options.pragmas = storeOptions.pragmas
+        options.pragmas = Dictionary(storeOptions.pragmas.map { ($0.name, $0.value.sql) }, uniquingKeysWith: { $1 })
         do {
             let connection = try Connection(path: fileURL.path, configuration: options)
             // Predicates compile to SQL that calls these (case and diacritic folding, LIKE, MATCHES).
