@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import Synchronization
 import Testing
 
 /// `SQLitePragma`: typed well-known pragmas, a checked escape hatch, and a
@@ -40,13 +41,19 @@ import Testing
         #expect(try SQLitePragma.custom(name: "cache_size", value: -4000) == .cacheSize(kibibytes: 4000))
     }
 
-    @Test func aNewStoreTakesItsPageSize() throws {
+    @Test func aNewStoreTakesItsPageSizeAndEveryConnectionItsCacheSize() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("Pragmas.sqlite")
+        let statements = Mutex<[String]>([])
         var options = StoreOptions()
-        options.pragmas = [.pageSize(8192)]
+        options.pragmas = [.cacheSize(pages: 10), .pageSize(8192), .cacheSize(kibibytes: 4000)]
+        options.statementTrace = { sql in statements.withLock { $0.append(sql) } }
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
         try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
         #expect(try RawStore.int(url, "PRAGMA page_size") == 8192)
+        let pragmas = statements.withLock { $0 }.filter { $0.hasPrefix("PRAGMA cache_size") || $0.hasPrefix("PRAGMA page_size") }
+        // In name order, the last of a name winning; once for the writer, once for the first reader.
+        #expect(pragmas == ["PRAGMA cache_size = -4000", "PRAGMA page_size = 8192",
+                            "PRAGMA cache_size = -4000", "PRAGMA page_size = 8192"])
     }
 }
