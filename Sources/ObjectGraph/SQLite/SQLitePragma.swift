@@ -47,7 +47,8 @@ public struct SQLitePragma: Sendable, Hashable {
     ///   - value: An integer, a Boolean (`ON`/`OFF`), or a keyword of letters,
     ///     digits, `_`, `.` and `-` (`FAST`, `-4000`).
     /// - Throws: ``SQLitePragmaError`` naming the pragma, for a name or value
-    ///   outside those characters.
+    ///   outside those characters, and for `journal_mode`, `synchronous` and
+    ///   `busy_timeout`, which ``StoreOptions`` sets with typed options.
     public static func custom(name: String, value: Value) throws(SQLitePragmaError) -> SQLitePragma {
         guard isName(name) else {
             throw SQLitePragmaError(name: name, value: value.sql,
@@ -57,8 +58,16 @@ public struct SQLitePragma: Sendable, Hashable {
             throw SQLitePragmaError(name: name, value: value.sql,
                                     reason: "a pragma's value is letters, digits, '_', '.' and '-' only")
         }
+        if let option = typedOptions[name.lowercased()] {
+            throw SQLitePragmaError(name: name, value: value.sql, reason: "the store sets it from StoreOptions.\(option); set that instead")
+        }
         return SQLitePragma(checkedName: name, value: value)
     }
+
+    /// The pragmas a store sets from typed options, by the option's name: the
+    /// journal mode and synchronous level run after the pragmas and would undo
+    /// one, and a `busy_timeout` would replace the busy mode's handler.
+    private static let typedOptions = ["journal_mode": "journalMode", "synchronous": "synchronous", "busy_timeout": "busyMode"]
 
     // MARK: - Well-known pragmas
 

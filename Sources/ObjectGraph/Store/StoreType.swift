@@ -117,9 +117,11 @@ public struct StoreOptions: Sendable {
     /// name given twice, the last value wins. The default is none; other
     /// stores ignore them.
     ///
-    /// ``journalMode``, ``synchronous`` and ``busyMode`` are applied after
-    /// these and win over a pragma of the same name, and a new store is set to
-    /// incremental auto-vacuum as Core Data sets it (`_NSAutoVacuumLevel` 2).
+    /// The journal mode, synchronous level and busy timeout are set by
+    /// ``journalMode``, ``synchronous`` and ``busyMode`` alone
+    /// (``SQLitePragma/custom(name:value:)`` refuses them), and a new store is
+    /// set to incremental auto-vacuum after these, as Core Data sets it
+    /// (`_NSAutoVacuumLevel` 2).
     ///
     /// ```swift
     /// options.pragmas = [.pageSize(8192), .cacheSize(kibibytes: 64_000)]

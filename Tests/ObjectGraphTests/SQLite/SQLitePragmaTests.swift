@@ -23,6 +23,15 @@ import Testing
         #expect(error.map { "\($0)" }?.contains("PRAGMA \(name) = \(value)") == true)
     }
 
+    @Test(arguments: [("journal_mode", "journalMode"), ("SYNCHRONOUS", "synchronous"), ("busy_timeout", "busyMode")])
+    func aPragmaThatATypedOptionSetsIsRefusedNamingTheOption(name: String, option: String) {
+        let error = #expect(throws: SQLitePragmaError.self) {
+            try SQLitePragma.custom(name: name, value: "delete")
+        }
+        #expect(error?.name == name)
+        #expect(error?.reason.contains("StoreOptions.\(option)") == true)
+    }
+
     @Test func wellKnownPragmasWriteTheStatementsSQLiteDocuments() throws {
         #expect("\(SQLitePragma.pageSize(8192))" == "PRAGMA page_size = 8192")
         #expect("\(SQLitePragma.cacheSize(pages: 500))" == "PRAGMA cache_size = 500")
