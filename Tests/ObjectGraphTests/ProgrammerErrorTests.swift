@@ -79,9 +79,109 @@ import Testing
         #expect(Self.trapMessage(result).contains("immutable once a coordinator uses it"))
     }
 
+    // MARK: - @Managed lookups
+
+    @Test("a @Managed property whose name the entity lacks traps, naming the class, the property and the entity")
+    func aManagedPropertyTheEntityLacksTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let model = TestModel.make()
+            model.entitiesByName["Company"]?.managedObjectClass = MisnamedCompany.self
+            let stack = try TestStack(type: .inMemory, model: model)
+            let context = stack.newContext()
+            context.performAndWait { _ = MisnamedCompany(context: context).ticker }
+        }
+        #expect(Self.trapMessage(result).contains("MisnamedCompany.ticker is @Managed, but entity Company has no property named 'ticker'"))
+    }
+
+    @Test("a @Managed property that reflection cannot find (a class with a custom mirror) traps")
+    func aManagedPropertyHiddenFromReflectionTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let model = TestModel.make()
+            model.entitiesByName["Company"]?.managedObjectClass = MirroredCompany.self
+            let stack = try TestStack(type: .inMemory, model: model)
+            let context = stack.newContext()
+            context.performAndWait { _ = MirroredCompany(context: context).symbol }
+        }
+        #expect(Self.trapMessage(result).contains("MirroredCompany: could not find the @Managed property's name"))
+    }
+
+    @Test("reading a nil to-one through a non-optional @Managed property traps")
+    func aNilToOneReadThroughANonOptionalPropertyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let model = TestModel.make()
+            model.entitiesByName["StockUpdate"]?.managedObjectClass = StrictStockUpdate.self
+            let stack = try TestStack(type: .inMemory, model: model)
+            let context = stack.newContext()
+            context.performAndWait { _ = StrictStockUpdate(context: context).company }
+        }
+        #expect(Self.trapMessage(result).contains("StrictStockUpdate.company is nil; declare it optional"))
+    }
+
+    @Test("relating objects of two contexts through a @Managed property traps")
+    func relatingObjectsOfTwoContextsThroughATypedPropertyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let stack = try TestStack(type: .inMemory)
+            let first = stack.newContext(), second = stack.newContext()
+            let company = first.performAndWait { Company(context: first) }
+            second.performAndWait { StockUpdate(context: second).company = company }
+        }
+        let message = Self.trapMessage(result)
+        #expect(message.contains("StockUpdate.company") && message.contains("related objects must be in the same context"))
+    }
+
+    @Test("init(context:) of a class bound to no entity, or to two, traps", arguments: [false, true])
+    func initWithContextOfAClassBoundToNoSingleEntityTraps(boundToTwo: Bool) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [boundToTwo] in
+            let model = TestModel.make()
+            if boundToTwo {
+                model.entities.append(EntityDescription(name: "Firm", managedObjectClass: Company.self, properties: [
+                    AttributeDescription(name: "symbol", type: .string),
+                ]))
+            }
+            let stack = try TestStack(type: .inMemory, model: model)
+            let context = stack.newContext()
+            context.performAndWait {
+                if boundToTwo { _ = Company(context: context) } else { _ = UnboundObject(context: context) }
+            }
+        }
+        #expect(Self.trapMessage(result).contains(
+            "\(boundToTwo ? "Company" : "UnboundObject") is bound to no single entity of the context's model"))
+    }
+
+    // MARK: - Search
+
+    @Test("a search snippet of no words traps")
+    func aSnippetOfNoWordsTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = try SearchQuery("apple").snippet(of: "apple pie", words: 0)
+        }
+        #expect(Self.trapMessage(result).contains("a snippet needs room for at least one word"))
+    }
+
     /// What the child process wrote to standard error: the trap's message, so
     /// that a test passes for the trap it is about, not for an error thrown before it.
     private static func trapMessage(_ result: ExitTest.Result?) -> String {
         String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     }
 }
+
+// MARK: - Classes that break the @Managed contract
+
+/// Declares `ticker`, which the Company entity lacks.
+final class MisnamedCompany: ManagedObject {
+    @Managed var ticker: String
+}
+
+/// Hides its stored properties from `Mirror`, where `@Managed` looks its names up.
+final class MirroredCompany: ManagedObject, CustomReflectable {
+    @Managed var symbol: String
+    var customMirror: Mirror { Mirror(self, children: [:], ancestorRepresentation: .suppressed) }
+}
+
+/// Declares a to-one without `?`.
+final class StrictStockUpdate: ManagedObject {
+    @Managed var company: Company
+}
+
+/// Bound to no entity of any model.
+final class UnboundObject: ManagedObject {}

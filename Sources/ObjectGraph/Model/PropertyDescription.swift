@@ -6,11 +6,16 @@ import Foundation
 /// coordinator uses the model; changing it after that is a programmer error, as
 /// in Core Data.
 ///
+/// A property is an ``AttributeDescription`` or a ``RelationshipDescription``;
+/// the class is not open, because the store, the context and the migrator
+/// handle only those two kinds (Core Data's fetched properties are not
+/// supported).
+///
 /// ## Topics
 /// - ``AttributeDescription``
 /// - ``RelationshipDescription``
 // @unchecked Sendable: mutable only before the model is frozen (`ModelLock`), read-only after.
-open class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
+public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
     /// The property's name, which is also its key.
     public var name: String { didSet { checkMutable() } }
     /// Whether the property may be nil (for a to-many: empty) when saved. The default is true.

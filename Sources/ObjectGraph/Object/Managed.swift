@@ -50,11 +50,11 @@ public struct Managed<Value: ManagedPropertyValue> {
         get {
             let index = slotIndex(of: object, storageKeyPath)
             object.entity.managedSlotEntries.noteRead(of: object, at: index)
-            return Value.read(from: object, at: index)
+            return Value._readSlot(of: object, at: index)
         }
         @inlinable @inline(__always)
         set {
-            Value.write(newValue, to: object, at: slotIndex(of: object, storageKeyPath))
+            Value._writeSlot(newValue, of: object, at: slotIndex(of: object, storageKeyPath))
         }
     }
 
@@ -113,11 +113,44 @@ private protocol ManagedStorageProbe {
 
 /// A type that a ``Managed`` property can have: an attribute value, a managed
 /// object (to-one), a set or array of them (to-many), or an optional of these.
+///
+/// The package conforms the attribute types Core Data has (`String`, the
+/// integers, `Double`, `Float`, `Bool`, `Date`, `Data`, `UUID`, `URL`,
+/// `Decimal`), ``ManagedObject`` subclasses, `Set` and `Array` of them, and
+/// `Optional` of any of these. To store a type of your own, conform it to
+/// ``ManagedAttributeValue`` (how it converts to and from a ``PropertyValue``)
+/// or, for a `Codable` value, to ``TransformableValue``:
+///
+/// ```swift
+/// struct Celsius: ManagedAttributeValue {
+///     var degrees: Double
+///     init(degrees: Double) { self.degrees = degrees }
+///     init?(propertyValue: PropertyValue) {
+///         guard let degrees = Double(propertyValue: propertyValue) else { return nil }
+///         self.degrees = degrees
+///     }
+///     var propertyValue: PropertyValue { .double(degrees) }
+///     static var defaultManagedValue: Celsius { Celsius(degrees: 0) }
+/// }
+/// final class Reading: ManagedObject { @Managed var temperature: Celsius }
+/// ```
+///
+/// Don't conform a type to this protocol directly: its requirements are the
+/// wrapper's hooks into an object's storage, which ``ManagedAttributeValue``
+/// implements for you and which are not part of the API.
 public protocol ManagedPropertyValue {
-    /// Reads the value from an object's slot.
-    static func read(from object: ManagedObject, at index: Int) -> Self
-    /// Writes the value into an object's slot, keeping inverses in step.
-    static func write(_ value: Self, to object: ManagedObject, at index: Int)
+    // Underscored rather than `package` or `@_spi`: a requirement of a public
+    // protocol is as public as the protocol, so that conformances declared in
+    // users' modules (through ManagedAttributeValue's defaults) can witness it,
+    // and the inlinable `@Managed` subscript cannot call an SPI member. The
+    // leading underscore keeps them out of DocC and code completion, as the
+    // standard library does with its `_`-prefixed requirements.
+
+    /// Reads the value from an object's slot. Not API: see the protocol's comment.
+    static func _readSlot(of object: ManagedObject, at index: Int) -> Self
+    /// Writes the value into an object's slot, keeping inverses in step. Not
+    /// API: see the protocol's comment.
+    static func _writeSlot(_ value: Self, of object: ManagedObject, at index: Int)
 }
 
 /// A type stored in an attribute: converts to and from ``PropertyValue``.
@@ -134,25 +167,25 @@ public protocol ManagedAttributeValue: ManagedPropertyValue {
 // call to the slot read or write, not a protocol witness call.
 extension ManagedAttributeValue {
     @inlinable
-    public static func read(from object: ManagedObject, at index: Int) -> Self {
+    public static func _readSlot(of object: ManagedObject, at index: Int) -> Self {
         Self(propertyValue: object.slotValue(at: index)) ?? defaultManagedValue
     }
 
     @inlinable
-    public static func write(_ value: Self, to object: ManagedObject, at index: Int) {
+    public static func _writeSlot(_ value: Self, of object: ManagedObject, at index: Int) {
         object.writeSlot(value.propertyValue, at: index)
     }
 }
 
 extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
-    public static func read(from object: ManagedObject, at index: Int) -> Wrapped? {
+    public static func _readSlot(of object: ManagedObject, at index: Int) -> Wrapped? {
         if object.slotValue(at: index).isNull { return nil }
-        return Wrapped.read(from: object, at: index)
+        return Wrapped._readSlot(of: object, at: index)
     }
 
-    public static func write(_ value: Wrapped?, to object: ManagedObject, at index: Int) {
+    public static func _writeSlot(_ value: Wrapped?, of object: ManagedObject, at index: Int) {
         if let value {
-            Wrapped.write(value, to: object, at: index)
+            Wrapped._writeSlot(value, of: object, at: index)
         } else if let relationship = object.entity.slotProperties[index] as? RelationshipDescription {
             object.setRelationshipThroughTypedProperty(relationship, to: [])
         } else {
@@ -162,9 +195,10 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
 }
 
 extension ManagedObject: ManagedPropertyValue {
-    /// Reads a to-one relationship; a nil slot reads as a trap-free placeholder is
-    /// impossible, so declare to-one properties optional (`Company?`).
-    public static func read(from object: ManagedObject, at index: Int) -> Self {
+    // A to-one has no zero value to read for nil, as attributes have
+    // (`defaultManagedValue`), so a nil read through a non-optional property
+    // traps: declare to-ones optional (`Company?`).
+    public static func _readSlot(of object: ManagedObject, at index: Int) -> Self {
         guard case .object(let id) = object.slotValue(at: index), let context = object.managedObjectContext,
               let related = context.object(with: id) as? Self else {
             preconditionFailure("\(type(of: object)).\(object.entity.slotProperties[index].name) is nil; declare it optional")
@@ -172,31 +206,31 @@ extension ManagedObject: ManagedPropertyValue {
         return related
     }
 
-    public static func write(_ value: ManagedObject, to object: ManagedObject, at index: Int) {
+    public static func _writeSlot(_ value: ManagedObject, of object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
         object.setRelationshipThroughTypedProperty(relationship, to: [value])
     }
 }
 
 extension Set: ManagedPropertyValue where Element: ManagedObject {
-    public static func read(from object: ManagedObject, at index: Int) -> Set<Element> {
+    public static func _readSlot(of object: ManagedObject, at index: Int) -> Set<Element> {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
         return Set(object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element })
     }
 
-    public static func write(_ value: Set<Element>, to object: ManagedObject, at index: Int) {
+    public static func _writeSlot(_ value: Set<Element>, of object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
         object.setRelationshipThroughTypedProperty(relationship, to: Array(value))
     }
 }
 
 extension Array: ManagedPropertyValue where Element: ManagedObject {
-    public static func read(from object: ManagedObject, at index: Int) -> [Element] {
+    public static func _readSlot(of object: ManagedObject, at index: Int) -> [Element] {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
         return object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element }
     }
 
-    public static func write(_ value: [Element], to object: ManagedObject, at index: Int) {
+    public static func _writeSlot(_ value: [Element], of object: ManagedObject, at index: Int) {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return }
         object.setRelationshipThroughTypedProperty(relationship, to: value)
     }

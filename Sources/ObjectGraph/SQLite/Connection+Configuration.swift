@@ -70,40 +70,20 @@ extension Connection {
 
 extension Connection.Configuration {
     /// Throws for any pragma name or value that is not a plain word, because
-    /// both are written into the SQL text.
+    /// both are written into the SQL text. A store's pragmas were checked when
+    /// they were made (``SQLitePragma``); this guards the layer's other callers.
     func validatePragmas() throws {
         for (name, value) in pragmas {
-            guard Self.isPragmaName(name) else {
+            guard SQLitePragma.isName(name) else {
                 throw SQLiteError(
                     resultCode: SQLiteError.SQLITE_MISUSE,
                     message: "invalid pragma name \"\(name)\"; expected letters, digits and underscores")
             }
-            guard Self.isPragmaValue(value) else {
+            guard SQLitePragma.isValue(value) else {
                 throw SQLiteError(
                     resultCode: SQLiteError.SQLITE_MISUSE,
                     message: "invalid value for pragma \(name); expected letters, digits, '_', '.' and '-'")
             }
         }
-    }
-
-    /// `^[A-Za-z_][A-Za-z0-9_]*$`
-    static func isPragmaName(_ name: String) -> Bool {
-        guard let first = name.utf8.first, isLetter(first) || first == UInt8(ascii: "_") else { return false }
-        return name.utf8.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
-    }
-
-    /// `^[A-Za-z0-9_.-]+$`
-    static func isPragmaValue(_ value: String) -> Bool {
-        !value.isEmpty && value.utf8.allSatisfy {
-            isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
-        }
-    }
-
-    private static func isLetter(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-    }
-
-    private static func isDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 }

@@ -111,8 +111,39 @@ public struct StoreOptions: Sendable {
     /// ``PersistentStoreError/Code/busy``. The default is ``BusyMode/default``,
     /// a 5 second timeout. SQLite: <https://sqlite.org/c3ref/busy_handler.html>
     public var busyMode: BusyMode = .default
-    /// Extra SQLite pragmas by name (names and values of letters, digits, `_`, `.` and `-` only).
-    public var pragmas: [String: String] = [:]
+    /// Extra SQLite settings for every connection of a SQLite store, run in
+    /// name order after the file is checked and before the journal mode is
+    /// set, so that ``SQLitePragma/pageSize(_:)`` applies to a new file. For a
+    /// name given twice, the last value wins. The default is none; other
+    /// stores ignore them.
+    ///
+    /// The journal mode, synchronous level and busy timeout are set by
+    /// ``journalMode``, ``synchronous`` and ``busyMode`` alone
+    /// (``SQLitePragma/custom(name:value:)`` refuses them), and a new store is
+    /// set to incremental auto-vacuum after these, as Core Data sets it
+    /// (`_NSAutoVacuumLevel` 2).
+    ///
+    /// ```swift
+    /// options.pragmas = [.pageSize(8192), .cacheSize(kibibytes: 64_000)]
+    /// ```
+    public var pragmas: [SQLitePragma] = []
+    /// Called with the SQL of every statement a SQLite store runs, as it
+    /// starts (Core Data: the `-com.apple.CoreData.SQLDebug 1` launch
+    /// argument; GRDB: `Database.trace(options:_:)`). The default is none;
+    /// other stores ignore it.
+    ///
+    /// Every connection the store opens reports, from the statements that open
+    /// the store on: the writer and each reader, so calls come from several
+    /// threads at once. The text is the statement as prepared, with `?` where
+    /// values are bound; the values are never passed. The remote-change
+    /// watcher's check (``remoteChangeNotifications``) and the copy a
+    /// migration works on are not reported. To start or stop tracing an open
+    /// store, use ``SQLiteStore/traceStatements(_:)``.
+    ///
+    /// ```swift
+    /// options.statementTrace = { sql in print("SQL:", sql) }
+    /// ```
+    public var statementTrace: (@Sendable (String) -> Void)?
     /// A database copied to the store's location when no store exists there yet.
     public var seedDatabaseURL: URL?
     /// Destroy the store and create an empty one in its place when it was

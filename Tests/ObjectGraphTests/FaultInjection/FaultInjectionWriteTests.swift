@@ -64,7 +64,7 @@ import Testing
                 break
             case .walCheckpointing:
                 options.synchronous = .full
-                options.pragmas = ["wal_autocheckpoint": "1"]
+                options.pragmas = [.walAutocheckpoint(pages: 1)]
             case .rollbackJournal:
                 options.journalMode = .delete
                 options.synchronous = .full

@@ -190,4 +190,50 @@ import Testing
             #expect(gadget.box === box)
         }
     }
+
+    @Test(arguments: allStoreTypes)
+    func aTypeOfTheUsersOwnConformingToManagedAttributeValueIsATypedProperty(type: StoreType) throws {
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Reading", managedObjectClass: Reading.self, properties: [
+                AttributeDescription(name: "temperature", type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: "previous", type: .double),
+            ]),
+        ])
+        let stack = try TestStack(type: type, model: model)
+        let context = stack.newContext()
+        let id = try context.performAndWait {
+            let reading = Reading(context: context)
+            #expect(reading.temperature == Celsius(degrees: 0))
+            #expect(reading.previous == nil)
+            reading.temperature = Celsius(degrees: 21.5)
+            reading.previous = Celsius(degrees: 19)
+            #expect(try reading.value(forKey: "temperature") as? Double == 21.5, "stored as the attribute's type")
+            try context.save()
+            return reading.objectID
+        }
+        let reader = stack.newContext()
+        try reader.performAndWait {
+            let reading = try #require(try reader.existingObject(with: id) as? Reading)
+            #expect(reading.temperature == Celsius(degrees: 21.5))
+            #expect(reading.previous == Celsius(degrees: 19))
+        }
+    }
+}
+
+/// A value type of the user's own, stored in a Double attribute: the
+/// `ManagedPropertyValue` documentation's example, through the public API only.
+struct Celsius: ManagedAttributeValue, Equatable {
+    var degrees: Double
+    init(degrees: Double) { self.degrees = degrees }
+    init?(propertyValue: PropertyValue) {
+        guard let degrees = Double(propertyValue: propertyValue) else { return nil }
+        self.degrees = degrees
+    }
+    var propertyValue: PropertyValue { .double(degrees) }
+    static var defaultManagedValue: Celsius { Celsius(degrees: 0) }
+}
+
+final class Reading: ManagedObject {
+    @Managed var temperature: Celsius
+    @Managed var previous: Celsius?
 }

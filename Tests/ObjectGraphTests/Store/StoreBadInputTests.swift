@@ -110,16 +110,6 @@ import Testing
         #expect(remote?.url == web)
     }
 
-    @Test func aRefusedPragmaThrowsBeforeTheFileIsCreated() throws {
-        let directory = TemporaryDirectory()
-        let url = directory.file("Store.sqlite")
-        var options = StoreOptions()
-        options.pragmas = ["cache_size; DROP TABLE x": "1"]
-        let error = addError(at: url, options: options)
-        #expect(error?.url?.path == url.path)
-        #expect(!FileManager.default.fileExists(atPath: url.path))
-    }
-
     // MARK: - Models that do not match
 
     @Test func aModelWithAnExtraEntityIsIncompatible() throws {

@@ -58,7 +58,7 @@ import Testing
         let directory = TemporaryDirectory()
         let url = try foreignDatabase(in: directory)
         var options = StoreOptions()
-        options.pragmas = ["user_version": "7", "auto_vacuum": "1"]   // both would write the header
+        options.pragmas = [try .custom(name: "user_version", value: 7), try .custom(name: "auto_vacuum", value: 1)]   // both would write the header
         options.journalMode = .truncate
         try expectRefusedUnchanged(url, options: options)
     }

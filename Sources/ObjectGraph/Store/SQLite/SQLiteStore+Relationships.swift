@@ -101,15 +101,6 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
             }
         }
     }
-
-    /// Reports every SQL statement the store's connections run (for tests and
-    /// diagnostics); nil stops it. Bound values are not included. The reader
-    /// connections, those opened later too, take it before their next read;
-    /// they may report at the same time, from their threads.
-    package func traceStatements(_ observer: (@Sendable (String) -> Void)?) {
-        readers.setTrace(observer)
-        _ = writer.withConnection { $0.trace(observer) }
-    }
 }
 
 // MARK: - Writing relationships at save

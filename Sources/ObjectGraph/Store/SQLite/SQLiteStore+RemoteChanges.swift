@@ -6,7 +6,9 @@ extension SQLiteStore: RemoteChangeObservingStore {
     /// Opens a read-only connection of its own and checks it for commits by
     /// other connections when the store's files change (see ``SQLiteChangeWatcher``).
     public func startObservingRemoteChanges(_ onChange: @escaping @Sendable (StoreRemoteChange) -> Void) throws {
-        let connection = try open(readOnly: true)
+        // Untraced: its once-a-second check is the watcher's, not work done for
+        // the contexts, and would make the statements a trace sees depend on time.
+        let connection = try open(readOnly: true, traced: false)
         let watcher = try {
             do {
                 return try SQLiteChangeWatcher(connection: connection, storeURL: fileURL, label: "DataStack.SQLiteStore.remoteChanges") { [weak self] in

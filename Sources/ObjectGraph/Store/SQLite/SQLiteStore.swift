@@ -36,6 +36,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     let externalStorage: ExternalBinaryStorage
     /// The watcher that posts remote-change notifications, while one runs (SQLiteStore+RemoteChanges.swift).
     let changeWatcher = Mutex<SQLiteChangeWatcher?>(nil)
+    /// What every connection the store opens reports its statements to (SQLiteStore+Tracing.swift).
+    let statementObserver: Mutex<(@Sendable (String) -> Void)?>
 
     struct State: @unchecked Sendable {
         // @unchecked Sendable: StoreMetadata values are Sendable; the struct is only touched under `state`.
@@ -65,6 +67,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         self.isReadOnly = configuration.options.isReadOnly
         self.readers = ReaderPool(maximumCount: configuration.options.maximumReaderCount, url: url)
         self.externalStorage = ExternalBinaryStorage(storeURL: url)
+        self.statementObserver = Mutex(configuration.options.statementTrace)
     }
 
     public var identifier: String { state.withLock { $0.identifier } }
@@ -173,18 +176,28 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         readers.close()
     }
 
-    func open(readOnly: Bool, defersSettings: Bool = false) throws -> Connection {
+    /// Opens a connection to the store's file with the store's options.
+    ///
+    /// - Parameters:
+    ///   - defersSettings: leaves the pragmas, journal mode and synchronous
+    ///     level for the caller's ``Connection/applySettings(beforeJournalMode:)``.
+    ///   - traced: whether the connection reports its statements to the
+    ///     store's observer (``traceStatements(_:)``) from its first setting on.
+    func open(readOnly: Bool, defersSettings: Bool = false, traced: Bool = true) throws -> Connection {
         var options = Connection.Configuration()
         options.isReadOnly = readOnly
         options.createsIfMissing = !readOnly
-        options.defersSettings = defersSettings
+        // Always deferred here, so that the trace is installed before the settings run.
+        options.defersSettings = true
         let storeOptions = configuration.options
         options.journalMode = storeOptions.journalMode
         options.synchronous = storeOptions.synchronous
         options.busyMode = storeOptions.busyMode
-        options.pragmas = storeOptions.pragmas
+        options.pragmas = Dictionary(storeOptions.pragmas.map { ($0.name, $0.value.sql) }, uniquingKeysWith: { $1 })
         do {
             let connection = try Connection(path: fileURL.path, configuration: options)
+            if traced, let observer = statementObserver.withLock({ $0 }) { connection.trace(observer) }
+            if !defersSettings { try connection.applySettings() }
             // Predicates compile to SQL that calls these (case and diacritic folding, LIKE, MATCHES).
             try FetchPredicate.registerFunctions(on: connection)
             return connection

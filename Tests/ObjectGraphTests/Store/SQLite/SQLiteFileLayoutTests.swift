@@ -158,7 +158,7 @@ import Testing
         let url = directory.file("Delete.sqlite")
         var options = StoreOptions()
         options.journalMode = .delete
-        options.pragmas = ["cache_size": "-4000"]
+        options.pragmas = [.cacheSize(kibibytes: 4000)]
         let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
         try coordinator.addPersistentStore(type: .sqlite, at: url, options: options)
         let statement = try RawStore.open(url, readOnly: true).prepare("PRAGMA journal_mode")
