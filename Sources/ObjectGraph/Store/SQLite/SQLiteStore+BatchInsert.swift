@@ -78,7 +78,7 @@ extension SQLiteStore {
 /// first row to the last (the rows, their statements, the next free key, the
 /// upserted holders), so that each step of a row is a function of its own.
 private struct BatchInsertWriter {
-    let store: SQLiteStore
+    private let store: SQLiteStore
     let mapping: SQLiteSchema.EntityMapping
     private let schema: SQLiteSchema
     private let connection: Connection
