@@ -1,4 +1,5 @@
 import Foundation
+import DataStack
 
 /// Where the tool writes: standard output, buffered by the C library so a
 /// dump of a million objects does not make a million system calls, and
@@ -81,7 +82,7 @@ enum JSONText {
 
     private static func write(_ value: Any, to out: inout String, indent: String?) throws {
         switch value {
-        case let string as String: quote(string, to: &out)
+        case let string as String: JSONString.append(string, to: &out)
         case let flag as Bool: out += flag ? "true" : "false"
         case let number as Int: out += String(number)
         case let number as Int64: out += String(number)
@@ -106,28 +107,12 @@ enum JSONText {
             if offset > 0 { out += "," }
             if let inner { out += "\n" + inner }
             if let key = member.key {
-                quote(key, to: &out)
+                JSONString.append(key, to: &out)
                 out += indent == nil ? ":" : ": "
             }
             try write(member.value, to: &out, indent: inner)
         }
         if let indent, !members.isEmpty { out += "\n" + indent }
         out += close
-    }
-
-    private static func quote(_ string: String, to out: inout String) {
-        out += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension ManagedObjectContext {
     /// Posted by `processPendingChanges()` when registered objects changed; the
@@ -22,21 +21,13 @@ extension ManagedObjectContext {
     /// ```
     public var events: AsyncStream<ContextEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: ContextEvent.self, bufferingPolicy: .unbounded)
-        let id = eventSubscribers.withLock { subscribers in
-            subscribers.nextID += 1
-            subscribers.continuations[subscribers.nextID] = continuation
-            return subscribers.nextID
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.eventSubscribers.withLock { $0.continuations[id] = nil }
-        }
+        eventSubscribers.add(continuation)
         return stream
     }
 
     /// Posts the notification and yields the event to every `events` sequence.
     func post(_ event: ContextEvent) {
-        let continuations = eventSubscribers.withLock { Array($0.continuations.values) }
-        for continuation in continuations { continuation.yield(event) }
+        eventSubscribers.yield(event)
         switch event {
         case .objectsDidChange(let change):
             NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: [Self.payloadKey: change])
@@ -48,12 +39,6 @@ extension ManagedObjectContext {
             NotificationCenter.default.post(name: Self.faultFulfillmentFailedNotification, object: self, userInfo: [Self.payloadKey: failure])
         }
     }
-}
-
-/// Subscribers of a context's `events` sequences.
-struct EventSubscribers {
-    var nextID = 0
-    var continuations: [Int: AsyncStream<ContextEvent>.Continuation] = [:]
 }
 
 /// One event of a context.

@@ -173,7 +173,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The observer behind `automaticallyMergesChangesFromParent`.
     let automaticMergeObserver = Mutex<ObserverToken?>(nil)
     /// Subscribers of `events`; shared with the iterating tasks.
-    let eventSubscribers = Mutex(EventSubscribers())
+    let eventSubscribers = StreamSubscribers<ContextEvent>()
 
     /// Creates a context of the given kind, with no coordinator or parent yet.
     public init(concurrencyType: ConcurrencyType) {

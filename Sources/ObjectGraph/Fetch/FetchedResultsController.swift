@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A live, sectioned list of the objects a fetch request matches, that reports
 /// its changes as keyed diffs (Core Data: `NSFetchedResultsController`).
@@ -91,7 +90,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
     var window: [[ObjectID]] = []
     private var observer: ObserverToken?
     /// Subscribers of `changes`; shared with the iterating tasks.
-    let subscribers = ChangeSubscribers()
+    let subscribers = StreamSubscribers<FetchedResultsChange>()
 
     /// Creates a controller; nothing is fetched until ``performFetch()``.
     public init(fetchRequest: FetchRequest<Result>, managedObjectContext: ManagedObjectContext,
@@ -358,36 +357,6 @@ extension FetchedResultsController: Sendable {}
 final class WeakControllerBox<Controller: AnyObject>: @unchecked Sendable {
     weak var controller: Controller?
     init(_ controller: Controller) { self.controller = controller }
-}
-
-/// The continuations of a controller's `changes` sequences.
-final class ChangeSubscribers: Sendable {
-    private struct State {
-        var nextID = 0
-        var continuations: [Int: AsyncStream<FetchedResultsChange>.Continuation] = [:]
-    }
-    private let state = Mutex(State())
-
-    func add(_ continuation: AsyncStream<FetchedResultsChange>.Continuation) {
-        let id = state.withLock { state in
-            state.nextID += 1
-            state.continuations[state.nextID] = continuation
-            return state.nextID
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { $0.continuations[id] = nil }
-        }
-    }
-
-    var hasSubscribers: Bool { state.withLock { !$0.continuations.isEmpty } }
-
-    func yield(_ change: FetchedResultsChange) {
-        for continuation in state.withLock({ Array($0.continuations.values) }) { continuation.yield(change) }
-    }
-
-    func finishAll() {
-        for continuation in state.withLock({ Array($0.continuations.values) }) { continuation.finish() }
-    }
 }
 
 extension ManagedObjectContext {

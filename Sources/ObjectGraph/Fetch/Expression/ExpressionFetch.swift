@@ -54,10 +54,7 @@ extension ExpressionFetch {
     ///
     /// - Throws: ``FetchExpressionError`` naming the part of the request.
     init?<Result>(request: FetchRequest<Result>, entity: EntityDescription) throws {
-        let properties = request.propertiesToFetch ?? []
-        let isComputed = !request.propertiesToGroupBy.isEmpty || request.havingPredicate != nil
-            || properties.contains { if case .keyPath(let keyPath) = $0 { keyPath.contains(".") } else { true } }
-        guard isComputed else { return nil }
+        guard Self.isComputed(request) else { return nil }
         let checker = ExpressionChecker(entity: entity)
         guard request.resultType == .dictionary else {
             let location = request.havingPredicate != nil ? "havingPredicate"
@@ -65,8 +62,28 @@ extension ExpressionFetch {
             throw checker.error(.needsDictionaryResults, location,
                                 "expressions, grouping and having need dictionary results (resultType = .dictionary)")
         }
+        columns = try Self.columns(request.propertiesToFetch ?? [], checker: checker)
+        groupBy = try Self.groupBy(request.propertiesToGroupBy, columns: columns, checker: checker)
+        having = request.havingPredicate
+        sortColumns = []   // read once the grouping is checked, so that its errors come first, as they always have
+        let grouped = Set(groupBy.flatMap(\.node.keyPathsOutsideAggregates))
+        try checkColumnsAreGrouped(grouped, checker: checker)
+        if let having {
+            try checkHaving(having, grouped: grouped, checker: checker)
+        }
+        sortColumns = try sortColumns(of: request.sortDescriptors, checker: checker)
+    }
 
-        columns = []
+    /// Whether the request computes anything: an expression, a key path through
+    /// a relationship, grouping or a having predicate.
+    private static func isComputed<Result>(_ request: FetchRequest<Result>) -> Bool {
+        !request.propertiesToGroupBy.isEmpty || request.havingPredicate != nil
+            || (request.propertiesToFetch ?? []).contains { if case .keyPath(let keyPath) = $0 { keyPath.contains(".") } else { true } }
+    }
+
+    /// The fetched values, each checked against the entity; names are unique.
+    private static func columns(_ properties: [PropertyToFetch], checker: ExpressionChecker) throws -> [Column] {
+        var columns: [Column] = []
         for (index, property) in properties.enumerated() {
             let location = "propertiesToFetch[\(index)] '\(property.name)'"
             if columns.contains(where: { $0.name == property.name }) {
@@ -87,9 +104,13 @@ extension ExpressionFetch {
         if columns.isEmpty {
             throw checker.error(.unknownName, "propertiesToFetch", "a grouped or computed fetch needs the values to fetch")
         }
+        return columns
+    }
 
-        groupBy = []
-        for (index, name) in request.propertiesToGroupBy.enumerated() {
+    /// The grouping: a fetched value's expression by its name, else a key path
+    /// to an attribute; never an aggregate.
+    private static func groupBy(_ names: [String], columns: [Column], checker: ExpressionChecker) throws -> [FetchExpression] {
+        try names.enumerated().map { index, name in
             let location = "propertiesToGroupBy[\(index)] '\(name)'"
             let expression = columns.first { $0.name == name }?.expression ?? .keyPath(name)
             if expression.node.containsAggregate {
@@ -98,24 +119,25 @@ extension ExpressionFetch {
             if try checker.type(of: expression.node, at: location) == nil {
                 throw checker.error(.unknownKeyPath, location, "\(name) is a relationship; group by one of its destination's attributes")
             }
-            groupBy.append(expression)
+            return expression
         }
+    }
 
-        having = request.havingPredicate
-        sortColumns = []
-        let grouped = Set(groupBy.flatMap(\.node.keyPathsOutsideAggregates))
-        if isAggregating {
-            for (index, column) in columns.enumerated() where !groupBy.contains(column.expression) {
-                if let loose = column.expression.node.keyPathsOutsideAggregates.first(where: { !grouped.contains($0) }) {
-                    throw checker.error(.notGrouped, "propertiesToFetch[\(index)] '\(column.name)'",
-                                        "\(loose.joined(separator: ".")) is neither in propertiesToGroupBy nor inside an aggregate")
-                }
+    /// In a grouped or aggregating fetch, each fetched value is grouped or reads
+    /// key paths only inside aggregates.
+    private func checkColumnsAreGrouped(_ grouped: Set<[String]>, checker: ExpressionChecker) throws {
+        guard isAggregating else { return }
+        for (index, column) in columns.enumerated() where !groupBy.contains(column.expression) {
+            if let loose = column.expression.node.keyPathsOutsideAggregates.first(where: { !grouped.contains($0) }) {
+                throw checker.error(.notGrouped, "propertiesToFetch[\(index)] '\(column.name)'",
+                                    "\(loose.joined(separator: ".")) is neither in propertiesToGroupBy nor inside an aggregate")
             }
         }
-        if let having {
-            try checkHaving(having, grouped: grouped, checker: checker)
-        }
-        for (index, sort) in request.sortDescriptors.enumerated() {
+    }
+
+    /// The column each sort descriptor names: the results are sorted by their fetched values.
+    private func sortColumns(of sortDescriptors: [FetchSort], checker: ExpressionChecker) throws -> [Int] {
+        try sortDescriptors.enumerated().map { index, sort in
             if sort.relevanceQuery != nil {
                 throw checker.error(.unknownName, "sortDescriptors[\(index)] '\(sort.key)'",
                                     "a computed or grouped fetch can't sort by relevance; it sorts by its fetched values")
@@ -124,7 +146,7 @@ extension ExpressionFetch {
                 throw checker.error(.unknownName, "sortDescriptors[\(index)] '\(sort.key)'",
                                     "a computed or grouped fetch sorts by the names of its fetched values")
             }
-            sortColumns.append(column)
+            return column
         }
     }
 

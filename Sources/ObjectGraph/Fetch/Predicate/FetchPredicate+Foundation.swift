@@ -220,24 +220,15 @@ extension PredicateExpressions.SequenceContains: FoundationPredicateTranslatable
 
 extension PredicateExpressions.Conjunction: FoundationPredicateTranslatable {
     func translate(with translator: inout FoundationPredicateTranslator) throws -> FoundationPredicateTranslator.Term {
-        // Flattened as the parser flattens `a AND b AND c`.
-        var children: [PredicateNode] = []
-        for side in [lhs as Any, rhs as Any] {
-            let node = try translator.condition(side)
-            if case .and(let inner) = node { children += inner } else { children.append(node) }
-        }
-        return FoundationPredicateTranslator.Term(node: .and(children))
+        let left = try translator.condition(lhs)
+        return FoundationPredicateTranslator.Term(node: .and(flattening: [left, try translator.condition(rhs)]))
     }
 }
 
 extension PredicateExpressions.Disjunction: FoundationPredicateTranslatable {
     func translate(with translator: inout FoundationPredicateTranslator) throws -> FoundationPredicateTranslator.Term {
-        var children: [PredicateNode] = []
-        for side in [lhs as Any, rhs as Any] {
-            let node = try translator.condition(side)
-            if case .or(let inner) = node { children += inner } else { children.append(node) }
-        }
-        return FoundationPredicateTranslator.Term(node: .or(children))
+        let left = try translator.condition(lhs)
+        return FoundationPredicateTranslator.Term(node: .or(flattening: [left, try translator.condition(rhs)]))
     }
 }
 

@@ -82,12 +82,12 @@ public struct FetchPredicate: Sendable {
 
     /// All of the predicates (Core Data: `NSCompoundPredicate(andPredicateWithSubpredicates:)`).
     public static func and(_ predicates: [FetchPredicate]) -> FetchPredicate {
-        FetchPredicate(expression: .and(predicates.flatMap { if case .and(let inner) = $0.expression { inner } else { [$0.expression] } }))
+        FetchPredicate(expression: .and(flattening: predicates.map(\.expression)))
     }
 
     /// Any of the predicates (Core Data: `NSCompoundPredicate(orPredicateWithSubpredicates:)`).
     public static func or(_ predicates: [FetchPredicate]) -> FetchPredicate {
-        FetchPredicate(expression: .or(predicates.flatMap { if case .or(let inner) = $0.expression { inner } else { [$0.expression] } }))
+        FetchPredicate(expression: .or(flattening: predicates.map(\.expression)))
     }
 
     /// The opposite of a predicate (Core Data: `NSCompoundPredicate(notPredicateWithSubpredicate:)`).

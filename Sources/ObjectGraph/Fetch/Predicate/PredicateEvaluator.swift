@@ -74,25 +74,9 @@ struct PredicateEvaluator {
         case .falsePredicate:
             return false
         case .and(let children):
-            var result: Bool? = true
-            for child in children {
-                switch try test(child, on: object) {
-                case false?: return false
-                case nil: result = nil
-                case true?: break
-                }
-            }
-            return result
+            return try combine(children, dominatedBy: false, on: object)
         case .or(let children):
-            var result: Bool? = false
-            for child in children {
-                switch try test(child, on: object) {
-                case true?: return true
-                case nil: result = nil
-                case false?: break
-                }
-            }
-            return result
+            return try combine(children, dominatedBy: true, on: object)
         case .not(let child):
             return try test(child, on: object).map { !$0 }
         case .comparison(let lhs, let op, let rhs, let options, let modifier):
@@ -102,89 +86,127 @@ struct PredicateEvaluator {
         }
     }
 
+    /// SQL's `AND` (dominated by false) and `OR` (dominated by true): the
+    /// dominant value as soon as a child has it, else unknown when a child
+    /// was, else the other value.
+    private func combine(_ children: [PredicateNode], dominatedBy dominant: Bool, on object: Value) throws -> Bool? {
+        var result: Bool? = !dominant
+        for child in children {
+            guard let truth = try test(child, on: object) else {
+                result = nil
+                continue
+            }
+            if truth == dominant { return dominant }
+        }
+        return result
+    }
+
+    /// A comparison's truth value: both sides evaluated, then tested as the
+    /// operator reads them, on each element of a to-many side as `modifier` quantifies them.
     private func compare(_ lhs: PredicateNode, _ op: ComparisonOperator, _ rhs: PredicateNode,
                          options: ComparisonOptions, modifier: ComparisonModifier, on object: Value) throws -> Bool? {
         if op == .textSearch { return try search(lhs, rhs, modifier: modifier, on: object) }
-        var left = try value(lhs, on: object)
+        let evaluatedLeft = try value(lhs, on: object)
         let right = try value(rhs, on: object)
+        let left = try quantified(evaluatedLeft, of: lhs, modifier: modifier, right: right)
         let lhsIsNil = lhs == .constant(.null), rhsIsNil = rhs == .constant(.null)
-        var rightIsMany = false
-        if case .many = right { rightIsMany = true }
-        if modifier != .direct, !rightIsMany, case .scalar(.null) = left, lhs.isKeyPathOrVariable {
-            left = .many([])   // a nil to-one on the way to a to-many, for subjects without an entity
-        }
-
-        var leftItems: [Value]?
-        if case .many(let items) = left { leftItems = items }
-        if leftItems == nil, !rightIsMany, modifier != .direct {
-            throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")
-        }
-
         switch op {
         case .in:
-            func member(_ element: Value) throws -> Bool? {
-                let candidate = try scalar(element)
-                switch right {
-                case .list(let items):
-                    // SQL's `x IN (…)`: false for an empty list, unknown for NULL or an unknown miss.
-                    if items.isEmpty { return false }
-                    if candidate.isNull { return nil }
-                    var sawUnknown = false
-                    for item in items {
-                        switch try equal(candidate, try scalar(item), options: options, lhsIsNil: false, rhsIsNil: false) {
-                        case true?: return true
-                        case nil: sawUnknown = true
-                        case false?: break
-                        }
-                    }
-                    return sawUnknown ? nil : false
-                case .many(let items):
-                    for item in items where try equal(candidate, try scalar(item), options: options, lhsIsNil: lhsIsNil, rhsIsNil: false) == true {
-                        return true
-                    }
-                    return false
-                case .scalar(.text(let text)):
-                    return PredicateScalar.stringTest(.contains, .text(text), candidate, options)
-                case .scalar(.null):
-                    return nil
-                default:
-                    throw PredicateProblem("IN needs a collection, a to-many key path or a string after it")
-                }
-            }
-            if let leftItems { return try quantify(modifier, leftItems, member) }
-            return try member(left)
-
+            return try check(left, quantifiedBy: modifier) { try isMember($0, of: right, options: options, lhsIsNil: lhsIsNil) }
         case .between:
             guard case .list(let bounds) = right, bounds.count == 2 else {
                 if case .scalar(.null) = right { return nil }
                 throw PredicateProblem("BETWEEN needs {low, high} after it")
             }
             let low = try scalar(bounds[0]), high = try scalar(bounds[1])
-            func inRange(_ element: Value) throws -> Bool? {
-                let x = try scalar(element)
-                let above = ordered(.greaterOrEqual, x, low, options)
-                let below = ordered(.lessOrEqual, x, high, options)
-                if above == false || below == false { return false }
-                if above == nil || below == nil { return nil }
+            return try check(left, quantifiedBy: modifier) { try isBetween($0, low, high, options) }
+        default:
+            return try compareSingle(left, op, right, options: options, modifier: modifier, lhsIsNil: lhsIsNil, rhsIsNil: rhsIsNil)
+        }
+    }
+
+    /// The left side of a comparison, checked to be a to-many side when a
+    /// modifier (`ANY`, `ALL`, `NONE`) quantifies it and the right side is not one.
+    private func quantified(_ left: Value, of lhs: PredicateNode, modifier: ComparisonModifier, right: Value) throws -> Value {
+        guard modifier != .direct else { return left }
+        switch (left, right) {
+        case (.many, _), (_, .many):
+            return left
+        case (.scalar(.null), _) where lhs.isKeyPathOrVariable:
+            return .many([])   // a nil to-one on the way to a to-many, for subjects without an entity
+        default:
+            throw PredicateProblem("\(modifier.rawValue) needs a to-many key path, and \(FetchPredicate(expression: lhs)) is not one")
+        }
+    }
+
+    /// `condition` on a value, or on each element of a to-many value as `modifier` quantifies them.
+    private func check(_ value: Value, quantifiedBy modifier: ComparisonModifier, _ condition: (Value) throws -> Bool?) throws -> Bool? {
+        if case .many(let items) = value { return try quantify(modifier, items, condition) }
+        return try condition(value)
+    }
+
+    /// `IN`: whether `element` is among the right side's values, a constant
+    /// collection, a to-many side, or a string it is part of.
+    private func isMember(_ element: Value, of right: Value, options: ComparisonOptions, lhsIsNil: Bool) throws -> Bool? {
+        let candidate = try scalar(element)
+        switch right {
+        case .list(let items):
+            return try isMember(candidate, ofList: items, options: options)
+        case .many(let items):
+            for item in items where try equal(candidate, try scalar(item), options: options, lhsIsNil: lhsIsNil, rhsIsNil: false) == true {
                 return true
             }
-            if let leftItems { return try quantify(modifier, leftItems, inRange) }
-            return try inRange(left)
-
+            return false
+        case .scalar(.text(let text)):
+            return PredicateScalar.stringTest(.contains, .text(text), candidate, options)
+        case .scalar(.null):
+            return nil
         default:
-            if case .list = right { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
-            if case .list = left { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
-            var rightItems: [Value]?
-            if case .many(let items) = right { rightItems = items }
-            if let leftItems {
-                if rightItems != nil { throw PredicateProblem("only one side of a comparison may cross a to-many relationship") }
-                let r = try scalar(right)
-                return try quantify(modifier, leftItems) { try binary(op, try scalar($0), r, options, lhsIsNil, rhsIsNil) }
+            throw PredicateProblem("IN needs a collection, a to-many key path or a string after it")
+        }
+    }
+
+    /// SQL's `x IN (…)`: false for an empty list, unknown for NULL or an unknown miss.
+    private func isMember(_ candidate: PredicateScalar, ofList items: [Value], options: ComparisonOptions) throws -> Bool? {
+        if items.isEmpty { return false }
+        if candidate.isNull { return nil }
+        var sawUnknown = false
+        for item in items {
+            switch try equal(candidate, try scalar(item), options: options, lhsIsNil: false, rhsIsNil: false) {
+            case true?: return true
+            case nil: sawUnknown = true
+            case false?: break
             }
-            if let rightItems {
-                let l = try scalar(left)
-                return try quantify(modifier, rightItems) { try binary(op, l, try scalar($0), options, lhsIsNil, rhsIsNil) }
-            }
+        }
+        return sawUnknown ? nil : false
+    }
+
+    /// `BETWEEN {low, high}`: both bounds inclusive, unknown when either test is.
+    private func isBetween(_ element: Value, _ low: PredicateScalar, _ high: PredicateScalar, _ options: ComparisonOptions) throws -> Bool? {
+        let x = try scalar(element)
+        let above = ordered(.greaterOrEqual, x, low, options)
+        let below = ordered(.lessOrEqual, x, high, options)
+        if above == false || below == false { return false }
+        if above == nil || below == nil { return nil }
+        return true
+    }
+
+    /// A comparison of single values (`==`, `<`, `LIKE` …), over the elements
+    /// of whichever side is to-many; at most one side may be.
+    private func compareSingle(_ left: Value, _ op: ComparisonOperator, _ right: Value, options: ComparisonOptions,
+                               modifier: ComparisonModifier, lhsIsNil: Bool, rhsIsNil: Bool) throws -> Bool? {
+        if case .list = right { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
+        if case .list = left { throw PredicateProblem("a collection {…} can only follow IN or BETWEEN") }
+        switch (left, right) {
+        case (.many, .many):
+            throw PredicateProblem("only one side of a comparison may cross a to-many relationship")
+        case (.many(let leftItems), _):
+            let r = try scalar(right)
+            return try quantify(modifier, leftItems) { try binary(op, try scalar($0), r, options, lhsIsNil, rhsIsNil) }
+        case (_, .many(let rightItems)):
+            let l = try scalar(left)
+            return try quantify(modifier, rightItems) { try binary(op, l, try scalar($0), options, lhsIsNil, rhsIsNil) }
+        default:
             return try binary(op, try scalar(left), try scalar(right), options, lhsIsNil, rhsIsNil)
         }
     }

@@ -124,6 +124,22 @@ package enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     case max
 }
 
+// MARK: - Building
+
+extension PredicateNode {
+    /// `children` joined by `AND`, each `AND` among them spliced in: the parser
+    /// reads `a AND (b AND c)` as the one list `a AND b AND c`, and every other
+    /// way of building a predicate gives the same tree.
+    static func and(flattening children: [PredicateNode]) -> PredicateNode {
+        .and(children.flatMap { if case .and(let inner) = $0 { inner } else { [$0] } })
+    }
+
+    /// `children` joined by `OR`, each `OR` among them spliced in (see ``and(flattening:)``).
+    static func or(flattening children: [PredicateNode]) -> PredicateNode {
+        .or(children.flatMap { if case .or(let inner) = $0 { inner } else { [$0] } })
+    }
+}
+
 // MARK: - Traversal
 
 extension PredicateNode {

@@ -90,23 +90,12 @@ struct PredicateLexer {
         case "'", "\"":
             return PredicateToken(kind: .string(try readString(quote: c)), offset: start)
         case "#":
-            position += 1
-            guard let first = peek(), Self.isIdentifierStart(first) else {
-                throw SyntaxError(offset: position, expected: "a key after '#'")
-            }
-            return PredicateToken(kind: .escapedIdentifier(readWord()), offset: start)
+            return PredicateToken(kind: .escapedIdentifier(try readWordAfterSigil(expected: "a key after '#'")), offset: start)
         case "$":
-            position += 1
-            guard let first = peek(), Self.isIdentifierStart(first) else {
-                throw SyntaxError(offset: position, expected: "a variable name after '$'")
-            }
-            return PredicateToken(kind: .variable(readWord()), offset: start)
+            return PredicateToken(kind: .variable(try readWordAfterSigil(expected: "a variable name after '$'")), offset: start)
         case "@":
-            position += 1
-            guard let first = peek(), Self.isIdentifierStart(first) else {
-                throw SyntaxError(offset: position, expected: "a collection operator (@count, @sum, @avg, @min, @max)")
-            }
-            return PredicateToken(kind: .collectionOperator(readWord()), offset: start)
+            return PredicateToken(kind: .collectionOperator(try readWordAfterSigil(expected: "a collection operator (@count, @sum, @avg, @min, @max)")),
+                                  offset: start)
         case "%":
             return PredicateToken(kind: .formatSpecifier(try readFormatSpecifier()), offset: start)
         default:
@@ -131,6 +120,16 @@ struct PredicateLexer {
             position += 1
         }
         return String(word)
+    }
+
+    /// The word after a one-character sigil (`#key`, `$variable`, `@count`),
+    /// which must start right after it; `expected` names what is missing.
+    private mutating func readWordAfterSigil(expected: String) throws(SyntaxError) -> String {
+        position += 1
+        guard let first = peek(), Self.isIdentifierStart(first) else {
+            throw SyntaxError(offset: position, expected: expected)
+        }
+        return readWord()
     }
 
     /// Reads `123`, `1.5`, `1e-3`, `0x1F`, `0o17`, `0b101`, returning the text.

@@ -118,7 +118,7 @@ struct PredicateParser {
             _ = advance()
             terms.append(try parseAnd())
         }
-        return terms.count == 1 ? terms[0] : .or(terms.flatMap { if case .or(let inner) = $0 { inner } else { [$0] } })
+        return terms.count == 1 ? terms[0] : .or(flattening: terms)
     }
 
     private mutating func parseAnd() throws(SyntaxError) -> PredicateNode {
@@ -127,7 +127,7 @@ struct PredicateParser {
             _ = advance()
             terms.append(try parseNot())
         }
-        return terms.count == 1 ? terms[0] : .and(terms.flatMap { if case .and(let inner) = $0 { inner } else { [$0] } })
+        return terms.count == 1 ? terms[0] : .and(flattening: terms)
     }
 
     private mutating func parseNot() throws(SyntaxError) -> PredicateNode {

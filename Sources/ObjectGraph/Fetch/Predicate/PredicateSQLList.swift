@@ -32,25 +32,11 @@ enum PredicateSQLList {
                 json += String(number)
             case .string(let string) where isText != false:
                 isText = true
-                appendQuoted(string, to: &json)
+                JSONString.append(string, to: &json)
             default:
                 return nil
             }
         }
         return (json + "]", isText ?? false)
-    }
-
-    /// `string` as a JSON string: quotes, backslashes and control characters escaped.
-    private static func appendQuoted(_ string: String, to json: inout String) {
-        json += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": json += "\\\""
-            case "\\": json += "\\\\"
-            case _ where scalar.value < 0x20: json += String(format: "\\u%04x", scalar.value)
-            default: json.unicodeScalars.append(scalar)
-            }
-        }
-        json += "\""
     }
 }

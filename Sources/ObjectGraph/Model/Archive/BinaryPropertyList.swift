@@ -151,117 +151,56 @@ extension BinaryPropertyList {
             budget -= size
         }
 
+        /// Decodes the object at `start` by its marker's high nibble.
         private mutating func readObject(at start: Int, index: Int, depth: Int) throws(PropertyListError) -> (value: PropertyListValue, size: Int) {
-            let marker = bytes[start]
-            let high = marker >> 4
-            let low = Int(marker & 0x0F)
-            func invalid(_ message: String) -> PropertyListError {
-                PropertyListError(code: .invalidObject, message: "object \(index) at offset \(start): \(message)")
-            }
-            func unsupported(_ message: String) -> PropertyListError {
-                PropertyListError(code: .unsupportedValue, message: "object \(index) at offset \(start): \(message)")
-            }
             let value: PropertyListValue
-            switch high {
-            case 0x0:
-                switch low {
-                case 0x8: value = .bool(false)
-                case 0x9: value = .bool(true)
-                case 0x0: throw unsupported("null objects have no property list value")
-                case 0xF: throw unsupported("fill bytes are not a value")
-                default: throw invalid("unknown marker 0x\(String(marker, radix: 16))")
-                }
-            case 0x1:
-                value = .integer(try readInteger(at: start, index: index))
-            case 0x2:
-                guard low == 2 || low == 3 else { throw invalid("a real of \(1 << low) bytes (only 4 and 8)") }
-                let size = 1 << low
-                let bits = Self.bigEndian(bytes, at: try range(start + 1, size, index: index, start: start).lowerBound, size: size)
-                value = .real(size == 4 ? Double(Float(bitPattern: UInt32(bits))) : Double(bitPattern: bits))
-            case 0x3:
-                guard low == 3 else { throw invalid("a date of marker 0x\(String(marker, radix: 16)) (only 0x33)") }
-                let bits = Self.bigEndian(bytes, at: try range(start + 1, 8, index: index, start: start).lowerBound, size: 8)
-                value = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
-            case 0x4:
-                let (count, contentStart) = try readCount(low, at: start, index: index)
-                value = .data(Data(bytes[try range(contentStart, count, index: index, start: start)]))
-            case 0x5:
-                let (count, contentStart) = try readCount(low, at: start, index: index)
-                let content = bytes[try range(contentStart, count, index: index, start: start)]
-                guard content.allSatisfy({ $0 < 0x80 }) else { throw invalid("an ASCII string holds a byte above 0x7F") }
-                value = .string(String(decoding: content, as: UTF8.self))
-            case 0x6:
-                let (count, contentStart) = try readCount(low, at: start, index: index)
-                let (length, overflow) = count.multipliedReportingOverflow(by: 2)
-                guard !overflow else { throw invalid("a UTF-16 string of \(count) units is too long") }
-                let content = try range(contentStart, length, index: index, start: start)
-                let units = stride(from: content.lowerBound, to: content.upperBound, by: 2).map {
-                    UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1])
-                }
-                guard let string = String(validating: units, as: UTF16.self) else {
-                    throw invalid("a UTF-16 string holds an unpaired surrogate")
-                }
-                value = .string(string)
-            case 0x8:
-                let size = low + 1
-                let content = try range(start + 1, size, index: index, start: start)
-                // Up to 16 bytes: the bytes beyond the last 8 must be zero.
-                guard content.dropLast(min(size, 8)).allSatisfy({ bytes[$0] == 0 }) else {
-                    throw unsupported("a UID of \(size) bytes beyond 64 bits")
-                }
-                let uid = Self.bigEndian(bytes, at: content.upperBound - min(size, 8), size: min(size, 8))
-                guard uid <= UInt64(Int32.max) else { throw unsupported("UID \(uid) is beyond any archive's object count") }
-                value = .uid(Int(uid))
-            case 0xA, 0xC:
-                let (count, contentStart) = try readCount(low, at: start, index: index)
-                let references = try readReferences(count, at: contentStart, index: index, start: start)
-                var elements: [PropertyListValue] = []
-                elements.reserveCapacity(references.count)
-                var size = 1
-                for reference in references {
-                    let element = try readObject(reference, depth: depth + 1)
-                    elements.append(element.value)
-                    size += element.size
-                }
-                value = .array(elements)
-                try spend(1, index: index)
-                return (value, size)
-            case 0xD:
-                let (count, contentStart) = try readCount(low, at: start, index: index)
-                let (doubled, overflow) = count.multipliedReportingOverflow(by: 2)
-                guard !overflow else { throw invalid("a dictionary of \(count) entries is too large") }
-                let references = try readReferences(doubled, at: contentStart, index: index, start: start)
-                var dictionary: [String: PropertyListValue] = [:]
-                dictionary.reserveCapacity(count)
-                var size = 1
-                for entry in 0..<count {
-                    let key = try readObject(references[entry], depth: depth + 1)
-                    guard case .string(let name) = key.value else {
-                        throw unsupported("dictionary key \(entry) (object \(references[entry])) is \(key.value.kindDescription), not a string")
-                    }
-                    let element = try readObject(references[count + entry], depth: depth + 1)
-                    dictionary[name] = element.value   // a repeated key keeps its last value, as plistlib does
-                    size += key.size + element.size
-                }
-                value = .dictionary(dictionary)
-                try spend(1, index: index)
-                return (value, size)
-            default:
-                throw invalid("unknown marker 0x\(String(marker, radix: 16))")
+            switch bytes[start] >> 4 {
+            case 0x0: value = try readSingleByteObject(at: start, index: index)
+            case 0x1: value = .integer(try readInteger(at: start, index: index))
+            case 0x2: value = .real(try readReal(at: start, index: index))
+            case 0x3: value = .date(try readDate(at: start, index: index))
+            case 0x4: value = .data(try readData(at: start, index: index))
+            case 0x5: value = .string(try readASCIIString(at: start, index: index))
+            case 0x6: value = .string(try readUTF16String(at: start, index: index))
+            case 0x8: value = .uid(try readUID(at: start, index: index))
+            case 0xA, 0xC: return try readArray(at: start, index: index, depth: depth)
+            case 0xD: return try readDictionary(at: start, index: index, depth: depth)
+            default: throw unknownMarker(at: start, index: index)
             }
             try spend(1, index: index)
             return (value, 1)
         }
 
+        /// An error about object `index`, which starts at byte `start`: every
+        /// message about an object names both, so they read alike.
+        private func objectError(_ code: PropertyListError.Code, _ message: String, index: Int, start: Int) -> PropertyListError {
+            PropertyListError(code: code, message: "object \(index) at offset \(start): \(message)")
+        }
+
+        private func unknownMarker(at start: Int, index: Int) -> PropertyListError {
+            objectError(.invalidObject, "unknown marker 0x\(String(bytes[start], radix: 16))", index: index, start: start)
+        }
+
         // MARK: Scalars
+
+        /// A marker that is the whole object (`0x0n`): `false`, `true`, or the
+        /// null and fill objects, which have no value.
+        private func readSingleByteObject(at start: Int, index: Int) throws(PropertyListError) -> PropertyListValue {
+            switch bytes[start] & 0x0F {
+            case 0x8: return .bool(false)
+            case 0x9: return .bool(true)
+            case 0x0: throw objectError(.unsupportedValue, "null objects have no property list value", index: index, start: start)
+            case 0xF: throw objectError(.unsupportedValue, "fill bytes are not a value", index: index, start: start)
+            default: throw unknownMarker(at: start, index: index)
+            }
+        }
 
         /// An integer object (`0x1n`): 1, 2 and 4 bytes unsigned, 8 bytes signed,
         /// 16 bytes signed when the value fits `Int64`.
         private func readInteger(at start: Int, index: Int) throws(PropertyListError) -> Int64 {
             let low = Int(bytes[start] & 0x0F)
             guard low <= 4 else {
-                throw PropertyListError(code: .invalidObject,
-                                        message: "object \(index) at offset \(start): an integer of \(1 << min(low, 15)) bytes (only 1 to 16)")
+                throw objectError(.invalidObject, "an integer of \(1 << min(low, 15)) bytes (only 1 to 16)", index: index, start: start)
             }
             let size = 1 << low
             let content = try range(start + 1, size, index: index, start: start)
@@ -274,25 +213,137 @@ extension BinaryPropertyList {
             let value = Int64(bitPattern: lowBits)
             // Fits when the high half is the sign extension of the low half.
             guard highBits == (value < 0 ? UInt64.max : 0) else {
-                throw PropertyListError(code: .unsupportedValue,
-                                        message: "object \(index) at offset \(start): a 128-bit integer beyond Int64")
+                throw objectError(.unsupportedValue, "a 128-bit integer beyond Int64", index: index, start: start)
             }
             return value
         }
 
+        /// A real object (`0x2n`): a big-endian `Float` or `Double`.
+        private func readReal(at start: Int, index: Int) throws(PropertyListError) -> Double {
+            let low = Int(bytes[start] & 0x0F)
+            guard low == 2 || low == 3 else {
+                throw objectError(.invalidObject, "a real of \(1 << low) bytes (only 4 and 8)", index: index, start: start)
+            }
+            let size = 1 << low
+            let bits = Self.bigEndian(bytes, at: try range(start + 1, size, index: index, start: start).lowerBound, size: size)
+            return size == 4 ? Double(Float(bitPattern: UInt32(bits))) : Double(bitPattern: bits)
+        }
+
+        /// A date object (`0x33`): a `Double` of seconds since 2001-01-01.
+        private func readDate(at start: Int, index: Int) throws(PropertyListError) -> Date {
+            guard bytes[start] & 0x0F == 3 else {
+                throw objectError(.invalidObject, "a date of marker 0x\(String(bytes[start], radix: 16)) (only 0x33)", index: index, start: start)
+            }
+            let bits = Self.bigEndian(bytes, at: try range(start + 1, 8, index: index, start: start).lowerBound, size: 8)
+            return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
+        }
+
+        /// A data object (`0x4n`).
+        private func readData(at start: Int, index: Int) throws(PropertyListError) -> Data {
+            let (count, contentStart) = try readCount(at: start, index: index)
+            return Data(bytes[try range(contentStart, count, index: index, start: start)])
+        }
+
+        /// An ASCII string object (`0x5n`), which holds no byte above 0x7F.
+        private func readASCIIString(at start: Int, index: Int) throws(PropertyListError) -> String {
+            let (count, contentStart) = try readCount(at: start, index: index)
+            let content = bytes[try range(contentStart, count, index: index, start: start)]
+            guard content.allSatisfy({ $0 < 0x80 }) else {
+                throw objectError(.invalidObject, "an ASCII string holds a byte above 0x7F", index: index, start: start)
+            }
+            return String(decoding: content, as: UTF8.self)
+        }
+
+        /// A UTF-16 string object (`0x6n`): big-endian units, counted in units.
+        private func readUTF16String(at start: Int, index: Int) throws(PropertyListError) -> String {
+            let (count, contentStart) = try readCount(at: start, index: index)
+            let (length, overflow) = count.multipliedReportingOverflow(by: 2)
+            guard !overflow else {
+                throw objectError(.invalidObject, "a UTF-16 string of \(count) units is too long", index: index, start: start)
+            }
+            let content = try range(contentStart, length, index: index, start: start)
+            let units = stride(from: content.lowerBound, to: content.upperBound, by: 2).map {
+                UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1])
+            }
+            guard let string = String(validating: units, as: UTF16.self) else {
+                throw objectError(.invalidObject, "a UTF-16 string holds an unpaired surrogate", index: index, start: start)
+            }
+            return string
+        }
+
+        /// A UID object (`0x8n`): a keyed archive's reference to one of its objects.
+        private func readUID(at start: Int, index: Int) throws(PropertyListError) -> Int {
+            let size = Int(bytes[start] & 0x0F) + 1
+            let content = try range(start + 1, size, index: index, start: start)
+            // Up to 16 bytes: the bytes beyond the last 8 must be zero.
+            guard content.dropLast(min(size, 8)).allSatisfy({ bytes[$0] == 0 }) else {
+                throw objectError(.unsupportedValue, "a UID of \(size) bytes beyond 64 bits", index: index, start: start)
+            }
+            let uid = Self.bigEndian(bytes, at: content.upperBound - min(size, 8), size: min(size, 8))
+            guard uid <= UInt64(Int32.max) else {
+                throw objectError(.unsupportedValue, "UID \(uid) is beyond any archive's object count", index: index, start: start)
+            }
+            return Int(uid)
+        }
+
+        // MARK: Containers
+
+        /// An array or set object (`0xAn`, `0xCn`), with the number of values it expands to.
+        private mutating func readArray(at start: Int, index: Int, depth: Int) throws(PropertyListError) -> (value: PropertyListValue, size: Int) {
+            let (count, contentStart) = try readCount(at: start, index: index)
+            let references = try readReferences(count, at: contentStart, index: index, start: start)
+            var elements: [PropertyListValue] = []
+            elements.reserveCapacity(references.count)
+            var size = 1
+            for reference in references {
+                let element = try readObject(reference, depth: depth + 1)
+                elements.append(element.value)
+                size += element.size
+            }
+            try spend(1, index: index)
+            return (.array(elements), size)
+        }
+
+        /// A dictionary object (`0xDn`): its keys' references, then its values'.
+        /// Returns the number of values it expands to, keys included.
+        private mutating func readDictionary(at start: Int, index: Int, depth: Int) throws(PropertyListError) -> (value: PropertyListValue, size: Int) {
+            let (count, contentStart) = try readCount(at: start, index: index)
+            let (doubled, overflow) = count.multipliedReportingOverflow(by: 2)
+            guard !overflow else {
+                throw objectError(.invalidObject, "a dictionary of \(count) entries is too large", index: index, start: start)
+            }
+            let references = try readReferences(doubled, at: contentStart, index: index, start: start)
+            var dictionary: [String: PropertyListValue] = [:]
+            dictionary.reserveCapacity(count)
+            var size = 1
+            for entry in 0..<count {
+                let key = try readObject(references[entry], depth: depth + 1)
+                guard case .string(let name) = key.value else {
+                    throw objectError(.unsupportedValue, "dictionary key \(entry) (object \(references[entry])) is \(key.value.kindDescription), not a string",
+                                      index: index, start: start)
+                }
+                let element = try readObject(references[count + entry], depth: depth + 1)
+                dictionary[name] = element.value   // a repeated key keeps its last value, as plistlib does
+                size += key.size + element.size
+            }
+            try spend(1, index: index)
+            return (.dictionary(dictionary), size)
+        }
+
+        // MARK: Parts of objects
+
         /// The count of a variable-length object: the marker's low nibble, or an
         /// integer object after the marker when the nibble is `0xF`; and where the content starts.
-        private func readCount(_ low: Int, at start: Int, index: Int) throws(PropertyListError) -> (count: Int, contentStart: Int) {
+        private func readCount(at start: Int, index: Int) throws(PropertyListError) -> (count: Int, contentStart: Int) {
+            let low = Int(bytes[start] & 0x0F)
             guard low == 0xF else { return (low, start + 1) }
             let countStart = start + 1
             guard countStart < offsetTableStart, bytes[countStart] >> 4 == 0x1 else {
-                throw PropertyListError(code: .invalidObject,
-                                        message: "object \(index) at offset \(start): the count after the marker is not an integer object")
+                throw objectError(.invalidObject, "the count after the marker is not an integer object", index: index, start: start)
             }
             let count = try readInteger(at: countStart, index: index)
             guard count >= 0, count <= Int64(bytes.count) else {
-                throw PropertyListError(code: .outOfBounds,
-                                        message: "object \(index) at offset \(start): count \(count) is impossible for \(bytes.count) bytes")
+                throw objectError(.outOfBounds, "count \(count) is impossible for \(bytes.count) bytes", index: index, start: start)
             }
             return (Int(count), countStart + 1 + (1 << Int(bytes[countStart] & 0x0F)))
         }
@@ -301,8 +352,7 @@ extension BinaryPropertyList {
         private func readReferences(_ count: Int, at position: Int, index: Int, start: Int) throws(PropertyListError) -> [Int] {
             let (length, overflow) = count.multipliedReportingOverflow(by: referenceSize)
             guard !overflow else {
-                throw PropertyListError(code: .outOfBounds,
-                                        message: "object \(index) at offset \(start): \(count) references are too many")
+                throw objectError(.outOfBounds, "\(count) references are too many", index: index, start: start)
             }
             let content = try range(position, length, index: index, start: start)
             var references: [Int] = []
@@ -310,8 +360,7 @@ extension BinaryPropertyList {
             for entry in stride(from: content.lowerBound, to: content.upperBound, by: referenceSize) {
                 let reference = Self.bigEndian(bytes, at: entry, size: referenceSize)
                 guard reference < UInt64(objectCount) else {
-                    throw PropertyListError(code: .outOfBounds,
-                                            message: "object \(index) at offset \(start): reference \(reference) past the last object (\(objectCount - 1))")
+                    throw objectError(.outOfBounds, "reference \(reference) past the last object (\(objectCount - 1))", index: index, start: start)
                 }
                 references.append(Int(reference))
             }
@@ -322,8 +371,7 @@ extension BinaryPropertyList {
         private func range(_ position: Int, _ length: Int, index: Int, start: Int) throws(PropertyListError) -> Range<Int> {
             let (end, overflow) = position.addingReportingOverflow(length)
             guard length >= 0, !overflow, end <= offsetTableStart else {
-                throw PropertyListError(code: .outOfBounds,
-                                        message: "object \(index) at offset \(start): \(length) bytes from offset \(position) run past the objects (which end at \(offsetTableStart))")
+                throw objectError(.outOfBounds, "\(length) bytes from offset \(position) run past the objects (which end at \(offsetTableStart))", index: index, start: start)
             }
             return position..<end
         }

@@ -142,99 +142,56 @@ struct SQLiteSchema: Sendable {
     init(entities: [EntityDescription], numbers: [String: Int64], existingColumns: [String: Set<String>]?, url: URL?,
          dialect: SQLDialect = .sqlite) throws {
         self.dialect = dialect
-        var problems: [String] = []
-        for entity in entities where numbers[entity.name] == nil {
-            problems.append("entity \(entity.name) has no row in Z_PRIMARYKEY")
-        }
+        var problems = entities.filter { numbers[$0.name] == nil }.map { "entity \($0.name) has no row in Z_PRIMARYKEY" }
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
-
         for root in entities.filter({ $0.superentity == nil }).sorted(by: Self.caseInsensitiveOrder) {
-            let tableName = "Z" + root.name.uppercased()
-            let hierarchy = Self.depthFirst(root)
-            var used: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
-            var columnByProperty: [ObjectIdentifier: Column] = [:]
-            var tableColumns: [(name: String, declaredType: String, group: Int)] = []
-            let realColumns = existingColumns?[tableName]
-            if existingColumns != nil && realColumns == nil {
-                problems.append("the store has no table \(tableName) for entity \(root.name)")
-                continue
-            }
-            for entity in hierarchy {
-                for property in entity.properties where !property.isTransient {
-                    let base = "Z" + property.name.uppercased()
-                    let declared: (type: String, group: Int, kind: Column.Kind)
-                    switch property {
-                    case let attribute as AttributeDescription:
-                        declared = (Self.declaredType(of: attribute.type), Self.group(of: attribute.type), .attribute(attribute.type))
-                    case let relationship as RelationshipDescription where !relationship.isToMany:
-                        var entityColumn: String?
-                        if let destination = relationship.destinationEntity, !destination.subentities.isEmpty,
-                           let number = numbers[destination.name] {
-                            entityColumn = "Z\(number)_\(property.name.uppercased())"
-                        }
-                        declared = ("INTEGER", 0, .toOne(entityColumn: entityColumn))
-                    default:
-                        continue
-                    }
-                    // Clashing names inside one table get numeric suffixes, as Core Data gives them.
-                    var name = base
-                    var suffix = 1
-                    while used.contains(name) {
-                        name = base + String(suffix)
-                        suffix += 1
-                    }
-                    if let realColumns, !realColumns.contains(name) {
-                        problems.append("\(entity.name).\(property.name) has no column \(name) in \(tableName)")
-                        continue
-                    }
-                    used.insert(name)
-                    let column = Column(name: name, kind: declared.kind)
-                    columnByProperty[ObjectIdentifier(property)] = column
-                    tableColumns.append((name, declared.type, declared.group))
-                    if case .toOne(let entityColumn?) = declared.kind {
-                        if let realColumns, !realColumns.contains(entityColumn) {
-                            problems.append("\(entity.name).\(property.name) has no column \(entityColumn) in \(tableName)")
-                        }
-                        tableColumns.append((entityColumn, "INTEGER", 0))
-                        used.insert(entityColumn)
-                    }
-                    // The inverse is an ordered to-many: this row's place in it (Core Data's
-                    // `Z_FOK_<INVERSE>`). A file without it still opens; its order is then the key order.
-                    if let relationship = property as? RelationshipDescription, let inverse = relationship.inverseRelationship,
-                       inverse.isToMany, inverse.isOrdered {
-                        let orderColumn = "Z_FOK_" + property.name.uppercased()
-                        if !used.contains(orderColumn) && (realColumns?.contains(orderColumn) ?? true) {
-                            tableColumns.append((orderColumn, "INTEGER", 0))
-                            used.insert(orderColumn)
-                            orderColumns[ObjectIdentifier(relationship)] = orderColumn
-                        }
-                    }
-                }
-            }
-            // Core Data groups columns by storage class; keep its order for new files.
-            let ordered = tableColumns.enumerated().sorted { ($0.element.group, $0.offset) < ($1.element.group, $1.offset) }.map(\.element)
-            let table = Table(name: tableName, root: root, columns: ordered.map { ($0.name, $0.declaredType) },
-                              holdsSeveralEntities: hierarchy.count > 1)
-            tables.append(table)
-            // Positions in `SELECT Z_PK, Z_ENT, Z_OPT, <table columns>`.
-            var positions: [String: Int32] = [:]
-            for (offset, column) in table.columns.enumerated() { positions[column.name] = Int32(offset + 3) }
-            let rootNumber = numbers[root.name] ?? 0
-            for entity in hierarchy {
-                let columns = entity.slotProperties.map { columnByProperty[ObjectIdentifier($0)] }
-                let number = numbers[entity.name] ?? 0
-                let mapping = EntityMapping(
-                    entity: entity, number: number, rootNumber: rootNumber, table: tableName, columns: columns,
-                    numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] }, positions: positions,
-                    dialect: dialect)
-                mappings[ObjectIdentifier(entity)] = mapping
-                entitiesByNumber[number] = entity
-            }
+            problems += mapTable(of: root, numbers: numbers, existingColumns: existingColumns)
         }
         problems += mapJoinTables(entities: entities, numbers: numbers, existingColumns: existingColumns)
         usesExternalStorage = mappings.values.contains { !$0.externalSlots.isEmpty }
         searchIndexes = Self.searchIndexes(tables: tables, mappings: mappings)
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
+    }
+
+    /// Lays out the table of a root entity and maps every entity of its
+    /// hierarchy onto it; returns what an existing store's table lacks.
+    private mutating func mapTable(of root: EntityDescription, numbers: [String: Int64],
+                                   existingColumns: [String: Set<String>]?) -> [String] {
+        let tableName = "Z" + root.name.uppercased()
+        let realColumns = existingColumns?[tableName]
+        if existingColumns != nil && realColumns == nil {
+            return ["the store has no table \(tableName) for entity \(root.name)"]
+        }
+        let hierarchy = Self.depthFirst(root)
+        var columns = TableColumns(table: tableName, realColumns: realColumns, numbers: numbers)
+        for entity in hierarchy {
+            for property in entity.properties where !property.isTransient { columns.add(property, of: entity) }
+        }
+        orderColumns.merge(columns.orderColumns) { _, new in new }
+        let table = Table(name: tableName, root: root, columns: columns.inCoreDataOrder, holdsSeveralEntities: hierarchy.count > 1)
+        tables.append(table)
+        mapEntities(hierarchy, onto: table, columnByProperty: columns.columnByProperty, numbers: numbers)
+        return columns.problems
+    }
+
+    /// Maps each entity of a hierarchy onto its root's table: the column of
+    /// each slot and its position in a full-row select.
+    private mutating func mapEntities(_ hierarchy: [EntityDescription], onto table: Table,
+                                      columnByProperty: [ObjectIdentifier: Column], numbers: [String: Int64]) {
+        // Positions in `SELECT Z_PK, Z_ENT, Z_OPT, <table columns>`.
+        var positions: [String: Int32] = [:]
+        for (offset, column) in table.columns.enumerated() { positions[column.name] = Int32(offset + 3) }
+        let rootNumber = numbers[table.root.name] ?? 0
+        for entity in hierarchy {
+            let columns = entity.slotProperties.map { columnByProperty[ObjectIdentifier($0)] }
+            let number = numbers[entity.name] ?? 0
+            let mapping = EntityMapping(
+                entity: entity, number: number, rootNumber: rootNumber, table: table.name, columns: columns,
+                numbersWithDescendants: entity.selfAndDescendants.compactMap { numbers[$0.name] }, positions: positions,
+                dialect: dialect)
+            mappings[ObjectIdentifier(entity)] = mapping
+            entitiesByNumber[number] = entity
+        }
     }
 
     static func incompatible(_ problems: [String], url: URL?) -> PersistentStoreError {
@@ -325,5 +282,104 @@ struct SQLiteSchema: Sendable {
             (mapping.number, mapping.entity.name,
              mapping.entity.superentity.flatMap { mappings[ObjectIdentifier($0)]?.number } ?? 0)
         }.sorted { $0.number < $1.number }
+    }
+}
+
+// MARK: - Laying out a table
+
+extension SQLiteSchema {
+    /// The columns of one root entity's table, worked out property by property
+    /// over its hierarchy: the names taken so far, since a clash gets a numeric
+    /// suffix as Core Data gives it, and for an existing store what its table lacks.
+    private struct TableColumns {
+        let table: String
+        /// The table's real columns in an existing store; nil for a new one.
+        let realColumns: Set<String>?
+        let numbers: [String: Int64]
+        private var used: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+        private var columns: [(name: String, declaredType: String, group: Int)] = []
+        private(set) var columnByProperty: [ObjectIdentifier: Column] = [:]
+        /// `Z_FOK_<INVERSE>` by to-one relationship (``SQLiteSchema/orderColumns``).
+        private(set) var orderColumns: [ObjectIdentifier: String] = [:]
+        /// The columns an existing store's table lacks, as messages.
+        private(set) var problems: [String] = []
+
+        init(table: String, realColumns: Set<String>?, numbers: [String: Int64]) {
+            self.table = table
+            self.realColumns = realColumns
+            self.numbers = numbers
+        }
+
+        /// The columns in Core Data's order for new files: grouped by storage class.
+        var inCoreDataOrder: [(name: String, declaredType: String)] {
+            columns.enumerated().sorted { ($0.element.group, $0.offset) < ($1.element.group, $1.offset) }
+                .map { ($0.element.name, $0.element.declaredType) }
+        }
+
+        /// Adds the column(s) of a persistent property of `entity`, if it has any in this table.
+        mutating func add(_ property: PropertyDescription, of entity: EntityDescription) {
+            guard let kind = kind(of: property) else { return }
+            let name = unusedName(for: property)
+            if let realColumns, !realColumns.contains(name) {
+                problems.append("\(entity.name).\(property.name) has no column \(name) in \(table)")
+                return
+            }
+            columnByProperty[ObjectIdentifier(property)] = Column(name: name, kind: kind)
+            switch kind {
+            case .attribute(let type):
+                append(name, declaredType: SQLiteSchema.declaredType(of: type), group: SQLiteSchema.group(of: type))
+            case .toOne(let entityColumn):
+                append(name, declaredType: "INTEGER", group: 0)
+                if let entityColumn {
+                    if let realColumns, !realColumns.contains(entityColumn) {
+                        problems.append("\(entity.name).\(property.name) has no column \(entityColumn) in \(table)")
+                    }
+                    append(entityColumn, declaredType: "INTEGER", group: 0)
+                }
+                if let relationship = property as? RelationshipDescription { addOrderColumn(for: relationship) }
+            }
+        }
+
+        /// What a property keeps in the table; nil for a to-many, which keeps nothing there.
+        private func kind(of property: PropertyDescription) -> Column.Kind? {
+            switch property {
+            case let attribute as AttributeDescription:
+                return .attribute(attribute.type)
+            case let relationship as RelationshipDescription where !relationship.isToMany:
+                // A destination with subentities: `Z<n>_<REL>` says which entity the key is of.
+                guard let destination = relationship.destinationEntity, !destination.subentities.isEmpty,
+                      let number = numbers[destination.name] else { return .toOne(entityColumn: nil) }
+                return .toOne(entityColumn: "Z\(number)_\(property.name.uppercased())")
+            default:
+                return nil
+            }
+        }
+
+        /// `Z<NAME>`, or with the first numeric suffix no other column of the table has.
+        private func unusedName(for property: PropertyDescription) -> String {
+            let base = "Z" + property.name.uppercased()
+            var name = base
+            var suffix = 1
+            while used.contains(name) {
+                name = base + String(suffix)
+                suffix += 1
+            }
+            return name
+        }
+
+        /// The inverse is an ordered to-many: this row's place in it (Core Data's
+        /// `Z_FOK_<INVERSE>`). A file without it still opens; its order is then the key order.
+        private mutating func addOrderColumn(for relationship: RelationshipDescription) {
+            guard let inverse = relationship.inverseRelationship, inverse.isToMany, inverse.isOrdered else { return }
+            let orderColumn = "Z_FOK_" + relationship.name.uppercased()
+            guard !used.contains(orderColumn), realColumns?.contains(orderColumn) ?? true else { return }
+            append(orderColumn, declaredType: "INTEGER", group: 0)
+            orderColumns[ObjectIdentifier(relationship)] = orderColumn
+        }
+
+        private mutating func append(_ name: String, declaredType: String, group: Int) {
+            used.insert(name)
+            columns.append((name, declaredType, group))
+        }
     }
 }

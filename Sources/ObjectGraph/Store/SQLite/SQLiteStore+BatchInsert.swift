@@ -30,135 +30,22 @@ extension SQLiteStore {
     /// Related SQLite documentation: <https://sqlite.org/lang_upsert.html>
     func batchInsert(_ insert: StoreBatchInsert, history: SQLiteHistoryLayout?, author: String?, contextName: String?,
                      schema: SQLiteSchema, connection: Connection) throws -> BatchChanges {
-        let entity = insert.entity
-        let mapping = try schema.mapping(for: entity)
-        var rows = BatchInsertRows(insert)
-        let columns = try rows.attributes.map { attribute in
-            guard let column = mapping.columns[attribute.index]?.name else {
-                throw ObjectGraphError.unknownKey(attribute.name, entity: entity.name)
-            }
-            return column
-        }
-        let constraints = insert.constraints.compactMap { owner, keys -> BatchInsertConstraint? in
-            let positions = keys.compactMap { key in rows.attributes.firstIndex { $0.name == key } }
-            // A constraint on a relationship has no attribute to take from a row (nor a unique index here).
-            guard positions.count == keys.count else { return nil }
-            return BatchInsertConstraint(owner: owner, keys: keys, positions: positions)
-        }
-        // Z_MAX of the root entity, read as the history reads its own entities' (0 without a row:
-        // then allocating at the end throws, and the transaction rolls back).
-        let first = try SQLiteHistoryLayout.lastKey(of: mapping.rootNumber, connection) + 1
-        var statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
-                                               constraints: constraints, onConflict: insert.onConflict, connection: connection)
-        let firstParameter = Int32(columns.count + 2)
-        var next = first
-        // The columns each upsert wrote into a row stored before the request, by its key.
-        var updated: [Int64: Set<Int>] = [:]
-        // Without upserts every row takes the same statement: fetched once, not per row.
-        let single = statements.resolvesConflicts && insert.onConflict == .overwrite ? nil : try statements.statement(for: [])
-        // Columns with external binary storage take their values tagged inline
-        // (ExternalBinaryStorage.swift); a batch writes no files.
-        let external = rows.attributes.map(\.storesExternalBinaryData)
-        let tagsExternal = external.contains(true)
-        // Rows only inserted are indexed for search in one statement at the end
-        // (SearchIndexMaintenance.swift); an upsert may change stored rows, which the triggers index.
-        let searchIndex = statements.resolvesConflicts && insert.onConflict == .overwrite ? nil : schema.searchIndexes[mapping.table]
-        if searchIndex != nil { try SearchIndexMaintenance.setFlag(true, on: connection) }
-        while try rows.next() {
-            let statement = try single ?? statements.statement(for: rows.given)
-            try statement.bind(next, at: 1)
-            try rows.values.withUnsafeBufferPointer { values in
-                for position in values.indices {
-                    if tagsExternal, external[position], case .data(let bytes) = values[position] {
-                        try statement.bind(.data(ExternalBinaryStorage.inlineColumn(bytes)), at: Int32(position + 2))
-                    } else {
-                        try statement.bind(values[position], at: Int32(position + 2))
-                    }
-                }
-            }
-            if statements.resolvesConflicts {
-                if insert.onConflict == .overwrite { try statement.bind(first, at: firstParameter) }
-                // Which the row became is read from the connection, not from a
-                // `RETURNING Z_PK`: SQLite buffers returned rows in a temporary
-                // table, which cost more than the inserts themselves.
-                connection.resetLastInsertedRowID()
-                do {
-                    try statement.execute()
-                } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
-                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
-                                           connection: connection) ?? error
-                }
-                if connection.lastInsertedRowID == next {
-                    next += 1
-                } else if insert.onConflict == .overwrite {
-                    // DO UPDATE wrote the holder, unless its WHERE refused it: a row of another entity of the hierarchy.
-                    guard connection.changes == 1, let key = try statements.holder(of: rows) else {
-                        throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
-                                               connection: connection)
-                            ?? PersistentStoreError(.ioFailure, url: url, message: "row \(rows.index) of the batch insert of \(entity.name) was neither inserted nor merged")
-                    }
-                    if key < first {
-                        let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
-                        updated[key, default: []].formUnion(written)
-                    }
-                    // A key from `first` on is an earlier row of this request, which stays an insert.
-                }
-                // Keep: the holder stays as it is.
-            } else {
-                do {
-                    try statement.execute()
-                } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
-                    throw try duplicateKey(of: rows, constraints: constraints, mapping: mapping, first: first, schema: schema,
-                                           connection: connection) ?? error
-                }
-                next += 1
-            }
-        }
-        if let searchIndex {
-            try SearchIndexMaintenance.index(first..<next, of: searchIndex, on: connection)
-            try SearchIndexMaintenance.setFlag(false, on: connection)
-        }
-        guard next > first || !updated.isEmpty else { return BatchChanges() }
-        if next > first {
-            let last = try Self.allocateKeys(next - first, entity: mapping.rootNumber, connection: connection, url: url)
-            guard last == next - 1 else {
-                throw PersistentStoreError(.ioFailure, url: url, message: """
-                    Z_PRIMARYKEY of \(entity.rootEntity.name) moved during the batch insert: its last key is \(last), \
-                    the rows took \(first)...\(next - 1)
-                    """)
-            }
-        }
-        let identity = identity
-        let updatedKeys = updated.keys.sorted()
+        var writer = try BatchInsertWriter(insert, schema: schema, connection: connection, store: self)
+        try writer.writeRows()
+        guard !writer.inserted.isEmpty || !writer.updated.isEmpty else { return BatchChanges() }
+        try writer.allocateInsertedKeys()
+        let updatedKeys = writer.updated.keys.sorted()
         var token: PersistentHistoryToken?
         if let history {
-            token = try recordBatchInsert(of: mapping, inserted: first..<next, updated: updatedKeys.map { ($0, updated[$0] ?? []) },
-                                          attributes: rows.attributes, layout: history, author: author, contextName: contextName,
-                                          connection: connection)
+            token = try recordBatchInsert(of: writer.mapping, inserted: writer.inserted,
+                                          updated: updatedKeys.map { ($0, writer.updated[$0] ?? []) }, attributes: writer.rows.attributes,
+                                          layout: history, author: author, contextName: contextName, connection: connection)
         }
-        return BatchChanges(insertedObjectIDs: Set((first..<next).lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
+        let entity = insert.entity
+        let identity = identity
+        return BatchChanges(insertedObjectIDs: Set(writer.inserted.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
                             updatedObjectIDs: Set(updatedKeys.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
                             historyToken: token)
-    }
-
-    /// The error for a row a unique index refused: the first constraint whose
-    /// values the row shares with a row of the table, and that row when it was
-    /// stored before the request (nil when none is found: the caller rethrows).
-    private func duplicateKey(of rows: BatchInsertRows, constraints: [BatchInsertConstraint], mapping: SQLiteSchema.EntityMapping,
-                              first: Int64, schema: SQLiteSchema, connection: Connection) throws -> BatchRequestError? {
-        for constraint in constraints {
-            let values = constraint.positions.map { rows.values[$0] }
-            guard !values.contains(where: \.isNull) else { continue }
-            let condition = constraint.positions.map { "\(mapping.columns[rows.attributes[$0].index]?.name ?? "NULL") = ?" }
-            let find = try connection.prepare("SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE \(condition.joined(separator: " AND ")) LIMIT 1")
-            for (offset, value) in values.enumerated() { try find.bind(value, at: Int32(offset + 1)) }
-            guard try find.step() else { continue }
-            let key = find.int64(at: 0)
-            let holder = schema.entitiesByNumber[find.int64(at: 1)] ?? mapping.entity
-            return .duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: values, row: rows.index,
-                                 storedObjectID: key < first ? ObjectID(entity: holder, store: identity, primaryKey: key) : nil)
-        }
-        return nil
     }
 
     /// Writes a batch insert's history transaction: an insert change per row of
@@ -187,6 +74,184 @@ extension SQLiteStore {
     }
 }
 
+/// One batch insert on its way into the table: the state that lives from the
+/// first row to the last (the rows, their statements, the next free key, the
+/// upserted holders), so that each step of a row is a function of its own.
+private struct BatchInsertWriter {
+    private let store: SQLiteStore
+    let mapping: SQLiteSchema.EntityMapping
+    private let schema: SQLiteSchema
+    private let connection: Connection
+    private(set) var rows: BatchInsertRows
+    private let constraints: [BatchInsertConstraint]
+    private var statements: BatchInsertStatements
+    /// The key of the request's first row: `Z_MAX + 1` of the root entity, read as
+    /// the history reads its own entities' (0 without a row: then allocating at
+    /// the end throws, and the transaction rolls back).
+    private let first: Int64
+    /// The key the next inserted row takes.
+    private var next: Int64
+    /// The columns each upsert wrote into a row stored before the request, by its key.
+    private(set) var updated: [Int64: Set<Int>] = [:]
+    /// Without upserts every row takes the same statement: fetched once, not per row.
+    private let single: Statement?
+    /// Which columns take their values tagged inline: those with external binary
+    /// storage (ExternalBinaryStorage.swift), as a batch writes no files.
+    private let external: [Bool]
+    private let tagsExternal: Bool
+    /// The table's full-text index when rows are only inserted: they are indexed in one
+    /// statement at the end (SearchIndexMaintenance.swift); an upsert may change
+    /// stored rows, which the triggers index.
+    private let searchIndex: SearchIndexLayout?
+
+    /// The keys of the rows inserted so far.
+    var inserted: Range<Int64> { first..<next }
+
+    init(_ insert: StoreBatchInsert, schema: SQLiteSchema, connection: Connection, store: SQLiteStore) throws {
+        let mapping = try schema.mapping(for: insert.entity)
+        let rows = BatchInsertRows(insert)
+        let columns = try Self.columns(of: rows.attributes, in: mapping)
+        let constraints = Self.constraints(insert.constraints, among: rows.attributes)
+        var statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
+                                               constraints: constraints, onConflict: insert.onConflict, connection: connection)
+        first = try SQLiteHistoryLayout.lastKey(of: mapping.rootNumber, connection) + 1
+        next = first
+        single = statements.overwrites ? nil : try statements.statement(for: [])
+        searchIndex = statements.overwrites ? nil : schema.searchIndexes[mapping.table]
+        external = rows.attributes.map(\.storesExternalBinaryData)
+        tagsExternal = external.contains(true)
+        self.store = store
+        self.mapping = mapping
+        self.schema = schema
+        self.connection = connection
+        self.rows = rows
+        self.constraints = constraints
+        self.statements = statements
+    }
+
+    /// The column of each attribute a row gives, in the rows' order.
+    private static func columns(of attributes: [AttributeDescription], in mapping: SQLiteSchema.EntityMapping) throws -> [String] {
+        try attributes.map { attribute in
+            guard let column = mapping.columns[attribute.index]?.name else {
+                throw ObjectGraphError.unknownKey(attribute.name, entity: mapping.entity.name)
+            }
+            return column
+        }
+    }
+
+    /// The request's uniqueness constraints that a row can break.
+    private static func constraints(_ constraints: [(owner: EntityDescription, keys: [String])],
+                                    among attributes: [AttributeDescription]) -> [BatchInsertConstraint] {
+        constraints.compactMap { owner, keys in
+            let positions = keys.compactMap { key in attributes.firstIndex { $0.name == key } }
+            // A constraint on a relationship has no attribute to take from a row (nor a unique index here).
+            guard positions.count == keys.count else { return nil }
+            return BatchInsertConstraint(owner: owner, keys: keys, positions: positions)
+        }
+    }
+
+    /// Writes every row of the request, each inserted, upserted or kept out.
+    mutating func writeRows() throws {
+        if searchIndex != nil { try SearchIndexMaintenance.setFlag(true, on: connection) }
+        while try rows.next() { try writeRow() }
+        if let searchIndex {
+            try SearchIndexMaintenance.index(inserted, of: searchIndex, on: connection)
+            try SearchIndexMaintenance.setFlag(false, on: connection)
+        }
+    }
+
+    private mutating func writeRow() throws {
+        let statement = try single ?? statements.statement(for: rows.given)
+        try bindRow(to: statement)
+        guard statements.resolvesConflicts else {
+            try execute(statement)
+            next += 1
+            return
+        }
+        if statements.overwrites { try statement.bind(first, at: statements.firstKeyParameter) }
+        // Which the row became is read from the connection, not from a
+        // `RETURNING Z_PK`: SQLite buffers returned rows in a temporary
+        // table, which cost more than the inserts themselves.
+        connection.resetLastInsertedRowID()
+        try execute(statement)
+        if connection.lastInsertedRowID == next {
+            next += 1
+        } else if statements.overwrites {
+            try noteUpdatedHolder()
+        }
+        // Keep: the holder stays as it is.
+    }
+
+    /// Binds the row's key and values, tagging those of external binary storage columns.
+    private func bindRow(to statement: Statement) throws {
+        try statement.bind(next, at: 1)
+        try rows.values.withUnsafeBufferPointer { values in
+            for position in values.indices {
+                if tagsExternal, external[position], case .data(let bytes) = values[position] {
+                    try statement.bind(.data(ExternalBinaryStorage.inlineColumn(bytes)), at: Int32(position + 2))
+                } else {
+                    try statement.bind(values[position], at: Int32(position + 2))
+                }
+            }
+        }
+    }
+
+    /// Runs the row's statement; a unique index refusing the row becomes the error naming the holder.
+    private func execute(_ statement: Statement) throws {
+        do {
+            try statement.execute()
+        } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
+            throw try duplicateKey() ?? error
+        }
+    }
+
+    /// Records the columns an upsert's `DO UPDATE` wrote into a row stored before
+    /// the request, for the history and the changes the request reports.
+    private mutating func noteUpdatedHolder() throws {
+        // DO UPDATE wrote the holder, unless its WHERE refused it: a row of another entity of the hierarchy.
+        guard connection.changes == 1, let key = try statements.holder(of: rows) else {
+            throw try duplicateKey()
+                ?? PersistentStoreError(.ioFailure, url: store.url, message: "row \(rows.index) of the batch insert of \(mapping.entity.name) was neither inserted nor merged")
+        }
+        // A key from `first` on is an earlier row of this request, which stays an insert.
+        guard key < first else { return }
+        let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
+        updated[key, default: []].formUnion(written)
+    }
+
+    /// The error for a row a unique index refused: the first constraint whose
+    /// values the row shares with a row of the table, and that row when it was
+    /// stored before the request (nil when none is found: the caller rethrows).
+    private func duplicateKey() throws -> BatchRequestError? {
+        for constraint in constraints {
+            let values = constraint.positions.map { rows.values[$0] }
+            guard !values.contains(where: \.isNull) else { continue }
+            let condition = constraint.positions.map { "\(mapping.columns[rows.attributes[$0].index]?.name ?? "NULL") = ?" }
+            let find = try connection.prepare("SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE \(condition.joined(separator: " AND ")) LIMIT 1")
+            for (offset, value) in values.enumerated() { try find.bind(value, at: Int32(offset + 1)) }
+            guard try find.step() else { continue }
+            let key = find.int64(at: 0)
+            let holder = schema.entitiesByNumber[find.int64(at: 1)] ?? mapping.entity
+            return .duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: values, row: rows.index,
+                                 storedObjectID: key < first ? ObjectID(entity: holder, store: store.identity, primaryKey: key) : nil)
+        }
+        return nil
+    }
+
+    /// Takes the inserted rows' keys as one block (`Z_MAX` moves once, by the rows
+    /// inserted), checking that nobody allocated meanwhile.
+    func allocateInsertedKeys() throws {
+        guard next > first else { return }
+        let last = try SQLiteStore.allocateKeys(next - first, entity: mapping.rootNumber, connection: connection, url: store.url)
+        guard last == next - 1 else {
+            throw PersistentStoreError(.ioFailure, url: store.url, message: """
+                Z_PRIMARYKEY of \(mapping.entity.rootEntity.name) moved during the batch insert: its last key is \(last), \
+                the rows took \(first)...\(next - 1)
+                """)
+        }
+    }
+}
+
 /// A uniqueness constraint as a batch insert meets it: the positions of its
 /// keys among the row's attributes.
 private struct BatchInsertConstraint {
@@ -211,6 +276,10 @@ private struct BatchInsertStatements {
     let entityNumber: Int64
     /// Whether a row may meet a stored key without failing (an upsert, or keep).
     let resolvesConflicts: Bool
+    /// Whether a row meeting a stored key overwrites it: each set of given columns has its own statement.
+    var overwrites: Bool { resolvesConflicts && onConflict == .overwrite }
+    /// An upsert's parameter for the request's first key, after the row's key and values.
+    var firstKeyParameter: Int32 { Int32(columns.count + 2) }
     /// The positions of every constraint's keys: an upsert does not rewrite them.
     let keyPositions: Set<Int>
     private var single: Statement?
@@ -257,13 +326,12 @@ private struct BatchInsertStatements {
     /// is updated, and only a row stored before the request (key below the
     /// request's first) gets a new version.
     private func upsertSQL(given: [Bool]) -> String {
-        let firstParameter = columns.count + 2
         let clauses = constraints.map { constraint in
             let targets = constraint.positions.map { columns[$0] }.joined(separator: ", ")
             let sets = columns.indices.filter { given[$0] && !constraint.positions.contains($0) }
                 .map { "\(columns[$0]) = excluded.\(columns[$0])" }
             return " ON CONFLICT (\(targets)) DO UPDATE SET "
-                + (sets + ["Z_OPT = Z_OPT + (Z_PK < ?\(firstParameter))"]).joined(separator: ", ")
+                + (sets + ["Z_OPT = Z_OPT + (Z_PK < ?\(firstKeyParameter))"]).joined(separator: ", ")
                 + " WHERE Z_ENT = \(entityNumber)"
         }
         return insertSQL + clauses.joined()
