@@ -126,7 +126,8 @@ import Testing
             second.performAndWait { StockUpdate(context: second).company = company }
         }
         let message = Self.trapMessage(result)
-        #expect(message.contains("StockUpdate.company") && message.contains("related objects must be in the same context"))
+        #expect(message.contains("StockUpdate.company: related objects must be in the same context"))
+        #expect(message.components(separatedBy: "StockUpdate.company").count == 2, "the relationship named once: \(message)")
     }
 
     @Test("init(context:) of a class bound to no entity, or to two, traps", arguments: [false, true])

@@ -119,6 +119,8 @@ extension ManagedObject {
             try setRelationship(relationship, toObjects: objects)
         } catch let error as FaultFulfillmentError {
             managedObjectContext?.noteReadFailure(of: objectID, relationship: relationship, error, dropsChange: true)
+        } catch let error as ObjectGraphError {
+            preconditionFailure(error.description)   // it names the entity and the relationship
         } catch {
             preconditionFailure("\(type(of: self)).\(relationship.name): \(error)")
         }
