@@ -41,15 +41,8 @@ extension ManagedObject {
     ///   ``FaultFulfillmentError`` when values it needs cannot be read. The
     ///   object is unchanged when it throws.
     public func setValue(_ value: Any?, forKey key: String) throws {
-        let property = try entity.property(forKey: key)
-        try loadValues()
-        switch property {
-        case let attribute as AttributeDescription:
-            writeSlot(try slotValue(from: value, for: attribute), at: attribute.index)
-        case let relationship as RelationshipDescription:
+        try write(value, forKey: key) { relationship in
             try setRelationship(relationship, toObjects: objects(from: value, for: relationship))
-        default:
-            throw ObjectGraphError.unknownKey(key, entity: entity.name)
         }
     }
 
@@ -61,15 +54,24 @@ extension ManagedObject {
     /// Sets the stored value of a property without maintaining the inverse
     /// relationship. The change is still tracked and saved.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {
+        try write(value, forKey: key) { relationship in
+            let ids = try objects(from: value, for: relationship).map(\.objectID)
+            let slot: PropertyValue = relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
+            writeSlot(slot, at: relationship.index)
+        }
+    }
+
+    /// Writes `value` to the attribute at `key`, or hands the relationship
+    /// there to `writeRelationship`: the two setters differ only in that.
+    private func write(_ value: Any?, forKey key: String,
+                       relationship writeRelationship: (RelationshipDescription) throws -> Void) throws {
         let property = try entity.property(forKey: key)
         try loadValues()
         switch property {
         case let attribute as AttributeDescription:
             writeSlot(try slotValue(from: value, for: attribute), at: attribute.index)
         case let relationship as RelationshipDescription:
-            let ids = try objects(from: value, for: relationship).map(\.objectID)
-            let slot: PropertyValue = relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
-            writeSlot(slot, at: relationship.index)
+            try writeRelationship(relationship)
         default:
             throw ObjectGraphError.unknownKey(key, entity: entity.name)
         }

@@ -123,7 +123,7 @@ private struct InferredModelBuilder {
                 // A stand-in gets no inverse, unless a rank column needs one to be read.
                 if !destination.isEmpty, toOne.destinationSource != .none || toOne.hasOrderColumn {
                     let tree = rootOf[toOne.destination] ?? toOne.destination
-                    let name = Self.unique("\(root.name.lowercased())_\(toOne.name)", in: taken[tree] ?? [])
+                    let name = String.firstFree("\(root.name.lowercased())_\(toOne.name)", among: taken[tree] ?? [])
                     taken[tree, default: []].insert(name)
                     inverse = name
                     properties[toOne.destination, default: []].append(RelationshipDescription(
@@ -153,16 +153,5 @@ private struct InferredModelBuilder {
             descriptions[entity.parent]?.subentities.append(contentsOf: descriptions[entity.number].map { [$0] } ?? [])
         }
         return schema.entities.compactMap { descriptions[$0.number] }
-    }
-
-    /// `base`, or `base` with the first number that makes it free.
-    private static func unique(_ base: String, in taken: Set<String>) -> String {
-        var name = base
-        var suffix = 1
-        while taken.contains(name) {
-            name = base + String(suffix)
-            suffix += 1
-        }
-        return name
     }
 }

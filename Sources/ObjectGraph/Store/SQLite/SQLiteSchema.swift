@@ -357,14 +357,7 @@ extension SQLiteSchema {
 
         /// `Z<NAME>`, or with the first numeric suffix no other column of the table has.
         private func unusedName(for property: PropertyDescription) -> String {
-            let base = "Z" + property.name.uppercased()
-            var name = base
-            var suffix = 1
-            while used.contains(name) {
-                name = base + String(suffix)
-                suffix += 1
-            }
-            return name
+            String.firstFree("Z" + property.name.uppercased(), among: used)
         }
 
         /// The inverse is an ordered to-many: this row's place in it (Core Data's
@@ -381,5 +374,20 @@ extension SQLiteSchema {
             used.insert(name)
             columns.append((name, declaredType, group))
         }
+    }
+}
+
+extension String {
+    /// `base`, or `base` with the first number from 1 that no name in `taken`
+    /// has: Core Data's rule for a column whose name another property took
+    /// (`ZNAME1`), and ours for an inverse the schema infers.
+    static func firstFree(_ base: String, among taken: Set<String>) -> String {
+        var name = base
+        var suffix = 1
+        while taken.contains(name) {
+            name = base + String(suffix)
+            suffix += 1
+        }
+        return name
     }
 }
