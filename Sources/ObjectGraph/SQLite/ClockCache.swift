@@ -45,6 +45,7 @@ package struct ClockCache<Key: Hashable, Value> {
     /// The value for `key`, marked as read so that the hand spares it once.
     ///
     /// - Complexity: One hash of the key.
+    @inline(__always)
     package mutating func value(forKey key: Key) -> Value? {
         guard let index = entries.index(forKey: key) else { return nil }
         entries.values[index].referenced = true
@@ -57,10 +58,12 @@ package struct ClockCache<Key: Hashable, Value> {
     ///
     /// - Complexity: One hash of a new key while the cache has room (a large
     ///   fetch filling it); past capacity, amortized O(1) steps of the hand.
-    package mutating func updateValue(_ value: Value, forKey key: Key) {
+    @inline(__always)   // a row cache calls it per fetched row: specialized in place, it costs a dictionary insert
+    package mutating func updateValue(_ value: consuming Value, forKey key: Key) {
         let room = slots.count < capacity
-        let entry = Entry(value: value, slot: room ? slots.count : -1)
-        if let old = entries.updateValue(entry, forKey: key) {
+        let newSlot = room ? slots.count : -1
+        // The entry is made in the call, so it is moved into the dictionary, not copied.
+        if let old = entries.updateValue(Entry(value: value, slot: newSlot), forKey: key) {
             if let index = entries.index(forKey: key) {
                 entries.values[index].slot = old.slot
                 entries.values[index].referenced = old.referenced
@@ -68,7 +71,7 @@ package struct ClockCache<Key: Hashable, Value> {
             return
         }
         // The new entry is in no slot yet, so the hand cannot evict it.
-        let slot = room ? entry.slot : freeSlot()
+        let slot = room ? newSlot : freeSlot()
         if !room { entries[key]?.slot = slot }
         if slot == slots.count { slots.append(key) } else { slots[slot] = key }
     }
