@@ -176,4 +176,13 @@ import DataStack
             #expect(error.description.contains("NoSuchModel"))
         }
     }
+
+    @Test("a stack used before setup traps, naming the call to make first")
+    func aStackUsedBeforeSetupTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = StackManager().mainContext
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("StackManager used before setup; call setup(model:storeURL:) first"))
+    }
 }

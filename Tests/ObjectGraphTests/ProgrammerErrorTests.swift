@@ -16,6 +16,17 @@ import Testing
         #expect(Self.trapMessage(result).contains("belongs to another context"))
     }
 
+    @Test("deleting an object of one context in another traps")
+    func deletingInAnotherContextTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let stack = try TestStack(type: .inMemory)
+            let first = stack.newContext(), second = stack.newContext()
+            let company = first.performAndWait { Company(context: first) }
+            second.performAndWait { second.delete(company) }
+        }
+        #expect(Self.trapMessage(result).contains("belongs to another context"))
+    }
+
     @Test("using a context off its queue traps (debug builds, or DATASTACK_QUEUE_CHECKS=1)")
     func usingAContextOffItsQueueTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

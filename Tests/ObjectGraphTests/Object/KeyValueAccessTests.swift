@@ -278,21 +278,6 @@ import Testing
         }
     }
 
-    @Test func aTypedRelationshipSetterTrapsOnAnObjectOfAnotherContext() async {
-        // A programmer error, as in Core Data ("Illegal attempt to establish a
-        // relationship between objects in different contexts"): never stored.
-        await #expect(processExitsWith: .failure) {
-            let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
-            let context = stack.newContext()
-            let other = stack.newContext()
-            let foreignBox = other.performAndWait { Box(context: other) }
-            context.performAndWait {
-                let gadget = Gadget(context: context)
-                gadget.box = foreignBox
-            }
-        }
-    }
-
     // MARK: - Primitive accessors
 
     @Test(arguments: allStoreTypes)
