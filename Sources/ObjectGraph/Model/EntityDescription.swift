@@ -247,7 +247,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
 
     func checkMutable() {
         if let model {
-            precondition(!model.isFrozen, "can't modify entity \(name): the model is immutable once a coordinator uses it")
+            model.checkMutable("entity \(name)")
             model.layoutIsStale = true
         }
     }

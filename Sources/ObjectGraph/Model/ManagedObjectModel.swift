@@ -24,17 +24,23 @@ public final class ManagedObjectModel: @unchecked Sendable {
     /// The entities, in the order given.
     public var entities: [EntityDescription] {
         didSet {
-            precondition(!isFrozen, "can't modify the model: it is immutable once a coordinator uses it")
+            checkMutable("the model")
             adopt(entities)
         }
     }
     /// Free-form version identifiers (Core Data's `versionIdentifiers`).
     public var versionIdentifiers: Set<String> = [] {
-        didSet { precondition(!isFrozen, "can't modify the model: it is immutable once a coordinator uses it") }
+        didSet { checkMutable("the model") }
     }
     /// Named subsets of the entities, for stores that hold only part of the model.
     public var configurations: [String: [String]] = [:] {
-        didSet { precondition(!isFrozen, "can't modify the model: it is immutable once a coordinator uses it") }
+        didSet { checkMutable("the model") }
+    }
+
+    /// Traps when the model is frozen, as Core Data raises for a change to a
+    /// model in use: `part` (the model, an entity, a property) names what changed.
+    func checkMutable(_ part: @autoclosure () -> String) {
+        precondition(!isFrozen, "can't modify \(part()): the model is immutable once a coordinator uses it")
     }
 
     // `@exclusivity(unchecked)`: the layout's state, written under `layoutLock`

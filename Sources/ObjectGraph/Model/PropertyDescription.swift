@@ -57,7 +57,7 @@ public class PropertyDescription: @unchecked Sendable, CustomStringConvertible {
 
     package func checkMutable() {
         if let entity, let model = entity.model {
-            precondition(!model.isFrozen, "can't modify \(entity.name).\(name): the model is immutable once a coordinator uses it")
+            model.checkMutable("\(entity.name).\(name)")
             model.layoutIsStale = true
         }
     }

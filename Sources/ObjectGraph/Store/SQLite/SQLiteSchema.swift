@@ -319,7 +319,8 @@ extension SQLiteSchema {
         /// Adds the column(s) of a persistent property of `entity`, if it has any in this table.
         mutating func add(_ property: PropertyDescription, of entity: EntityDescription) {
             guard let kind = kind(of: property) else { return }
-            let name = unusedName(for: property)
+            // A clash inside one table gets a numeric suffix, as Core Data gives it (`ZNAME1`).
+            let name = String.firstFree("Z" + property.name.uppercased(), among: used)
             if let realColumns, !realColumns.contains(name) {
                 problems.append("\(entity.name).\(property.name) has no column \(name) in \(table)")
                 return
@@ -353,11 +354,6 @@ extension SQLiteSchema {
             default:
                 return nil
             }
-        }
-
-        /// `Z<NAME>`, or with the first numeric suffix no other column of the table has.
-        private func unusedName(for property: PropertyDescription) -> String {
-            String.firstFree("Z" + property.name.uppercased(), among: used)
         }
 
         /// The inverse is an ordered to-many: this row's place in it (Core Data's

@@ -83,7 +83,6 @@ private struct BatchInsertWriter {
     private let schema: SQLiteSchema
     private let connection: Connection
     private(set) var rows: BatchInsertRows
-    private let constraints: [BatchInsertConstraint]
     private var statements: BatchInsertStatements
     /// The key of the request's first row: `Z_MAX + 1` of the root entity, read as
     /// the history reads its own entities' (0 without a row: then allocating at
@@ -93,8 +92,6 @@ private struct BatchInsertWriter {
     private var next: Int64
     /// The columns each upsert wrote into a row stored before the request, by its key.
     private(set) var updated: [Int64: Set<Int>] = [:]
-    /// Without upserts every row takes the same statement: fetched once, not per row.
-    private let single: Statement?
     /// Which columns take their values tagged inline: those with external binary
     /// storage (ExternalBinaryStorage.swift), as a batch writes no files.
     private let external: [Bool]
@@ -112,11 +109,10 @@ private struct BatchInsertWriter {
         let rows = BatchInsertRows(insert)
         let columns = try Self.columns(of: rows.attributes, in: mapping)
         let constraints = Self.constraints(insert.constraints, among: rows.attributes)
-        var statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
+        let statements = BatchInsertStatements(table: mapping.table, entityNumber: mapping.number, columns: columns,
                                                constraints: constraints, onConflict: insert.onConflict, connection: connection)
         first = try SQLiteHistoryLayout.lastKey(of: mapping.rootNumber, connection) + 1
         next = first
-        single = statements.overwrites ? nil : try statements.statement(for: [])
         searchIndex = statements.overwrites ? nil : schema.searchIndexes[mapping.table]
         external = rows.attributes.map(\.storesExternalBinaryData)
         tagsExternal = external.contains(true)
@@ -125,7 +121,6 @@ private struct BatchInsertWriter {
         self.schema = schema
         self.connection = connection
         self.rows = rows
-        self.constraints = constraints
         self.statements = statements
     }
 
@@ -161,7 +156,7 @@ private struct BatchInsertWriter {
     }
 
     private mutating func writeRow() throws {
-        let statement = try single ?? statements.statement(for: rows.given)
+        let statement = try statements.statement(for: rows.given)
         try bindRow(to: statement)
         guard statements.resolvesConflicts else {
             try execute(statement)
@@ -209,7 +204,7 @@ private struct BatchInsertWriter {
     /// the request, for the history and the changes the request reports.
     private mutating func noteUpdatedHolder() throws {
         // DO UPDATE wrote the holder, unless its WHERE refused it: a row of another entity of the hierarchy.
-        guard connection.changes == 1, let key = try statements.holder(of: rows) else {
+        guard connection.changes == 1, let key = try statements.holder(of: rows)?.key else {
             throw try duplicateKey()
                 ?? PersistentStoreError(.ioFailure, url: store.url, message: "row \(rows.index) of the batch insert of \(mapping.entity.name) was neither inserted nor merged")
         }
@@ -223,19 +218,11 @@ private struct BatchInsertWriter {
     /// values the row shares with a row of the table, and that row when it was
     /// stored before the request (nil when none is found: the caller rethrows).
     private func duplicateKey() throws -> BatchRequestError? {
-        for constraint in constraints {
-            let values = constraint.positions.map { rows.values[$0] }
-            guard !values.contains(where: \.isNull) else { continue }
-            let condition = constraint.positions.map { "\(mapping.columns[rows.attributes[$0].index]?.name ?? "NULL") = ?" }
-            let find = try connection.prepare("SELECT Z_PK, Z_ENT FROM \(mapping.table) WHERE \(condition.joined(separator: " AND ")) LIMIT 1")
-            for (offset, value) in values.enumerated() { try find.bind(value, at: Int32(offset + 1)) }
-            guard try find.step() else { continue }
-            let key = find.int64(at: 0)
-            let holder = schema.entitiesByNumber[find.int64(at: 1)] ?? mapping.entity
-            return .duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: values, row: rows.index,
-                                 storedObjectID: key < first ? ObjectID(entity: holder, store: store.identity, primaryKey: key) : nil)
-        }
-        return nil
+        guard let holder = try statements.holder(of: rows) else { return nil }
+        let entity = schema.entitiesByNumber[holder.entityNumber] ?? mapping.entity
+        return .duplicateKey(entity: holder.constraint.owner.name, constraint: holder.constraint.keys,
+                             values: holder.constraint.positions.map { rows.values[$0] }, row: rows.index,
+                             storedObjectID: holder.key < first ? ObjectID(entity: entity, store: store.identity, primaryKey: holder.key) : nil)
     }
 
     /// Takes the inserted rows' keys as one block (`Z_MAX` moves once, by the rows
@@ -337,18 +324,18 @@ private struct BatchInsertStatements {
         return insertSQL + clauses.joined()
     }
 
-    /// The key of the row holding the row's values of the first constraint
-    /// that has a holder — the one SQLite's first matching `ON CONFLICT`
-    /// clause updated — or nil.
-    func holder(of rows: BatchInsertRows) throws -> Int64? {
+    /// The row holding the row's values of the first constraint that has a
+    /// holder — the one SQLite's first matching `ON CONFLICT` clause met — with
+    /// that constraint and the holder's entity number; nil when no row does.
+    func holder(of rows: BatchInsertRows) throws -> (constraint: BatchInsertConstraint, key: Int64, entityNumber: Int64)? {
         for constraint in constraints {
             let values = constraint.positions.map { rows.values[$0] }
             guard !values.contains(where: \.isNull) else { continue }
             let statement = try connection.cachedStatement(
-                "SELECT Z_PK FROM \(table) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND "))
+                "SELECT Z_PK, Z_ENT FROM \(table) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND ") + " LIMIT 1")
             defer { statement.reset() }
             for (offset, value) in values.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
-            if try statement.step() { return statement.int64(at: 0) }
+            if try statement.step() { return (constraint, statement.int64(at: 0), statement.int64(at: 1)) }
         }
         return nil
     }
