@@ -56,7 +56,7 @@ import Testing
     @Test("a fault whose row is gone traps when shouldDeleteInaccessibleFaults is false")
     func anInaccessibleFaultTrapsWhenAskedTo() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let stack = try TestStack(type: .sqlite)
+            let stack = try TestStack(type: .inMemory)
             let id = try stack.seedCompanies(["ACME"])[0]
             let deleter = stack.newContext()
             try deleter.performAndWait {

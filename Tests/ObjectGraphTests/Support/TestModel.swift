@@ -41,17 +41,23 @@ enum TestModel {
 }
 
 /// A temporary folder, removed when the value is deinitialized.
+///
+/// The folder is made on first use, not at initialization: an in-memory
+/// ``TestStack`` never uses it, and an exit test's child process, which ends
+/// in a trap without running deinitializers, would leave it behind.
 final class TemporaryDirectory {
-    let url: URL
+    private let location = FileManager.default.temporaryDirectory.appendingPathComponent("DataStackTests-\(UUID().uuidString)")
 
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("DataStackTests-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    var url: URL {
+        // Creating a folder that exists is not an error; a test that cannot
+        // create it fails at its first file operation, naming the path.
+        try? FileManager.default.createDirectory(at: location, withIntermediateDirectories: true)
+        return location
     }
 
     func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
-    deinit { try? FileManager.default.removeItem(at: url) }
+    deinit { try? FileManager.default.removeItem(at: location) }
 }
 
 /// A coordinator with one store of the given type, and a private-queue context on it.
@@ -59,12 +65,11 @@ struct TestStack {
     let directory = TemporaryDirectory()
     let model: ManagedObjectModel
     let coordinator: PersistentStoreCoordinator
-    let storeURL: URL
+    var storeURL: URL { directory.file("Test.sqlite") }
 
     init(type: StoreType = .sqlite, model: ManagedObjectModel = TestModel.make()) throws {
         self.model = model
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
-        storeURL = directory.file("Test.sqlite")
         try coordinator.addPersistentStore(type: type, at: type == .inMemory ? nil : storeURL)
     }
 

@@ -15,13 +15,26 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func makeLocation() throws -> URL {
         switch self {
         case .sqlite:
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("DataStackPGTests-\(UUID().uuidString)")
+            let folder = Self.sqliteFolder.appendingPathComponent(UUID().uuidString)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return folder.appendingPathComponent("store.sqlite")
         case .postgreSQL:
             return try PostgreSQLTestServer.shared.get().makeDatabase()
         }
     }
+
+    /// The folder holding this test process's SQLite stores, removed when the
+    /// process exits (a test's stores may outlive the test's own scope: its
+    /// coordinator is released later).
+    private static let sqliteFolder: URL = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("DataStackPGTests-\(UUID().uuidString)")
+        atexit {
+            // Nothing is left to report to at exit; a folder that cannot be
+            // removed stays in the temporary directory.
+            try? FileManager.default.removeItem(at: StoreKind.sqliteFolder)
+        }
+        return folder
+    }()
 
     var storeType: StoreType {
         switch self {
