@@ -15,26 +15,32 @@ struct ObjectRegistry {
         var object: ManagedObject
     }
 
-    private var entries: [Entry?]
+    /// The buckets, shared between copies until one of them changes (the
+    /// sequences of ``objects`` and ``ids`` hold it while they are iterated).
+    private var table: Table
     /// How many objects are registered.
     private(set) var count = 0
 
     init() {
-        entries = Self.emptyTable(count: 16)
+        table = Table(count: 16)
     }
 
     var isEmpty: Bool { count == 0 }
 
     /// The registered objects, in no particular order.
-    var objects: some Sequence<ManagedObject> { entries.lazy.compactMap { $0?.object } }
+    var objects: some Sequence<ManagedObject> {
+        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.object }
+    }
 
     /// The registered IDs, in no particular order.
-    var ids: some Sequence<ObjectID> { entries.lazy.compactMap { $0?.id } }
+    var ids: some Sequence<ObjectID> {
+        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.id }
+    }
 
     subscript(id: ObjectID) -> ManagedObject? {
         get {
             guard let index = find(id) else { return nil }
-            return entries[index]?.object
+            return table.buckets[index]?.object
         }
         set {
             if let newValue { insert(newValue, for: id) } else { removeValue(forKey: id) }
@@ -43,27 +49,30 @@ struct ObjectRegistry {
 
     /// Makes room for `capacity` objects without growing.
     mutating func reserveCapacity(_ capacity: Int) {
-        var size = entries.count
+        var size = table.count
         while capacity > size / 4 * 3 { size *= 2 }
-        if size != entries.count { rehash(to: size) }
+        if size != table.count { rehash(to: size) }
     }
 
     @discardableResult
     mutating func removeValue(forKey id: ObjectID) -> ManagedObject? {
-        guard var index = find(id), let removed = entries[index]?.object else { return nil }
-        entries[index] = nil
+        guard var index = find(id) else { return nil }
+        makeUnique()
+        let buckets = table.buckets
+        guard let removed = buckets[index]?.object else { return nil }
+        buckets[index] = nil
         count -= 1
         // Backward shift: pull later entries of the run into the hole, so that
         // lookups can stop at the first empty bucket.
-        let mask = entries.count - 1
+        let mask = table.count - 1
         var next = (index + 1) & mask
-        while let entry = entries[next] {
+        while let entry = buckets[next] {
             let home = Self.home(of: entry.id, mask: mask)
             // Move the entry unless its home lies cyclically in (index, next].
             let stays = index <= next ? (home > index && home <= next) : (home > index || home <= next)
             if !stays {
-                entries[index] = entry
-                entries[next] = nil
+                buckets[index] = entry
+                buckets[next] = nil
                 index = next
             }
             next = (next + 1) & mask
@@ -74,9 +83,11 @@ struct ObjectRegistry {
     /// Removes the objects for which `isUnused` returns true; it gets each
     /// object `inout`, so it can ask `isKnownUniquelyReferenced`.
     mutating func removeAll(where isUnused: (inout ManagedObject) -> Bool) {
+        makeUnique()
+        let buckets = table.buckets
         var unused: [ObjectID] = []
-        for index in entries.indices where entries[index] != nil {
-            if isUnused(&entries[index]!.object) { unused.append(entries[index]!.id) }
+        for index in 0..<table.count where buckets[index] != nil {
+            if isUnused(&buckets[index]!.object) { unused.append(buckets[index]!.id) }
         }
         for id in unused { removeValue(forKey: id) }
     }
@@ -85,25 +96,64 @@ struct ObjectRegistry {
     /// (which gets it `inout`, as in ``removeAll(where:)``) returns true.
     mutating func object(for id: ObjectID, removingIf isUnused: (inout ManagedObject) -> Bool) -> ManagedObject? {
         guard let index = find(id) else { return nil }
-        if isUnused(&entries[index]!.object) {
+        makeUnique()
+        if isUnused(&table.buckets[index]!.object) {
             removeValue(forKey: id)
             return nil
         }
-        return entries[index]?.object
+        return table.buckets[index]?.object
     }
 
     /// Files every object again under its current ID, after many IDs changed
     /// (a save that gave most of them permanent IDs).
     mutating func rekeyAll() {
-        rehash(to: entries.count, rekeying: true)
+        rehash(to: table.count, rekeying: true)
     }
 
     // MARK: - Table
 
+    /// The buckets of an open-addressing table, in memory of its own.
+    ///
+    /// Not an `Array`: an array of `Entry?` is destroyed by the runtime's
+    /// generic `swift_arrayDestroy`, which asks `Optional`'s value witness
+    /// whether each bucket is empty (~115 instructions a bucket, empty or not:
+    /// 1.9 M for a context's table of 16,384 buckets, on every reset and
+    /// rehash). This table's deinitializer is compiled for `Entry?`.
+    private final class Table {
+        let buckets: UnsafeMutablePointer<Entry?>
+        let count: Int
+
+        init(count: Int) {
+            self.count = count
+            buckets = .allocate(capacity: count)
+            buckets.initialize(repeating: nil, count: count)
+        }
+
+        /// A table of the same size holding the same entries.
+        func copy() -> Table {
+            let copy = Table(count: count)
+            for index in 0..<count { copy.buckets[index] = buckets[index] }
+            return copy
+        }
+
+        deinit {
+            for index in 0..<count { _ = (buckets + index).move() }
+            buckets.deallocate()
+        }
+    }
+
+    /// Gives this registry a table of its own before it changes one shared
+    /// with a copy.
+    @inline(__always)
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+    }
+
     private func find(_ id: ObjectID) -> Int? {
-        let mask = entries.count - 1
+        let buckets = table.buckets
+        let mask = table.count - 1
         var index = Self.home(of: id, mask: mask)
-        while let entry = entries[index] {
+        while let entry = buckets[index] {
             if entry.id == id { return index }
             index = (index + 1) & mask
         }
@@ -112,7 +162,8 @@ struct ObjectRegistry {
 
     private mutating func insert(_ object: ManagedObject, for id: ObjectID) {
         if let index = find(id) {
-            entries[index]!.object = object
+            makeUnique()
+            table.buckets[index]!.object = object
             return
         }
         insertUnregistered(object, for: id)
@@ -122,38 +173,44 @@ struct ObjectRegistry {
     /// found: a fetch registering its rows' objects would otherwise search for
     /// each ID twice.
     mutating func insertUnregistered(_ object: ManagedObject, for id: ObjectID) {
-        if count + 1 > entries.count / 4 * 3 { rehash(to: entries.count * 2) }
-        place(Entry(id: id, object: object))
+        if count + 1 > table.count / 4 * 3 {
+            rehash(to: table.count * 2)
+        } else {
+            makeUnique()
+        }
+        place(Entry(id: id, object: object), in: table)
         count += 1
     }
 
-    private mutating func place(_ entry: Entry) {
-        let mask = entries.count - 1
+    private func place(_ entry: Entry, in table: Table) {
+        let mask = table.count - 1
         var index = Self.home(of: entry.id, mask: mask)
-        while entries[index] != nil { index = (index + 1) & mask }
-        entries[index] = entry
+        while table.buckets[index] != nil { index = (index + 1) & mask }
+        table.buckets[index] = entry
     }
 
     private mutating func rehash(to size: Int, rekeying: Bool = false) {
-        let old = entries
-        entries = Self.emptyTable(count: size)
+        var old = table
+        table = Table(count: size)
         count = 0
+        // Entries move to the new table unless a copy of the registry still
+        // reads the old one: no retain and release of their two references.
+        let moving = isKnownUniquelyReferenced(&old)
         // Each object is registered once, under its own ID: no two entries can
         // meet under one ID, so entries are placed without a lookup.
-        for case var entry? in old {
+        for index in 0..<old.count {
+            let bucket = old.buckets + index
+            let taken: Entry?
+            if moving {
+                taken = bucket.move()
+                bucket.initialize(to: nil)
+            } else {
+                taken = bucket.pointee
+            }
+            guard var entry = taken else { continue }
             if rekeying { entry.id = entry.object.objectID }
-            place(entry)
+            place(entry, in: table)
             count += 1
-        }
-    }
-
-    /// A table of `count` empty buckets. `Array(repeating:count:)` copies its
-    /// optional value into each bucket through the value witness, ~100
-    /// instructions a bucket; initializing the buffer in place is a store loop.
-    private static func emptyTable(count: Int) -> [Entry?] {
-        [Entry?](unsafeUninitializedCapacity: count) { buffer, initialized in
-            buffer.initialize(repeating: nil)
-            initialized = count
         }
     }
 

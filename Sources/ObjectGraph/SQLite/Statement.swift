@@ -65,6 +65,10 @@ package final class Statement {
     /// The `sqlite3_stmt`, finalized in `deinit`.
     let statement: OpaquePointer
 
+    /// The text of the row being bound by ``bindForExecution(_:at:)``, until it runs.
+    /// Unchecked: a statement is confined to its connection's queue.
+    @exclusivity(unchecked) private var rowText = StatementTextBuffer()
+
     /// Prepares exactly one statement.
     ///
     /// - Parameter persistent: Hints that the statement will be reused many times
@@ -186,6 +190,21 @@ extension Statement {
         try check(copy.withUTF8(bindText), binding: index)
     }
 
+    /// Binds text to the parameter at `index` (1-based) for the next
+    /// ``execute()``, from memory the statement owns rather than SQLite's own
+    /// copy; ``execute()`` clears the statement's bindings once the row has run.
+    ///
+    /// For the many short strings of a save's rows; ``bind(_:at:)-(String,_)``
+    /// for everything else (a statement that is stepped, or run twice with the
+    /// same parameters).
+    package func bindForExecution(_ value: String, at index: Int32) throws {
+        var copy = value
+        try check(copy.withUTF8 { bytes in
+            let text = rowText.store(bytes)
+            return sqlite3_bind_text64(statement, index, text, UInt64(bytes.count), nil, UInt8(SQLITE_UTF8))
+        }, binding: index)
+    }
+
     /// Binds a blob to the parameter at `index` (1-based).
     ///
     /// Empty data binds a zero-length blob, which reads back as empty data, not NULL.
@@ -255,8 +274,19 @@ extension Statement {
     /// Steps until the statement finishes, ignoring any rows, then resets it.
     /// Use it for INSERT, UPDATE, DELETE and DDL.
     package func execute() throws {
+        defer {
+            sqlite3_reset(statement)
+            if rowText.isInUse { releaseRowText() }
+        }
         while try step() {}
-        sqlite3_reset(statement)
+    }
+
+    /// Unbinds the text ``bindForExecution(_:at:)`` bound (with every other
+    /// parameter: the row's statement binds them all again for the next row),
+    /// and lets its memory be reused.
+    private func releaseRowText() {
+        sqlite3_clear_bindings(statement)
+        rowText.release()
     }
 
     /// Rewinds the statement so it can run again, ending any read it had open.

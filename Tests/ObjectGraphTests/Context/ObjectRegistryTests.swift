@@ -92,4 +92,49 @@ import Testing
         #expect(registry.count == 5_000)
         for object in objects { #expect(registry[object.objectID] === object) }
     }
+
+    @Test func aCopyKeepsItsObjectsWhileTheOriginalChanges() {
+        var registry = ObjectRegistry()
+        let objects = (1...300).map { object(for: id("Company", Int64($0))) }
+        for object in objects { registry[object.objectID] = object }
+        let copy = registry
+        // Removing, growing and re-keying the original leave the copy as it was.
+        for object in objects.prefix(100) { registry.removeValue(forKey: object.objectID) }
+        for key in 1_000..<2_000 { registry[id("StockUpdate", Int64(key))] = object(for: id("StockUpdate", Int64(key))) }
+        objects[150].objectID = id("Company", 9_999)
+        registry.rekeyAll()
+        #expect(copy.count == 300)
+        #expect(Set(copy.objects.map(ObjectIdentifier.init)) == Set(objects.map(ObjectIdentifier.init)))
+        #expect(copy[id("Company", 151)] === objects[150])
+        #expect(registry.count == 1_200)
+        #expect(registry[id("Company", 9_999)] === objects[150])
+        #expect(registry[id("Company", 151)] == nil)
+        #expect(registry[objects[0].objectID] == nil)
+    }
+
+    @Test func iteratingTheObjectsWhileRemovingThemSeesEachOnce() {
+        var registry = ObjectRegistry()
+        for key in 1...500 { registry[id("Company", Int64(key))] = object(for: id("Company", Int64(key))) }
+        var seen = 0
+        for object in registry.objects {
+            seen += 1
+            registry.removeValue(forKey: object.objectID)
+        }
+        #expect(seen == 500)
+        #expect(registry.isEmpty)
+    }
+
+    @Test func objectsLeaveWithTheTableThatHeldThem() {
+        weak var released: ManagedObject?
+        do {
+            var registry = ObjectRegistry()
+            let object = object(for: id("Company", 1))
+            released = object
+            registry[object.objectID] = object
+            registry.reserveCapacity(10_000)
+            registry.rekeyAll()
+            #expect(registry[object.objectID] === object)
+        }
+        #expect(released == nil)
+    }
 }

@@ -230,6 +230,48 @@ import Testing
         #expect(statement.int64(at: 6) == 0)
     }
 
+    @Test func textBoundForExecutionIsWrittenAsGivenAndUnboundAfterTheRow() throws {
+        let connection = try Connection(path: ":memory:")
+        try connection.execute("CREATE TABLE t (n INTEGER, a TEXT, b TEXT, c TEXT)")
+        let insert = try connection.prepare("INSERT INTO t (n, a, b, c) VALUES (?, ?, ?, ?)")
+        // Short (inline) strings, empty text, non-ASCII, and rows whose text
+        // outgrows the statement's buffer (256 bytes at first) midway.
+        var rows: [[String]] = [["", "a", "Zürich 東京 🚀"]]
+        for n in 1..<60 {
+            rows.append([String(repeating: "x", count: n * 13), "row \(n)", String(repeating: "é", count: n * 7)])
+        }
+        for (n, row) in rows.enumerated() {
+            try insert.bind(Int64(n), at: 1)
+            for (offset, text) in row.enumerated() { try insert.bindForExecution(text, at: Int32(offset + 2)) }
+            try insert.execute()
+        }
+        let select = try connection.prepare("SELECT a, b, c, typeof(a) FROM t ORDER BY n")
+        for row in rows {
+            #expect(try select.step())
+            #expect([select.string(at: 0), select.string(at: 1), select.string(at: 2)] == row)
+            #expect(select.string(at: 3) == "text")
+        }
+        #expect(try !select.step())
+
+        // The row has run: the statement holds no text (nor pointer) any more.
+        try insert.execute()
+        #expect(try scalarInt(connection, "SELECT count(*) FROM t WHERE n IS NULL AND a IS NULL AND b IS NULL AND c IS NULL") == 1)
+    }
+
+    @Test func textBoundForExecutionIsUnboundWhenTheRowFails() throws {
+        let connection = try Connection(path: ":memory:")
+        try connection.execute("CREATE TABLE u (k TEXT UNIQUE)")
+        let insert = try connection.prepare("INSERT INTO u (k) VALUES (?)")
+        try insert.bindForExecution("key", at: 1)
+        try insert.execute()
+        try insert.bindForExecution("key", at: 1)
+        let error = try sqliteError { try insert.execute() }
+        #expect(error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE)
+        try insert.execute()
+        #expect(try scalarInt(connection, "SELECT count(*) FROM u WHERE k IS NULL") == 1)
+        #expect(try scalarInt(connection, "SELECT count(*) FROM u") == 2)
+    }
+
     @Test func bindingOutOfRangeThrowsWithIndexAndSQL() throws {
         let connection = try Connection(path: ":memory:")
         let statement = try connection.prepare("SELECT ?")

@@ -318,7 +318,7 @@ extension SQLiteStore {
                         if writable[entry].storesExternally, let column = external[slot] {
                             try statement.bind(column, at: index)
                         } else {
-                            try statement.bind(values[slot], at: index)
+                            try statement.bindForExecution(values[slot], at: index)
                         }
                     }
                     index += 1

@@ -23,6 +23,16 @@ extension Statement {
         }
     }
 
+    /// Binds a value of a row to be run by ``execute()``: text as
+    /// ``bindForExecution(_:at:)-(String,_)`` binds it, the rest as ``bind(_:at:)-(PropertyValue,_)``.
+    func bindForExecution(_ value: PropertyValue, at index: Int32) throws {
+        if case .string(let text) = value {
+            try bindForExecution(text, at: index)
+        } else {
+            try bind(value, at: index)
+        }
+    }
+
     /// Reads a column as a value of an attribute of `type`, tolerating the
     /// storage classes older Core Data versions used (whole-second dates as integers).
     func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
