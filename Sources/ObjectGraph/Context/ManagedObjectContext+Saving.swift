@@ -264,25 +264,43 @@ extension ManagedObjectContext {
     /// Brings the saved objects up to date: permanent IDs, new snapshots and
     /// versions, deleted objects unregistered; calls `didSave()`.
     private func finishSave(_ saved: SavedObjects, stored: SaveResult) -> ContextDidSave {
-        let permanentIDs = stored.permanentIDs
         var result = ContextDidSave()
         result.historyTokens = stored.historyTokens
         let isRoot = parent == nil
         result.insertedObjectIDs.reserveCapacity(saved.inserted.count)
         result.updatedObjectIDs.reserveCapacity(saved.updated.count)
+        // The store's IDs by position when it gave them so and the objects are
+        // the request's, in its order; else (and for relationships, which
+        // name objects by ID) the mapping, made once.
+        var mapping: [ObjectID: ObjectID]?
+        func permanentIDs() -> [ObjectID: ObjectID] {
+            if let mapping { return mapping }
+            let made = stored.permanentIDs
+            mapping = made
+            return made
+        }
+        func permanentID(ofInsertedAt position: Int, _ id: ObjectID) -> ObjectID? {
+            guard id.isTemporaryID else { return nil }
+            if let inserted = stored.inserted, position < inserted.nodes.count, inserted.nodes[position].objectID == id {
+                return inserted.permanentIDs[position]
+            }
+            return permanentIDs()[id]
+        }
+        let remapsRelationships = saved.inserted.contains { $0.objectID.isTemporaryID }
         func settle(_ object: ManagedObject) {
-            if !permanentIDs.isEmpty && object.entity.hasRelationships {
-                object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(permanentIDs) })
+            if remapsRelationships && object.entity.hasRelationships {
+                let mapping = permanentIDs()
+                if !mapping.isEmpty { object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(mapping) }) }
             }
             object.snapshot = object.slots
             object.flags.subtract([.inserted, .updated])
         }
         // Re-keying an entry costs a removal from the registry; when most of it
         // changes keys (an import), building it again from the IDs is cheaper.
-        let rebuildsRegistry = permanentIDs.count * 2 > registry.count
-        for object in saved.inserted {
+        let rebuildsRegistry = (stored.inserted?.nodes.count ?? permanentIDs().count) * 2 > registry.count
+        for (position, object) in saved.inserted.enumerated() {
             let temporaryID = object.objectID
-            if let permanentID = permanentIDs[temporaryID] {
+            if let permanentID = permanentID(ofInsertedAt: position, temporaryID) {
                 object.objectID = permanentID
                 if !rebuildsRegistry {
                     registry[temporaryID] = nil

@@ -200,13 +200,45 @@ public struct SaveChangesRequest: Sendable {
 /// What a save produced.
 public struct SaveResult: Sendable {
     /// The permanent ID of each inserted object, by its temporary ID.
-    public var permanentIDs: [ObjectID: ObjectID]
+    public var permanentIDs: [ObjectID: ObjectID] {
+        get {
+            guard let inserted else { return mappedIDs }
+            var mapping: [ObjectID: ObjectID] = [:]
+            mapping.reserveCapacity(inserted.nodes.count)
+            for (node, permanentID) in zip(inserted.nodes, inserted.permanentIDs) where node.objectID.isTemporaryID {
+                mapping[node.objectID] = permanentID
+            }
+            return mapping
+        }
+        set {
+            mappedIDs = newValue
+            inserted = nil
+        }
+    }
     /// The persistent-history transaction each store recorded the save as;
     /// empty when no store tracks history.
     public var historyTokens: [PersistentHistoryToken]
 
+    private var mappedIDs: [ObjectID: ObjectID]
+    /// The request's inserted objects and the ID each has after the save, in
+    /// the request's order, when the store gave them so: a context settling
+    /// the objects it saved reads their IDs by position, without the
+    /// dictionary (a hash of each temporary ID to build it and one to read
+    /// it, ~5 % of an import).
+    package private(set) var inserted: (nodes: [IncrementalStoreNode], permanentIDs: [ObjectID])?
+
     public init(permanentIDs: [ObjectID: ObjectID], historyTokens: [PersistentHistoryToken] = []) {
-        self.permanentIDs = permanentIDs
+        self.mappedIDs = permanentIDs
+        self.historyTokens = historyTokens
+    }
+
+    /// A result giving each inserted object's ID after the save (its permanent
+    /// ID; an ID that was permanent already, as it was) in the order of
+    /// `insertedObjects`, the request's.
+    package init(insertedObjects: [IncrementalStoreNode], permanentIDs: [ObjectID], historyTokens: [PersistentHistoryToken] = []) {
+        precondition(insertedObjects.count == permanentIDs.count, "one ID per inserted object")
+        self.mappedIDs = [:]
+        self.inserted = (insertedObjects, permanentIDs)
         self.historyTokens = historyTokens
     }
 }

@@ -169,11 +169,13 @@ extension SQLiteStore: PersistentHistoryStore {
         }
         next = try recordInsertions(of: request.insertedObjects, keys: insertedKeys, firstKey: next, transaction: transaction,
                                     schema: schema, connection: connection)
+        // Built once: the result's mapping is derived from its IDs in order.
+        let permanentIDs = request.updatedObjects.isEmpty ? [:] : result.permanentIDs
         for node in request.updatedObjects {
             guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
                 throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
             }
-            let changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { result.permanentIDs[$0] ?? $0 }
+            let changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { permanentIDs[$0] ?? $0 }
             try insert(node.objectID, .update, columns: entity.columnsMask(slots: changed), tombstone: [])
         }
         for node in request.deletedObjects {

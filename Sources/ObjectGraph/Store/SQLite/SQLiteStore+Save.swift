@@ -115,8 +115,9 @@ extension SQLiteStore {
                        connection: Connection) throws -> (result: SaveResult, insertedKeys: [Int64]) {
         let identity = identity
         do {
-            let (permanentIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
-                                                                      identity: identity, connection: connection)
+            let (insertedIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
+                                                                     identity: identity, connection: connection)
+            let permanentIDs = Self.relationshipTargets(of: request, ids: insertedIDs)
             var search = SearchIndexMaintenance(schema: schema, connection: connection)
             try search.plan(deleted: request.deletedObjects, inserted: request.insertedObjects, insertedKeys: insertedKeys)
             try search.beforeWritingRows()
@@ -179,7 +180,7 @@ extension SQLiteStore {
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try search.afterWritingRows()
-            return (SaveResult(permanentIDs: permanentIDs), insertedKeys)
+            return (SaveResult(insertedObjects: request.insertedObjects, permanentIDs: insertedIDs), insertedKeys)
         }
     }
 
@@ -214,8 +215,8 @@ extension SQLiteStore {
                 entries[key] = entry
             }
             last = (key, entry)
-            // Every parameter is bound again for each row; only a failed step leaves it unreset.
-            entry.statement.reset()
+            // Not reset here: every parameter is bound again for each row, and
+            // `execute()` resets the statement whether its row ran or failed.
             return entry
         }
     }
@@ -234,9 +235,11 @@ extension SQLiteStore {
         let schema = try schema
         let identity = identity
         let nodes = objectIDs.map { IncrementalStoreNode(objectID: $0, values: [], version: 0) }
-        let mapping = try write { connection in
-            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection).permanentIDs
+        let ids = try write { connection in
+            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection).ids
         }
+        // An ID given twice gets one permanent ID, the last allocated for it.
+        let mapping = Dictionary(zip(objectIDs, ids), uniquingKeysWith: { _, last in last })
         return objectIDs.map { mapping[$0] ?? $0 }
     }
 
@@ -264,33 +267,58 @@ extension SQLiteStore {
     ///
     /// - Returns: the permanent ID of each temporary one, and every node's
     ///   primary key in the order of `nodes`.
+    /// Gives each temporary ID of `nodes` a primary key from its root
+    /// entity's counter in `Z_PRIMARYKEY`; returns each node's ID and key
+    /// after the save, in the nodes' order.
     private func allocatePrimaryKeys(for nodes: [IncrementalStoreNode], schema: SQLiteSchema, identity: StoreIdentity,
-                                     connection: Connection) throws -> (permanentIDs: [ObjectID: ObjectID], keys: [Int64]) {
+                                     connection: Connection) throws -> (ids: [ObjectID], keys: [Int64]) {
         var keys = [Int64](repeating: 0, count: nodes.count)
-        var byRoot: [Int64: [Int]] = [:]
-        var previous: (entity: ObjectIdentifier, root: Int64)?
+        // The positions of each root entity's new rows; one root in most saves.
+        var groups: [(root: Int64, positions: [Int])] = []
+        var previous: (entity: ObjectIdentifier, group: Int)?
         for (position, node) in nodes.enumerated() {
             guard node.objectID.isTemporaryID else {
                 keys[position] = node.objectID.primaryKey ?? 0
                 continue
             }
             let entity = ObjectIdentifier(node.objectID.entity)
-            if previous?.entity != entity { previous = (entity, try schema.mapping(for: node.objectID.entity).rootNumber) }
-            byRoot[previous?.root ?? 0, default: []].append(position)
+            if previous?.entity != entity {
+                let root = try schema.mapping(for: node.objectID.entity).rootNumber
+                let group = groups.firstIndex { $0.root == root } ?? {
+                    groups.append((root, []))
+                    return groups.count - 1
+                }()
+                previous = (entity, group)
+            }
+            groups[previous!.group].positions.append(position)
         }
-        var permanentIDs: [ObjectID: ObjectID] = [:]
-        permanentIDs.reserveCapacity(nodes.count)
-        for (rootNumber, positions) in byRoot {
-            let last = try Self.allocateKeys(Int64(positions.count), entity: rootNumber, connection: connection, url: url)
+        var ids = nodes.map(\.objectID)
+        for (root, positions) in groups {
+            let last = try Self.allocateKeys(Int64(positions.count), entity: root, connection: connection, url: url)
             var next = last - Int64(positions.count) + 1
             for position in positions {
-                let id = nodes[position].objectID
-                permanentIDs[id] = ObjectID(entity: id.entity, store: identity, primaryKey: next)
+                ids[position] = ObjectID(entity: ids[position].entity, store: identity, primaryKey: next)
                 keys[position] = next
                 next += 1
             }
         }
-        return (permanentIDs, keys)
+        return (ids, keys)
+    }
+
+    /// Each temporary ID of the request's inserted objects with its permanent
+    /// one, for the relationships that point at them; empty when no entity the
+    /// request writes has relationships (building it is a hash of every
+    /// inserted ID).
+    private static func relationshipTargets(of request: SaveChangesRequest, ids: [ObjectID]) -> [ObjectID: ObjectID] {
+        let needed = request.insertedObjects.contains { $0.objectID.entity.hasRelationships }
+            || request.updatedObjects.contains { $0.objectID.entity.hasRelationships }
+        guard needed else { return [:] }
+        var mapping: [ObjectID: ObjectID] = [:]
+        mapping.reserveCapacity(ids.count)
+        for (node, id) in zip(request.insertedObjects, ids) where node.objectID.isTemporaryID {
+            mapping[node.objectID] = id
+        }
+        return mapping
     }
 
     /// Binds a row's values; `external` holds the tagged columns of its slots
