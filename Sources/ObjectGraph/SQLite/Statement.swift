@@ -198,11 +198,18 @@ extension Statement {
     /// for everything else (a statement that is stepped, or run twice with the
     /// same parameters).
     package func bindForExecution(_ value: String, at index: Int32) throws {
-        var copy = value
-        try check(copy.withUTF8 { bytes in
+        func bindText(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
             let text = rowText.store(bytes)
             return sqlite3_bind_text64(statement, index, text, UInt64(bytes.count), nil, UInt8(SQLITE_UTF8))
-        }, binding: index)
+        }
+        // A native string lends its bytes without a copy of the string (and
+        // its retain); only a bridged one is made native first.
+        if let code = value.utf8.withContiguousStorageIfAvailable(bindText) {
+            try check(code, binding: index)
+            return
+        }
+        var copy = value
+        try check(copy.withUTF8(bindText), binding: index)
     }
 
     /// Binds a blob to the parameter at `index` (1-based).
