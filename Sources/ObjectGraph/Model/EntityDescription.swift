@@ -22,7 +22,8 @@ import Synchronization
 public final class EntityDescription: @unchecked Sendable, CustomStringConvertible {
     // `name` and `managedObjectClass` are read for every object a fetch makes
     // (the registry compares IDs by entity name; a fault is an instance of the
-    // class). `@exclusivity(unchecked)`: they change only before the model is
+    // class), `isAbstract` for every object a save inserts.
+    // `@exclusivity(unchecked)`: they change only before the model is
     // frozen (`checkMutable`), and the runtime's dynamic check cost ~76
     // instructions a read, where the optimizer hoists the read out of a loop.
 
@@ -42,7 +43,7 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     /// The class name given by a loaded model file, when no Swift class was bound to it.
     public var managedObjectClassName: String? { didSet { checkMutable() } }
     /// An abstract entity has no instances of its own, only of its subentities.
-    public var isAbstract: Bool = false { didSet { checkMutable() } }
+    @exclusivity(unchecked) public var isAbstract: Bool = false { didSet { checkMutable() } }
     /// The properties this entity declares (not the inherited ones).
     public var properties: [PropertyDescription] {
         didSet {
