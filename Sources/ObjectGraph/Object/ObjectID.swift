@@ -100,12 +100,25 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public func hash(into hasher: inout Hasher) {
-        // One word, not the enum (its case and payload would be two): the key,
-        // mixed with the entity's name seed so that equal keys of two entities
-        // (every table counts from 1) do not collide. By name, as `==` compares.
+        hasher.combine(hashBits)
+    }
+
+    /// Hashes the ID's one word in one call, as the standard library's own
+    /// integers do, rather than through a `Hasher` made, fed and finalized
+    /// (~170 instructions against ~60: IDs are hashed for every change a
+    /// context tracks, every did-save set and every row the row cache keeps).
+    /// Equal IDs hash equally either way.
+    public func _rawHashValue(seed: Int) -> Int {
+        hashBits._rawHashValue(seed: seed)
+    }
+
+    /// One word, not the enum (its case and payload would be two): the key,
+    /// mixed with the entity's name seed so that equal keys of two entities
+    /// (every table counts from 1) do not collide. By name, as `==` compares.
+    private var hashBits: UInt64 {
         switch key {
-        case .permanent(let primaryKey): hasher.combine((UInt64(bitPattern: primaryKey) &<< 1) ^ entity.nameSeed)
-        case .temporary(let counter): hasher.combine((counter &<< 1 | 1) ^ entity.nameSeed)
+        case .permanent(let primaryKey): (UInt64(bitPattern: primaryKey) &<< 1) ^ entity.nameSeed
+        case .temporary(let counter): (counter &<< 1 | 1) ^ entity.nameSeed
         }
     }
 }

@@ -85,6 +85,39 @@ import Testing
         #expect(company.hashValue == a.hashValue)
     }
 
+    @Test func setsDictionariesAndCompositeKeysAgreeOnIDs() throws {
+        let first = try TestStack(type: .sqlite)
+        let store = first.coordinator.persistentStores[0]
+        let company = try #require(first.model.entitiesByName["Company"])
+        let update = try #require(first.model.entitiesByName["StockUpdate"])
+        // The same rows named through another copy of the model: equal IDs.
+        let otherModel = TestModel.make()
+        let otherCompany = try #require(otherModel.entitiesByName["Company"])
+        let otherUpdate = try #require(otherModel.entitiesByName["StockUpdate"])
+        var ids: [ObjectID] = []
+        var twins: [ObjectID] = []
+        for key in Int64(1)...2_000 {
+            ids += [store.newObjectID(for: company, primaryKey: key), store.newObjectID(for: update, primaryKey: key)]
+            twins += [store.newObjectID(for: otherCompany, primaryKey: key), store.newObjectID(for: otherUpdate, primaryKey: key)]
+        }
+        let temporaries = (0..<500).map { _ in ObjectID.temporary(for: company) }
+        ids += temporaries
+        twins += temporaries
+
+        // A set and a dictionary (the ID's own one-word hash) ...
+        let set = Set(ids)
+        #expect(set.count == ids.count)
+        #expect(twins.allSatisfy(set.contains))
+        let positions = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, $0) })
+        #expect(twins.enumerated().allSatisfy { positions[$1] == $0 })
+        // ... and keys that hash an ID through a `Hasher` (`hash(into:)`) agree.
+        struct Pair: Hashable { var id: ObjectID; var tag: Int }
+        let pairs = Set(ids.map { Pair(id: $0, tag: 1) })
+        #expect(twins.allSatisfy { pairs.contains(Pair(id: $0, tag: 1)) })
+        #expect(!pairs.contains(Pair(id: ids[0], tag: 2)))
+        #expect(zip(ids, twins).allSatisfy { $0.hashValue == $1.hashValue })
+    }
+
     @Test(arguments: allStoreTypes)
     func aPermanentURINamesStoreEntityAndKey(type: StoreType) throws {
         let stack = try TestStack(type: type)
