@@ -37,6 +37,7 @@ import Foundation
 ///
 /// ### Binding parameters
 /// - ``bind(_:at:)-(Int64,_)``
+/// - ``bindForExecution(_:at:)``
 /// - ``bindNull(at:)``
 /// - ``clearBindings()``
 ///
@@ -173,21 +174,14 @@ extension Statement {
     /// Swift string is not copied or measured on the Swift side. An empty string
     /// binds empty text, not NULL.
     package func bind(_ value: String, at index: Int32) throws {
-        func bindText(_ buffer: UnsafeBufferPointer<UInt8>) -> Int32 {
+        try check(Self.withUTF8(of: value) { buffer in
             guard let base = buffer.baseAddress, !buffer.isEmpty else {
                 return sqlite3_bind_text64(statement, index, "", 0, csqlite_transient(), UInt8(SQLITE_UTF8))
             }
             return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { text in
                 sqlite3_bind_text64(statement, index, text, UInt64(buffer.count), csqlite_transient(), UInt8(SQLITE_UTF8))
             }
-        }
-        // A native string lends its bytes as they are; only a bridged one is copied first.
-        if let code = value.utf8.withContiguousStorageIfAvailable(bindText) {
-            try check(code, binding: index)
-            return
-        }
-        var copy = value
-        try check(copy.withUTF8(bindText), binding: index)
+        }, binding: index)
     }
 
     /// Binds text to the parameter at `index` (1-based) for the next
@@ -198,18 +192,19 @@ extension Statement {
     /// for everything else (a statement that is stepped, or run twice with the
     /// same parameters).
     package func bindForExecution(_ value: String, at index: Int32) throws {
-        func bindText(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        try check(Self.withUTF8(of: value) { bytes in
             let text = rowText.store(bytes)
             return sqlite3_bind_text64(statement, index, text, UInt64(bytes.count), nil, UInt8(SQLITE_UTF8))
-        }
-        // A native string lends its bytes without a copy of the string (and
-        // its retain); only a bridged one is made native first.
-        if let code = value.utf8.withContiguousStorageIfAvailable(bindText) {
-            try check(code, binding: index)
-            return
-        }
-        var copy = value
-        try check(copy.withUTF8(bindText), binding: index)
+        }, binding: index)
+    }
+
+    /// Runs `body` on a string's UTF-8 bytes: a native string lends them as
+    /// they are, without a copy of the string (or its retain); only a bridged
+    /// one is made native first.
+    private static func withUTF8<Result>(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = string
+        return copy.withUTF8(body)
     }
 
     /// Binds a blob to the parameter at `index` (1-based).
@@ -278,8 +273,9 @@ extension Statement {
         }
     }
 
-    /// Steps until the statement finishes, ignoring any rows, then resets it.
-    /// Use it for INSERT, UPDATE, DELETE and DDL.
+    /// Steps until the statement finishes, ignoring any rows, then resets it
+    /// (and clears its bindings when ``bindForExecution(_:at:)`` bound text),
+    /// also when a step fails. Use it for INSERT, UPDATE, DELETE and DDL.
     package func execute() throws {
         defer {
             sqlite3_reset(statement)

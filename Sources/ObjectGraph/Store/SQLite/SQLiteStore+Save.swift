@@ -117,7 +117,12 @@ extension SQLiteStore {
         do {
             let (insertedIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
                                                                      identity: identity, connection: connection)
-            let permanentIDs = Self.relationshipTargets(of: request, ids: insertedIDs)
+            let result = SaveResult(insertedObjects: request.insertedObjects, permanentIDs: insertedIDs)
+            // Relationships name the objects they point at by ID; the mapping is
+            // built (a hash of every inserted ID) only when an entity has them.
+            let pointsAtObjects = request.insertedObjects.contains { $0.objectID.entity.hasRelationships }
+                || request.updatedObjects.contains { $0.objectID.entity.hasRelationships }
+            let permanentIDs = pointsAtObjects ? result.permanentIDs : [:]
             var search = SearchIndexMaintenance(schema: schema, connection: connection)
             try search.plan(deleted: request.deletedObjects, inserted: request.insertedObjects, insertedKeys: insertedKeys)
             try search.beforeWritingRows()
@@ -180,7 +185,7 @@ extension SQLiteStore {
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try search.afterWritingRows()
-            return (SaveResult(insertedObjects: request.insertedObjects, permanentIDs: insertedIDs), insertedKeys)
+            return (result, insertedKeys)
         }
     }
 
@@ -263,13 +268,11 @@ extension SQLiteStore {
         return read.int64(at: 0)
     }
 
-    /// Hands out one block of primary keys per root entity, inside the caller's transaction.
+    /// Hands out one block of primary keys per root entity (its counter in
+    /// `Z_PRIMARYKEY`), inside the caller's transaction.
     ///
-    /// - Returns: the permanent ID of each temporary one, and every node's
-    ///   primary key in the order of `nodes`.
-    /// Gives each temporary ID of `nodes` a primary key from its root
-    /// entity's counter in `Z_PRIMARYKEY`; returns each node's ID and key
-    /// after the save, in the nodes' order.
+    /// - Returns: every node's ID and primary key after the save, in the order
+    ///   of `nodes`: a temporary ID's permanent one, a permanent ID as it was.
     private func allocatePrimaryKeys(for nodes: [IncrementalStoreNode], schema: SQLiteSchema, identity: StoreIdentity,
                                      connection: Connection) throws -> (ids: [ObjectID], keys: [Int64]) {
         var keys = [Int64](repeating: 0, count: nodes.count)
@@ -303,22 +306,6 @@ extension SQLiteStore {
             }
         }
         return (ids, keys)
-    }
-
-    /// Each temporary ID of the request's inserted objects with its permanent
-    /// one, for the relationships that point at them; empty when no entity the
-    /// request writes has relationships (building it is a hash of every
-    /// inserted ID).
-    private static func relationshipTargets(of request: SaveChangesRequest, ids: [ObjectID]) -> [ObjectID: ObjectID] {
-        let needed = request.insertedObjects.contains { $0.objectID.entity.hasRelationships }
-            || request.updatedObjects.contains { $0.objectID.entity.hasRelationships }
-        guard needed else { return [:] }
-        var mapping: [ObjectID: ObjectID] = [:]
-        mapping.reserveCapacity(ids.count)
-        for (node, id) in zip(request.insertedObjects, ids) where node.objectID.isTemporaryID {
-            mapping[node.objectID] = id
-        }
-        return mapping
     }
 
     /// Binds a row's values; `external` holds the tagged columns of its slots
