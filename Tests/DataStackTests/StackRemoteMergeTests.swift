@@ -26,7 +26,7 @@ import Testing
 
     /// Waits for `count` merges that came from the other stack.
     private func remoteMerges(_ recorder: MergeRecorder, count: Int) async -> [StackDidMerge] {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             let merges = recorder.all.filter { if case .otherProcess = $0.source { true } else { false } }
             if merges.count >= count { return merges }
@@ -199,7 +199,7 @@ import Testing
             let last = try #require(try b.writerCoordinator.currentPersistentHistoryToken())
             #expect(try b.writerCoordinator.deleteHistory(.deleteHistory(before: last)) == 3)
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !recorderA.all.contains(where: { $0.source == .expiredHistory }) && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }

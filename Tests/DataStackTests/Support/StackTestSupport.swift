@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 import DataStack
 
 /// The ticker model the stack tests share.
@@ -80,12 +81,22 @@ final class MergeRecorder: Sendable {
     var all: [StackDidMerge] { log.arrivals.map(\.merge) }
     var arrivals: [Arrival] { log.arrivals }
 
-    /// Waits until `count` merges arrived, or `seconds` passed; returns them.
+    /// Waits until `count` merges arrived, and returns them; records an issue
+    /// at the caller when they did not arrive within `seconds`.
+    ///
+    /// The deadline is generous because a loaded machine (CI runs every suite
+    /// at once on two cores, and all stacks share the main queue) can delay a
+    /// merge by seconds; a wait that ends early only costs when something is
+    /// wrong, and then it says so here instead of in the checks that follow.
     @discardableResult
-    func wait(for count: Int, seconds: Double = 10) async -> [StackDidMerge] {
+    func wait(for count: Int, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> [StackDidMerge] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while log.count < count && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
+        }
+        let arrived = log.count
+        if arrived < count {
+            Issue.record("\(arrived) of \(count) merges arrived within \(seconds) seconds", sourceLocation: sourceLocation)
         }
         return all
     }
