@@ -118,6 +118,7 @@ extension ManagedObjectContext {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(nodes.count)
         var cached: [IncrementalStoreNode] = []
+        if asFaults { cached.reserveCapacity(nodes.count) }
         // Every object made here is alive until the caller drops the result: no sweep can free anything meanwhile.
         sweepRegistry()
         registry.reserveCapacity(registry.count + nodes.count)
@@ -338,13 +339,23 @@ enum FetchOutput {
     func typed<Result>(as type: Result.Type) throws -> [Result] {
         switch self {
         case .objects(let objects):
-            var results: [Result] = []
-            results.reserveCapacity(objects.count)
             // A dynamic cast costs hundreds of instructions, and a fetch's objects
             // are of one class or a few: for a class result type, cast the first
             // object of each class and reinterpret the rest, which are then
             // instances of a class known to be a `Result`.
             let resultIsClass = Result.self is AnyClass
+            if resultIsClass, let first = objects.first, first is Result {
+                // Objects all of the first's class (a fetch of one entity): the
+                // array itself is reinterpreted, as the standard library does when
+                // it downcasts an array of class references it has checked, and
+                // no second array is built.
+                let firstClass = ObjectIdentifier(Swift.type(of: first))
+                if objects.allSatisfy({ ObjectIdentifier(Swift.type(of: $0)) == firstClass }) {
+                    return unsafeBitCast(objects, to: [Result].self)
+                }
+            }
+            var results: [Result] = []
+            results.reserveCapacity(objects.count)
             var castableClass: ObjectIdentifier?
             for object in objects {
                 let objectClass = ObjectIdentifier(Swift.type(of: object))

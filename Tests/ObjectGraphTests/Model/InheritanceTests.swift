@@ -50,6 +50,47 @@ import Testing
         #expect(try count("Vehicle", in: graph) == 1)
     }
 
+    /// A typed fetch hands back the fetched objects themselves, whether they
+    /// are of one class (the array is reinterpreted) or of several (each is
+    /// cast); an object that is not of the requested class throws, also when
+    /// the first ones are.
+    @Test(arguments: allStoreTypes)
+    func typedResultsOfOneClassOrOfSeveralAreTheObjectsAndAWrongClassThrows(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        _ = try seedVehicles(graph)
+        let context = graph.context()
+        try context.performAndWait {
+            var untyped = FetchRequest<ManagedObject>(entityName: "Vehicle")
+            untyped.sortDescriptors = [FetchSort(key: "plate")]
+            let objects = try context.fetch(untyped)
+            #expect(objects.count == 3)
+
+            var vehicles = FetchRequest<Vehicle>(entityName: "Vehicle")
+            vehicles.sortDescriptors = untyped.sortDescriptors
+            let mixed = try context.fetch(vehicles)
+            #expect(zip(mixed, objects).allSatisfy { $0 === $1 } && mixed.count == 3)
+
+            var cars = FetchRequest<Car>()
+            cars.sortDescriptors = untyped.sortDescriptors
+            var typed = try context.fetch(cars)
+            #expect(typed.map(\.plate) == ["C1", "C2"])
+            #expect(zip(typed, objects).allSatisfy { $0 === $1 })
+            // The reinterpreted array is an array of cars like any other.
+            typed.append(Car(context: context))
+            typed.removeFirst()
+            #expect(typed.map(\.seats) == [2, 4], "the second car, then the new one with its default")
+            #expect(typed.allSatisfy { Swift.type(of: $0) == Car.self })
+            context.rollback()
+
+            // Cars first (sorted by plate), then a truck: not all of them are `Car`s.
+            var wrong = FetchRequest<Car>(entityName: "Vehicle")
+            wrong.sortDescriptors = untyped.sortDescriptors
+            let error = #expect(throws: ObjectGraphError.self) { try context.fetch(wrong) }
+            guard case .wrongResultType(let expected, let requested)? = error else { Issue.record("got \(String(describing: error))"); return }
+            #expect(expected.contains("Truck") && requested == "Car")
+        }
+    }
+
     @Test(arguments: allStoreTypes)
     func fetchesReturnSubclassInstancesWithOrWithoutSubentities(type: StoreType) throws {
         let graph = try GraphStack(type)

@@ -130,4 +130,42 @@ import Testing
             check(Int.self, index: 0)
         }
     }
+
+    /// A class's slots are found per model: the same class in two models whose
+    /// entities list the properties in opposite orders reads and writes each
+    /// model's own slots.
+    @Test func oneClassInTwoModelsWithTheirPropertiesInOppositeOrdersUsesEachModelsSlots() throws {
+        final class Reordered: ManagedObject {
+            @Managed var first: String
+            @Managed var second: String
+        }
+        func model(_ names: [String]) -> ManagedObjectModel {
+            ManagedObjectModel(entities: [
+                EntityDescription(name: "Pair", managedObjectClass: Reordered.self, properties: names.map {
+                    AttributeDescription(name: $0, type: .string, isOptional: false, defaultValue: .string(""))
+                }),
+            ])
+        }
+        for names in [["first", "second"], ["second", "first"], ["first", "second"]] {
+            let stack = try TestStack(type: .sqlite, model: model(names))
+            let entity = try #require(stack.model.entitiesByName["Pair"])
+            #expect(entity.properties.map(\.name) == names)
+            let context = stack.newContext()
+            let id = try context.performAndWait {
+                let pair = Reordered(entity: entity, insertInto: context)
+                pair.first = "first of \(names)"
+                pair.second = "second of \(names)"
+                #expect(try pair.value(forKey: "first") as? String == "first of \(names)")
+                #expect(try pair.value(forKey: "second") as? String == "second of \(names)")
+                try context.save()
+                return pair.objectID
+            }
+            let reader = stack.newContext()
+            try reader.performAndWait {
+                let pair = try #require(try reader.existingObject(with: id) as? Reordered)
+                #expect(pair.first == "first of \(names)")
+                #expect(pair.second == "second of \(names)")
+            }
+        }
+    }
 }
