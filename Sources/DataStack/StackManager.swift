@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The dual-coordinator "writer + main" Core Data stack, in the RTCoreDataStack style.
 ///
@@ -50,7 +49,7 @@ public final class StackManager: Sendable {
     /// coordinator; `object` is the stack, the payload a ``StackDidMerge``.
     public static let didMergeNotification = Notification.Name("DataStack.StackManager.didMerge")
 
-    let state = Mutex(State())
+    let state = Locked(State())
     /// Where other writers' history is read (StackManager+History.swift), one read at a time.
     let historyQueue = DispatchQueue(label: "DataStack.StackManager.history", qos: .userInitiated)
 

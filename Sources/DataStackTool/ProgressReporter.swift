@@ -1,16 +1,16 @@
 import Foundation
-import Synchronization
+import DataStack
 
 /// Shows a migration's progress on standard error: a bar redrawn in place on
 /// a terminal, or, when standard error is a file or a pipe, one line per step
 /// (each time the whole percentage changes), which logs read well.
 ///
 /// The migration calls ``report(_:)`` on the queue that adds the store; the
-/// state is behind a mutex so the callback can be `@Sendable`.
+/// state is behind a lock so the callback can be `@Sendable`.
 final class ProgressReporter: Sendable {
     private let drawsBar: Bool
     /// The last whole percentage shown; -1 before the first report.
-    private let shown = Mutex(-1)
+    private let shown = Locked(-1)
 
     init(drawsBar: Bool) {
         self.drawsBar = drawsBar

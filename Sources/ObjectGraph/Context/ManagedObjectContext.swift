@@ -161,7 +161,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) var savingObjects: SavedObjects?
     /// Whether a child context was ever made with this context as its parent
     /// (set from the child's side, so atomic).
-    let childContextsExist = Mutex(false)
+    let childContextsExist = Locked(false)
     var hasChildContexts: Bool { childContextsExist.withLock { $0 } }
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     @exclusivity(unchecked) var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
@@ -171,7 +171,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// building a to-many of n members through its inverse costs O(n).
     @exclusivity(unchecked) package var toManyMemberWork = 0
     /// The observer behind `automaticallyMergesChangesFromParent`.
-    let automaticMergeObserver = Mutex<ObserverToken?>(nil)
+    let automaticMergeObserver = Locked<ObserverToken?>(nil)
     /// Subscribers of `events`; shared with the iterating tasks.
     let eventSubscribers = StreamSubscribers<ContextEvent>()
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The continuations of the `AsyncStream`s handed out for one source of
 /// events (a context's `events`, a fetched results controller's `changes`):
@@ -11,7 +10,7 @@ final class StreamSubscribers<Element: Sendable>: Sendable {
         var nextID = 0
         var continuations: [Int: AsyncStream<Element>.Continuation] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Keeps `continuation` until its stream ends.
     func add(_ continuation: AsyncStream<Element>.Continuation) {

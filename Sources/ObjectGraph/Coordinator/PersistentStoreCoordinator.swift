@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Connects contexts to persistent stores through one model (Core Data:
 /// `NSPersistentStoreCoordinator`).
@@ -29,7 +28,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// returns faults leaves its rows there for them.
     public var rowCacheStatistics: RowCacheStatistics { rowCache.statistics }
     /// The stores, each with the identity its object IDs carry (looked up once, when added).
-    private let stores = Mutex<[(store: any PersistentStore, identity: StoreIdentity)]>([])
+    private let stores = Locked<[(store: any PersistentStore, identity: StoreIdentity)]>([])
 
     /// The rows a coordinator's row cache keeps unless told otherwise: 200,000.
     public static let defaultRowCacheCapacity = 200_000

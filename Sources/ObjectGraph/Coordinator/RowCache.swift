@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The rows a coordinator has read recently, shared by all its contexts: a
 /// fetch that returns faults leaves its rows here, and firing a fault reads
@@ -25,11 +24,11 @@ package final class RowCache: Sendable {
 
     /// The most rows kept (``PersistentStoreCoordinator/defaultRowCacheCapacity`` unless the coordinator says otherwise).
     package let capacity: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
         self.capacity = max(1, capacity)
-        state = Mutex(State(rows: ClockCache(capacity: capacity)))
+        state = Locked(State(rows: ClockCache(capacity: capacity)))
     }
 
     /// Keeps rows for faults to fire from.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What a fetch returns (Core Data: `NSFetchRequestResultType`).
 public enum FetchResultType: Int, Sendable, Hashable {
@@ -118,7 +117,7 @@ extension FetchRequest where Result: ManagedObject {
 /// Class names by class: `String(describing:)` demangles the type's name at
 /// every call (~500,000 instructions), and ``FetchRequest/init()`` asks for
 /// it at every fetch.
-private let classNames = Mutex<[ObjectIdentifier: String]>([:])
+private let classNames = Locked<[ObjectIdentifier: String]>([:])
 
 private func className(of type: AnyClass) -> String {
     let key = ObjectIdentifier(type)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A set of entities: the schema of an object graph (Core Data: `NSManagedObjectModel`).
 ///
@@ -48,7 +47,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
     // ``EntityDescription``'s layout).
     @exclusivity(unchecked) package private(set) var isFrozen = false
     @exclusivity(unchecked) var layoutIsStale = true
-    private let layoutLock = Mutex(())
+    private let layoutLock = Locked(())
     @exclusivity(unchecked) private var entitiesByNameStorage: [String: EntityDescription] = [:]
     @exclusivity(unchecked) private var entitiesByClass: [ObjectIdentifier: EntityDescription] = [:]
 

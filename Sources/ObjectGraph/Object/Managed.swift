@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A typed property of a ``ManagedObject`` subclass, stored in the object's slots
 /// (Core Data: `@NSManaged`).

@@ -27,9 +27,9 @@ final class ManagedSlotTable: Sendable {
     /// from the entity without retaining anything (see ``EntityDescription/managedSlotEntries``).
     let entries: ManagedSlotEntries
     private var words: UnsafeMutablePointer<Atomic<UInt>> { entries.words }
-    private let overflow = Mutex<[StorageKey: Int]>([:])
+    private let overflow = Locked<[StorageKey: Int]>([:])
     /// The entries used (under this lock, which orders writers).
-    private let used = Mutex(0)
+    private let used = Locked(0)
 
     private struct StorageKey: Hashable {
         let type: ObjectIdentifier
@@ -131,10 +131,10 @@ final class ManagedKeyPathProbe: Sendable {
     /// The first slot read on the target, plus one (0: none yet).
     private let firstSlot: Word
     /// Serializes probes of one entity.
-    private let probing = Mutex<Void>(())
+    private let probing = Locked<Void>(())
     // @unchecked Sendable: key paths are immutable.
     private struct Key: Hashable, @unchecked Sendable { let keyPath: AnyKeyPath }
-    private let cache = Mutex<[Key: Int]>([:])
+    private let cache = Locked<[Key: Int]>([:])
 
     /// - Parameters: two words of the slot table, which outlives the probe's use.
     fileprivate init(target: UnsafeMutablePointer<Atomic<UInt>>, firstSlot: UnsafeMutablePointer<Atomic<UInt>>) {

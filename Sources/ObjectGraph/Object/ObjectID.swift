@@ -138,27 +138,15 @@ package final class StoreIdentity: Sendable {
     private init(uuid: String) { self.uuid = uuid }
 
     /// The identities made so far, by UUID.
-    // NSLock rather than a `static` `Mutex`: ThreadSanitizer reports false access
-    // races on a static `Mutex` on Linux (seen with Swift 6.3.1), which would hide real ones.
-    private static let table = InternTable()
+    private static let identities = Locked<[String: StoreIdentity]>([:])
 
     /// The one identity for `uuid`.
     package static func named(_ uuid: String) -> StoreIdentity {
-        table.identity(for: uuid)
-    }
-
-    // @unchecked Sendable: `identities` is only touched while `lock` is held.
-    private final class InternTable: @unchecked Sendable {
-        private let lock = NSLock()
-        private var identities: [String: StoreIdentity] = [:]
-
-        func identity(for uuid: String) -> StoreIdentity {
-            lock.withLock {
-                if let identity = identities[uuid] { return identity }
-                let identity = StoreIdentity(uuid: uuid)
-                identities[uuid] = identity
-                return identity
-            }
+        identities.withLock { identities in
+            if let identity = identities[uuid] { return identity }
+            let identity = StoreIdentity(uuid: uuid)
+            identities[uuid] = identity
+            return identity
         }
     }
 }

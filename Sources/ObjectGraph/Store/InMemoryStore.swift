@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A store that keeps its rows in memory (Core Data: `NSInMemoryStoreType`).
 ///
@@ -19,7 +18,7 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
     public var type: StoreType { .inMemory }
 
     private let model: ManagedObjectModel
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Core Data's entity numbers for the model, to pick the side of a many-to-many that writes.
     private let entityNumbers: [String: Int64]
 
@@ -56,7 +55,7 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
         self.configurationName = configuration.configurationName
         self.isReadOnly = configuration.options.isReadOnly
         self.model = configuration.model
-        self.state = Mutex(State())
+        self.state = Locked(State())
         self.entityNumbers = SQLiteSchema.coreDataNumbers(for: configuration.model.entities)
     }
 

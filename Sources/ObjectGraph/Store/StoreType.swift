@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A kind of persistent store, and how to make one (Core Data: `NSPersistentStore.StoreType`).
 ///
@@ -39,7 +38,7 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
     /// A store that keeps everything in memory; nothing survives the process.
     public static let inMemory = StoreType(rawValue: "InMemory") { InMemoryStore(configuration: $0) }
 
-    private static let registry = Mutex<[String: StoreType]>(["SQLite": .sqlite, "InMemory": .inMemory])
+    private static let registry = Locked<[String: StoreType]>(["SQLite": .sqlite, "InMemory": .inMemory])
 
     /// Makes a store type known by name, for ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``.
     public static func register(_ type: StoreType) {
@@ -51,7 +50,7 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
         registry.withLock { $0[name] }
     }
 
-    private static let schemes = Mutex<[String: StoreType]>([:])
+    private static let schemes = Locked<[String: StoreType]>([:])
 
     /// Makes `type` the store type of URLs with this scheme (`postgresql`), so
     /// that a stack set up with such a URL opens a store of it.

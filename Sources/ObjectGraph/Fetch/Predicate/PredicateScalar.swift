@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A value as SQLite sees it: the in-memory evaluator compares these, so that
 /// it gives the answers the SQL compiler's query gives.
@@ -312,5 +311,5 @@ package enum PredicateScalar: Hashable, Sendable {
         var regex: NSRegularExpression?
     }
 
-    private static let regexCache = Mutex(ClockCache<RegexKey, CachedRegex>(capacity: 256))
+    private static let regexCache = Locked(ClockCache<RegexKey, CachedRegex>(capacity: 256))
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The keys and IDs of the rows a batch selects, read on one of the store's
 /// reader connections while the writer connection changes them.
@@ -51,7 +50,7 @@ final class BatchSelectedRows: Sendable {
 
     private let snapshotTaken = DispatchSemaphore(value: 0)
     private let done = DispatchGroup()
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private init() {}
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A store in a SQLite file, in Core Data's own format (Core Data: `NSSQLiteStoreType`).
 ///
@@ -31,13 +30,13 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     let writer = ConnectionLock()
     /// The connections for fetches and faults, so they never wait for a save nor for each other.
     let readers: ReaderPool
-    let state = Mutex(State())
+    let state = Locked(State())
     /// Where values of attributes with external binary storage live (ExternalBinaryStorage.swift).
     let externalStorage: ExternalBinaryStorage
     /// The watcher that posts remote-change notifications, while one runs (SQLiteStore+RemoteChanges.swift).
-    let changeWatcher = Mutex<SQLiteChangeWatcher?>(nil)
+    let changeWatcher = Locked<SQLiteChangeWatcher?>(nil)
     /// What every connection the store opens reports its statements to (SQLiteStore+Tracing.swift).
-    let statementObserver: Mutex<(@Sendable (String) -> Void)?>
+    let statementObserver: Locked<(@Sendable (String) -> Void)?>
 
     struct State: @unchecked Sendable {
         // @unchecked Sendable: StoreMetadata values are Sendable; the struct is only touched under `state`.
@@ -67,7 +66,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         self.isReadOnly = configuration.options.isReadOnly
         self.readers = ReaderPool(maximumCount: configuration.options.maximumReaderCount, url: url)
         self.externalStorage = ExternalBinaryStorage(storeURL: url)
-        self.statementObserver = Mutex(configuration.options.statementTrace)
+        self.statementObserver = Locked(configuration.options.statementTrace)
     }
 
     public var identifier: String { state.withLock { $0.identifier } }
