@@ -200,6 +200,9 @@ public struct SaveChangesRequest: Sendable {
 /// What a save produced.
 public struct SaveResult: Sendable {
     /// The permanent ID of each inserted object, by its temporary ID.
+    ///
+    /// When the store gave the IDs in the request's order (as the SQLite store
+    /// does), the dictionary is built from them at each read: read it once.
     public var permanentIDs: [ObjectID: ObjectID] {
         get {
             guard let inserted else { return mappedIDs }

@@ -48,17 +48,8 @@ final class MergeRecorder: Sendable {
         var registeredInMain: Int?
     }
 
-    // NSLock rather than `Mutex`: ThreadSanitizer on Linux does not always see
-    // `Mutex` (a futex) as synchronization and reports its own accesses as races.
-    // @unchecked Sendable: `list` is only touched while `lock` is held.
-    private final class Log: @unchecked Sendable {
-        private let lock = NSLock()
-        private var list: [Arrival] = []
-        func append(_ arrival: Arrival) { lock.withLock { list.append(arrival) } }
-        var arrivals: [Arrival] { lock.withLock { list } }
-        var count: Int { lock.withLock { list.count } }
-    }
-    private let log = Log()
+    /// The merges so far (behind `Locked`, which ThreadSanitizer sees).
+    private let log = Locked<[Arrival]>([])
     private let token: ObserverBox
 
     /// - Parameter countsRegisteredObjects: also counts the main context's
@@ -71,15 +62,15 @@ final class MergeRecorder: Sendable {
             guard let merge = try? StackDidMerge(notification) else { return }
             // Posted on the main queue, the main context's.
             let registered = countsRegisteredObjects ? stack?.mainContext.registeredObjectCount : nil
-            log.append(Arrival(merge: merge, time: Date(), registeredInMain: registered))
+            log.withLock { $0.append(Arrival(merge: merge, time: Date(), registeredInMain: registered)) }
         }
         token = ObserverBox(observer)
     }
 
     deinit { NotificationCenter.default.removeObserver(token.observer) }
 
-    var all: [StackDidMerge] { log.arrivals.map(\.merge) }
-    var arrivals: [Arrival] { log.arrivals }
+    var all: [StackDidMerge] { arrivals.map(\.merge) }
+    var arrivals: [Arrival] { log.withLock { $0 } }
 
     /// Waits until `count` merges arrived, and returns them; records an issue
     /// at the caller when they did not arrive within `seconds`.
@@ -91,10 +82,10 @@ final class MergeRecorder: Sendable {
     @discardableResult
     func wait(for count: Int, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> [StackDidMerge] {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while log.count < count && ContinuousClock.now < deadline {
+        while log.withLock({ $0.count }) < count && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        let arrived = log.count
+        let arrived = log.withLock { $0.count }
         if arrived < count {
             Issue.record("\(arrived) of \(count) merges arrived within \(seconds) seconds", sourceLocation: sourceLocation)
         }
@@ -121,22 +112,15 @@ func makeStack(seed: URL? = nil, directory: StackDirectory = StackDirectory()) a
 }
 
 extension StackDirectory {
-    /// NSLock rather than `Mutex`, as `MergeRecorder`: ThreadSanitizer on Linux
-    /// does not see `Mutex` (a futex) as synchronization.
-    // @unchecked Sendable: `directories` is only touched while `lock` is held.
-    private final class Kept: @unchecked Sendable {
-        let lock = NSLock()
-        var directories: [StackDirectory] = []
-    }
-    private static let kept = Kept()
+    private static let kept = Locked<[StackDirectory]>([])
 
     /// Keeps `directory` until the process exits, then removes it.
     static func keepUntilExit(_ directory: StackDirectory) {
-        let first = kept.lock.withLock {
-            kept.directories.append(directory)
-            return kept.directories.count == 1
+        let first = kept.withLock { kept in
+            kept.append(directory)
+            return kept.count == 1
         }
-        if first { atexit { StackDirectory.kept.lock.withLock { StackDirectory.kept.directories.removeAll() } } }
+        if first { atexit { StackDirectory.kept.withLock { $0.removeAll() } } }
     }
 }
 

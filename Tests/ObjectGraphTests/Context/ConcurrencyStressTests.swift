@@ -110,16 +110,11 @@ import ObjectGraph
 }
 
 /// Successful increments per worker.
-///
-/// NSLock rather than `Mutex`: ThreadSanitizer on Linux does not always see
-/// `Mutex` (a futex) as synchronization and reports its accesses as races.
-// @unchecked Sendable: `counts` is only touched while `lock` is held.
-final class Tally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counts: [Int]
-    init(count: Int) { counts = Array(repeating: 0, count: count) }
-    func add(_ amount: Int, to worker: Int) { lock.withLock { counts[worker] += amount } }
-    var values: [Int] { lock.withLock { counts } }
+final class Tally: Sendable {
+    private let counts: Locked<[Int]>
+    init(count: Int) { counts = Locked(Array(repeating: 0, count: count)) }
+    func add(_ amount: Int, to worker: Int) { counts.withLock { $0[worker] += amount } }
+    var values: [Int] { counts.withLock { $0 } }
 }
 
 /// Objects kept alive for a context; used only on that context's queue.

@@ -34,7 +34,7 @@ struct BatchHistory {
                schema: SQLiteSchema, connection: Connection) throws -> PersistentHistoryToken? {
         guard let layout else { return nil }
         let rows = Dictionary(before.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
-        return try store.recordHistory(of: request, result: SaveResult(permanentIDs: [:]), insertedKeys: [], before: rows,
+        return try store.recordHistory(of: request, permanentIDs: [:], insertedKeys: [], before: rows,
                                        writtenSlots: writtenSlots,
                                        author: author, contextName: contextName, layout: layout, schema: schema, connection: connection)
     }

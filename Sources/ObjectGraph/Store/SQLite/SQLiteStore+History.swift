@@ -135,7 +135,9 @@ extension SQLiteStore: PersistentHistoryStore {
     /// inside the save's transaction, after its rows are written; returns the
     /// transaction's token. `writtenSlots` are recorded as changed in every
     /// updated row whatever their values (a batch update's `SET` columns).
-    func recordHistory(of request: SaveChangesRequest, result: SaveResult, insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
+    /// `permanentIDs` maps the temporary IDs that updated rows' relationships
+    /// name (empty when no saved entity has relationships).
+    func recordHistory(of request: SaveChangesRequest, permanentIDs: [ObjectID: ObjectID], insertedKeys: [Int64], before: [ObjectID: IncrementalStoreNode],
                        writtenSlots: Set<Int> = [], author: String?, contextName: String?, layout: SQLiteHistoryLayout, schema: SQLiteSchema,
                        connection: Connection) throws -> PersistentHistoryToken {
         let transaction = try SQLiteHistoryLayout.insertTransaction(author: author, contextName: contextName, connection: connection, url: url)
@@ -169,8 +171,6 @@ extension SQLiteStore: PersistentHistoryStore {
         }
         next = try recordInsertions(of: request.insertedObjects, keys: insertedKeys, firstKey: next, transaction: transaction,
                                     schema: schema, connection: connection)
-        // Built once: the result's mapping is derived from its IDs in order.
-        let permanentIDs = request.updatedObjects.isEmpty ? [:] : result.permanentIDs
         for node in request.updatedObjects {
             guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
                 throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")

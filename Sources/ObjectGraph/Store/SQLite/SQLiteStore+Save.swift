@@ -62,10 +62,11 @@ extension SQLiteStore {
                     var result: SaveResult
                     if let history {
                         let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
-                        let insertedKeys: [Int64]
-                        (result, insertedKeys) = try write(request, schema: schema, files: files, connection: connection)
-                        result.historyTokens = [try recordHistory(of: request, result: result, insertedKeys: insertedKeys, before: before, author: author,
-                                          contextName: contextName, layout: history, schema: schema, connection: connection)]
+                        let written = try write(request, schema: schema, files: files, connection: connection)
+                        result = written.result
+                        result.historyTokens = [try recordHistory(of: request, permanentIDs: written.permanentIDs, insertedKeys: written.insertedKeys,
+                                                                  before: before, author: author, contextName: contextName,
+                                                                  layout: history, schema: schema, connection: connection)]
                     } else {
                         result = try write(request, schema: schema, files: files, connection: connection).result
                     }
@@ -110,9 +111,11 @@ extension SQLiteStore {
     }
 
     /// One attempt at writing a save, inside the caller's transaction; with
-    /// the primary key of each inserted object, in the request's order.
-    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, files: ExternalDataFiles?,
-                       connection: Connection) throws -> (result: SaveResult, insertedKeys: [Int64]) {
+    /// the primary key of each inserted object, in the request's order, and
+    /// the temporary-to-permanent mapping it wrote relationships with (empty
+    /// when no saved entity has relationships), for the history to use too.
+    private func write(_ request: SaveChangesRequest, schema: SQLiteSchema, files: ExternalDataFiles?, connection: Connection)
+        throws -> (result: SaveResult, insertedKeys: [Int64], permanentIDs: [ObjectID: ObjectID]) {
         let identity = identity
         do {
             let (insertedIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
@@ -185,7 +188,7 @@ extension SQLiteStore {
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try search.afterWritingRows()
-            return (result, insertedKeys)
+            return (result, insertedKeys, permanentIDs)
         }
     }
 
