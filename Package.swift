@@ -51,6 +51,23 @@ let package = Package(
             dependencies: ["DataStack"],
             path: "Sources/DataStackTool"
         ),
+        // The fuzz targets (Fuzz/README.md): what each parser is fed, their seeds from
+        // the fixtures, and `DataStackFuzz`, which replays inputs or, built by
+        // Fuzz/run with -sanitize=fuzzer -DFUZZING, hands a target to libFuzzer.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["ObjectGraph"],
+            path: "Fuzz/Targets"
+        ),
+        .target(
+            name: "CLibFuzzer",
+            path: "Fuzz/CLibFuzzer"
+        ),
+        .executableTarget(
+            name: "DataStackFuzz",
+            dependencies: ["FuzzTargets", "CLibFuzzer"],
+            path: "Fuzz/Driver"
+        ),
         // A fault-injecting SQLite VFS for the engine's fault-injection suite (tests only).
         .target(
             name: "CFaultVFS",
@@ -59,7 +76,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph", "CFaultVFS"],
+            dependencies: ["ObjectGraph", "CFaultVFS", "FuzzTargets"],
             path: "Tests/ObjectGraphTests",
             // Archives read by path from the tests (see Support/ArchiveFixtures.swift).
             exclude: ["Fixtures"]

@@ -66,7 +66,7 @@ public enum CompiledModelLoader {
     /// Decodes the keyed archive of a compiled model.
     ///
     /// - Parameter source: where the archive came from, for messages and ``LoadedModel/source``.
-    static func decode(archive data: Data, from source: URL) throws -> LoadedModel {
+    package static func decode(archive data: Data, from source: URL) throws -> LoadedModel {
         let archive: KeyedArchive
         do {
             archive = try KeyedArchive(data: data)

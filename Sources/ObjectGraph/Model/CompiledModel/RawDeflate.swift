@@ -4,10 +4,10 @@ import Foundation
 /// Raw DEFLATE data (RFC 1951, no zlib or gzip header) through the system's
 /// zlib: the form in which Core Data keeps a store's model in
 /// `Z_MODELCACHE.Z_CONTENT`.
-enum RawDeflate {
+package enum RawDeflate {
     /// A compressed stream that zlib cannot inflate, or that inflates past the limit.
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The inflated bytes of `data`.
@@ -17,7 +17,7 @@ enum RawDeflate {
     ///   fixtures, to 75 KB), so the default keeps a damaged or hostile blob
     ///   that claims gigabytes from exhausting memory.
     /// - Throws: ``Failure`` when the stream is damaged, ends early, or is longer than `limit`.
-    static func inflate(_ data: Data, limit: Int = 64 << 20) throws(Failure) -> Data {
+    package static func inflate(_ data: Data, limit: Int = 64 << 20) throws(Failure) -> Data {
         if data.isEmpty { throw Failure(description: "the compressed data is empty") }
         var stream = z_stream()
         let started = czlib_inflate_init_raw(&stream)
