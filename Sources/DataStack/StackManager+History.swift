@@ -51,14 +51,13 @@ extension StackManager {
     /// were deleted. Other processes that follow the store and fall behind
     /// further than that find their history gone and refresh everything.
     ///
-    /// - Throws: ``StackError/Code/notSetUp`` before setup, or the store's
+    /// - Throws: ``StackError/Code/notSetUp`` before setup, ``StackError/Code/closed``
+    ///   after ``close()``, or the store's
     ///   ``ObjectGraph/PersistentStoreError`` (``ObjectGraph/PersistentStoreError/Code/historyNotTracked``
     ///   for a store without history).
     @discardableResult
     public func purgeHistory(olderThan retention: Duration) throws -> Int {
-        guard let setup = state.withLock({ $0.setup }) else {
-            throw StackError(.notSetUp, "purgeHistory(olderThan:) needs a stack that was set up")
-        }
+        let setup = try openSetup(for: "purgeHistory(olderThan:)")
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let cutoff = Date(timeIntervalSinceNow: -seconds)
         if setup.followsPersistentHistory {

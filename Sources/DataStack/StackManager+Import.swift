@@ -37,7 +37,8 @@ extension StackManager {
     ///   - body: turns one input into objects in the given context.
     ///   - progress: called after each saved chunk.
     /// - Returns: the final progress.
-    /// - Throws: `CancellationError` when cancelled, or the first error of
+    /// - Throws: `CancellationError` when cancelled, ``StackError/Code/closed``
+    ///   when the stack was closed (``close()``) before a chunk, or the first error of
     ///   `body` or of a save (that chunk is not saved; earlier chunks are).
     @discardableResult
     public func performImport<Inputs: Sequence>(
@@ -64,6 +65,7 @@ extension StackManager {
         let size = max(1, chunkSize)
         while true {
             try Task.checkCancellation()
+            _ = try openSetup(for: "performImport")
             var chunk: [Inputs.Element] = []
             chunk.reserveCapacity(size)
             while chunk.count < size, let input = iterator.next() { chunk.append(input) }

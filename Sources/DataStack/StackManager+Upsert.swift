@@ -97,9 +97,7 @@ extension StackManager {
 
     /// The entity of `type` in the stack's model, checked to have `attribute`.
     private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> EntityDescription {
-        guard let model = state.withLock({ $0.setup?.model }) else {
-            throw StackError(.notSetUp, "performImport(_:upserting:by:key:_:) needs a stack that was set up")
-        }
+        let model = try openSetup(for: "performImport(_:upserting:by:key:_:)").model
         // By class over all entities: the model's class index leaves out entities
         // of the plain `ManagedObject` class, which an upsert of them names.
         let entities = model.entities.filter { $0.managedObjectClass == type }

@@ -283,15 +283,25 @@ final class TickerApp: Sendable {
         DispatchQueue.main.async { self.finish(failure: error) }
     }
 
-    /// Draws the last frame (or JSON line, or save line) and exits: 0 when the run was
-    /// stopped, 1 when the store or the import failed. On the main queue.
+    /// Draws the last frame (or JSON line, or save line), closes the stack and
+    /// exits: 0 when the run was stopped, 1 when the store or the import
+    /// failed. On the main queue.
+    ///
+    /// Closing folds the store's write-ahead log into its file
+    /// (``StackManager/close()``): without it every save since SQLite's last
+    /// automatic checkpoint would stay in the `-wal`, and the file alone would
+    /// not be the store.
     private func finish(failure: (any Error)?) {
         let snapshot = counters.withLock { $0 }
         let message = failure.map(describe)
         view?.finish(snapshot, failure: message)
         saveLog?.finish(failure: message)
         if let message { FileHandle.standardError.write(Data("ticker-import: \(message)\n".utf8)) }
-        exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+        // In a task: closing waits for the merges the main queue has still to run.
+        Task.detached { [stack] in
+            await stack.close()
+            exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+        }
     }
 
     /// The error's text, naming the store's file: store errors name it, an

@@ -70,6 +70,8 @@ final class WatchlistView: @unchecked Sendable {
     private var searchRows: [SearchPanel.Row] = []
     private var searchMatches = 0
     private var storePath = ""
+    /// Whether the last frame was drawn: nothing is drawn after it.
+    private var finished = false
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
     private let timeFormatter = DateFormatter()
@@ -169,12 +171,15 @@ final class WatchlistView: @unchecked Sendable {
     }
 
     func render(_ counters: TickerApp.Counters, companiesInserted: Bool) {
+        // A merge the main queue runs while the stack closes comes after the last frame.
+        if finished { return }
         refresh(companiesMayHaveArrived: companiesInserted)
         draw(counters, final: false, failure: nil)
     }
 
     /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
     func finish(_ counters: TickerApp.Counters, failure: String?) {
+        finished = true
         refresh(companiesMayHaveArrived: true)
         draw(counters, final: true, failure: failure)
         if !json {
