@@ -29,7 +29,7 @@ extension StackManager {
     /// the checkpoint up past the store's busy mode; the rows then stay in the
     /// log, safe, for the last connection to close to fold in.
     ///
-    /// Afterwards the stack takes no new work: ``performImport(_:chunkSize:_:progress:)``
+    /// Afterwards the stack takes no new work: ``performImport(_:chunkSize:onConflict:_:progress:)``
     /// (before each chunk), ``resetPersistentStores()``, ``purgeHistory(olderThan:)``
     /// and `setup` throw ``StackError/Code/closed``; the contexts stay
     /// usable in memory, and their fetches and saves throw (their coordinators

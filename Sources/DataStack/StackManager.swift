@@ -39,7 +39,8 @@ import Foundation
 /// - ``creatorContext()``
 /// - ``newChildContext(concurrencyType:tracksChanges:)``
 /// ### Importing
-/// - ``performImport(_:chunkSize:progress:_:)``
+/// - ``performImport(_:chunkSize:onConflict:_:progress:)``
+/// - ``ImportConflictResolution``
 /// ### Closing
 /// - ``close()``
 /// - ``isClosed``
