@@ -39,7 +39,9 @@ final class TickerApp: Sendable {
 
     init(options: Options) {
         self.options = options
-        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly)
+        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly) {
+            [stack] in stack.historyMergeError.map { "\($0)" }
+        }
         self.saveLog = options.mode == .importOnly ? SaveLog(json: options.json) : nil
     }
 
@@ -291,6 +293,11 @@ final class TickerApp: Sendable {
             }
             // Posted on the main queue, where the main context and the view live.
             self.view?.render(snapshot, companiesInserted: merge.save.insertedObjectIDs.contains { $0.entityName == "Company" })
+        }
+        // Without it, --view-only would show nothing while it cannot read other processes' saves.
+        _ = NotificationCenter.default.addObserver(forName: StackManager.historyMergeDidFailNotification, object: stack, queue: nil) { _ in
+            // Posted on the main queue, as merges are.
+            self.view?.showHistoryFailure(self.counters.withLock { $0 })
         }
     }
 
