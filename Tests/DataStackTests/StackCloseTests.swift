@@ -5,31 +5,14 @@ import DataStack
 /// `StackManager.close()`: saves in progress finish, the write-ahead log is
 /// folded into the store's file, and the stack takes no new work.
 @Suite struct StackCloseTests {
-    /// The number of tickers in the store's main file alone, read from a copy
-    /// of that one file: rows still in the `-wal` are not in it.
-    private static func tickersInMainFileAlone(of store: URL) throws -> Int {
-        let copy = StackDirectory()
-        let alone = copy.url.appendingPathComponent("alone.sqlite")
-        try FileManager.default.copyItem(at: store, to: alone)
-        let connection = try Connection(path: alone.path)
-        let statement = try connection.prepare("SELECT count(*) FROM ZTICKER")
-        _ = try statement.step()
-        return Int(statement.int64(at: 0))
-    }
-
-    private static func logSize(of store: URL) -> Int {
-        // No -wal is an empty one.
-        ((try? FileManager.default.attributesOfItem(atPath: store.path + "-wal"))?[.size] as? Int) ?? 0
-    }
-
     @Test func closeLeavesEverySaveInTheStoreFileAndAnEmptyLog() async throws {
         let (stack, directory) = try await makeStack()
         for round in 0..<5 { _ = try await importTickers(stack, count: 100, prefix: "R\(round)-") }
-        #expect(Self.logSize(of: directory.storeURL) > 0, "before closing, the saves are in the log")
+        #expect(StoreFileChecks.logSize(of: directory.storeURL) > 0, "before closing, the saves are in the log")
 
         await stack.close()
-        #expect(Self.logSize(of: directory.storeURL) == 0)
-        #expect(try Self.tickersInMainFileAlone(of: directory.storeURL) == 500)
+        #expect(StoreFileChecks.logSize(of: directory.storeURL) == 0)
+        #expect(try StoreFileChecks.rowsInMainFileAlone(of: directory.storeURL, table: "ZTICKER") == 500)
         #expect(stack.isClosed && !stack.isReady)
     }
 
@@ -43,8 +26,8 @@ import DataStack
         let other = try Connection(path: directory.storeURL.path, configuration: configuration)
 
         await stack.close()
-        #expect(Self.logSize(of: directory.storeURL) == 0)
-        #expect(try Self.tickersInMainFileAlone(of: directory.storeURL) == 500)
+        #expect(StoreFileChecks.logSize(of: directory.storeURL) == 0)
+        #expect(try StoreFileChecks.rowsInMainFileAlone(of: directory.storeURL, table: "ZTICKER") == 500)
         withExtendedLifetime(other) {}
     }
 
@@ -79,7 +62,7 @@ import DataStack
             try await stack.setup(model: StackTestModel.make(), storeURL: directory.storeURL)
         }
         #expect(setup?.code == .closed)
-        #expect(try Self.tickersInMainFileAlone(of: directory.storeURL) == 10, "nothing was written after close")
+        #expect(try StoreFileChecks.rowsInMainFileAlone(of: directory.storeURL, table: "ZTICKER") == 10, "nothing was written after close")
     }
 
     @Test func closingTwiceAtOnceAndAgainIsHarmless() async throws {
@@ -90,8 +73,8 @@ import DataStack
         _ = await (first, second)
         await stack.close()
         #expect(stack.isClosed)
-        #expect(Self.logSize(of: directory.storeURL) == 0)
-        #expect(try Self.tickersInMainFileAlone(of: directory.storeURL) == 20)
+        #expect(StoreFileChecks.logSize(of: directory.storeURL) == 0)
+        #expect(try StoreFileChecks.rowsInMainFileAlone(of: directory.storeURL, table: "ZTICKER") == 20)
 
         let neverSetUp = StackManager()
         await neverSetUp.close()
@@ -120,6 +103,6 @@ import DataStack
         #expect(throws: StackError.self) { try ended.get() }
         let saved = reported.withLock { $0 }
         #expect(saved > 0 && saved < 1_000_000)
-        #expect(try Self.tickersInMainFileAlone(of: directory.storeURL) == saved, "every chunk reported saved, and no other")
+        #expect(try StoreFileChecks.rowsInMainFileAlone(of: directory.storeURL, table: "ZTICKER") == saved, "every chunk reported saved, and no other")
     }
 }
