@@ -19,6 +19,8 @@ public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
         case keyTypeMismatch
         /// The store URL's scheme names no registered store type (``ObjectGraph/StoreType/register(_:forURLScheme:)``).
         case unknownStoreScheme
+        /// The stack was closed (``StackManager/close()``): it takes no new work.
+        case closed
     }
 
     public var code: Code

@@ -27,7 +27,10 @@ extension StackManager {
     /// When that history was deleted meanwhile, the main context refreshes all
     /// its objects and the payload says ``StackDidMerge/Source/expiredHistory``.
     /// A history read that fails (the file busy for longer than the busy mode
-    /// waits) keeps the bookmark, and the next notification tries again.
+    /// waits, an I/O error, a damaged page) keeps the bookmark, and the next
+    /// notification tries again; meanwhile ``historyMergeError`` says why and
+    /// ``historyMergeDidFailNotification`` tells the screen, which would
+    /// otherwise show the last merge as if nothing else had been saved.
     public var followsPersistentHistory: Bool { state.withLock { $0.setup?.followsPersistentHistory ?? false } }
 
     /// The ``ObjectGraph/ManagedObjectContext/transactionAuthor`` of the main
@@ -46,19 +49,24 @@ extension StackManager {
     /// again: nothing is skipped, but nothing is merged until then.
     public var historyMergeError: (any Error)? { state.withLock { $0.historyMergeError } }
 
+    /// Posted on the main queue when reading other writers' history failed;
+    /// `object` is the stack, and ``historyMergeError`` says why (nil again
+    /// once a later read succeeded). Nothing is merged until a read succeeds:
+    /// a screen that shows what other processes save should say so.
+    public static let historyMergeDidFailNotification = Notification.Name("DataStack.StackManager.historyMergeDidFail")
+
     /// Deletes the store's history transactions written more than `retention`
     /// ago, and never one the main context has not merged yet; returns how many
     /// were deleted. Other processes that follow the store and fall behind
     /// further than that find their history gone and refresh everything.
     ///
-    /// - Throws: ``StackError/Code/notSetUp`` before setup, or the store's
+    /// - Throws: ``StackError/Code/notSetUp`` before setup, ``StackError/Code/closed``
+    ///   after ``close()``, or the store's
     ///   ``ObjectGraph/PersistentStoreError`` (``ObjectGraph/PersistentStoreError/Code/historyNotTracked``
     ///   for a store without history).
     @discardableResult
     public func purgeHistory(olderThan retention: Duration) throws -> Int {
-        guard let setup = state.withLock({ $0.setup }) else {
-            throw StackError(.notSetUp, "purgeHistory(olderThan:) needs a stack that was set up")
-        }
+        let setup = try openSetup(for: "purgeHistory(olderThan:)")
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let cutoff = Date(timeIntervalSinceNow: -seconds)
         if setup.followsPersistentHistory {
@@ -143,14 +151,14 @@ extension StackManager {
             } catch {
                 // Unreadable now: the bookmark becomes nil and the next notification reads all remaining history.
                 current = nil
-                state.withLock { $0.historyMergeError = error }
+                recordHistoryMergeFailure(error, of: setup)
             }
             state.withLock { $0.lastReadHistoryToken = current }
             setup.mainContext.perform { self.mergeExpiredHistory(into: setup, resumingAfter: current) }
             return
         } catch {
             // Kept bookmark: the next notification reads the same history again.
-            state.withLock { $0.historyMergeError = error }
+            recordHistoryMergeFailure(error, of: setup)
             return
         }
         let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
@@ -160,6 +168,14 @@ extension StackManager {
             state.lastReadHistoryToken = Self.later(state.lastReadHistoryToken, newest)
         }
         setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
+    }
+
+    /// Keeps why a history read failed and posts ``historyMergeDidFailNotification`` on the main queue.
+    private func recordHistoryMergeFailure(_ error: any Error, of setup: Setup) {
+        state.withLock { $0.historyMergeError = error }
+        setup.mainContext.perform {
+            NotificationCenter.default.post(name: Self.historyMergeDidFailNotification, object: self)
+        }
     }
 
     /// On the main queue: merges transactions read by ``readHistory(upTo:of:)``.

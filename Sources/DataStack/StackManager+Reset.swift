@@ -11,10 +11,11 @@ extension StackManager {
     /// a SQLite file with its `-wal` and `-shm`), and creates the store again — seeded again from the
     /// seed database if setup was given one. Importer contexts made before the
     /// reset must not be used afterwards.
+    ///
+    /// - Throws: ``StackError/Code/notSetUp`` before setup, ``StackError/Code/closed``
+    ///   after ``close()``, or the store's error.
     public func resetPersistentStores() async throws {
-        guard let setup = state.withLock({ $0.setup }) else {
-            throw StackError(.notSetUp, "resetPersistentStores() needs a stack that was set up")
-        }
+        let setup = try openSetup(for: "resetPersistentStores()")
         let children = state.withLock { $0.trackedChildren.compactMap(\.context) }
         for child in children { await child.perform { child.reset() } }
         await setup.mainContext.perform { setup.mainContext.reset() }

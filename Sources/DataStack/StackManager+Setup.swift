@@ -25,6 +25,7 @@ extension StackManager {
     ///     saves. Both coordinators open the migrated file. Progress of a migration reaches `options.migrationProgress`
     ///     and ``migrationProgress``.
     /// - Throws: ``StackError/Code/alreadySetUp`` on a second call,
+    ///   ``StackError/Code/closed`` after ``close()``,
     ///   ``PersistentStoreError`` saying what is wrong with the location or the
     ///   file, or why a migration failed (the store is left as it was), or the
     ///   model's validation error.
@@ -34,6 +35,9 @@ extension StackManager {
     public func setup(model: ManagedObjectModel, storeURL: URL? = nil, seedDatabaseURL: URL? = nil,
                       storeType: StoreType = .sqlite, options: StoreOptions = .stackDefaults) async throws {
         try state.withLock { state in
+            if state.closing != nil {
+                throw StackError(.closed, "the stack was closed (close()); make a new StackManager to open the store again")
+            }
             if state.setup != nil || state.isSettingUp {
                 throw StackError(.alreadySetUp, "the stack is already set up; call resetPersistentStores() to start over")
             }

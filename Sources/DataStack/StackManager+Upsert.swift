@@ -4,7 +4,7 @@ import Foundation
 
 extension StackManager {
     /// Imports a sequence of inputs in chunks, as
-    /// ``performImport(_:chunkSize:_:progress:)`` does, handing `body` the
+    /// ``performImport(_:chunkSize:onConflict:_:progress:)`` does, handing `body` the
     /// object each input is about — the stored one whose `attribute` equals
     /// the input's `key`, or a new one with that key — so that a feed can be
     /// imported again and again without duplicates.
@@ -22,16 +22,20 @@ extension StackManager {
     /// at once both save: declare the attribute unique
     /// (``EntityDescription/uniquenessConstraints``) and the store settles the
     /// race at save with the importer's merge policy (the incoming values win,
-    /// ``MergePolicy/mergeByPropertyObjectTrump``), leaving one row per key.
+    /// ``MergePolicy/mergeByPropertyObjectTrump``), leaving one row per key —
+    /// or, with ``ImportConflictResolution/rebuildChunk(attempts:)``, by
+    /// building the chunk again, when the other importer's row is found.
     /// Without the constraint each would insert its own.
     ///
     /// - Parameters:
     ///   - type: the objects' class; its entity is looked up in the model.
     ///   - attribute: the attribute that identifies an object, holding `key`'s values.
     ///   - key: the key of an input.
+    ///   - onConflict: what a save that meets another writer's changes does
+    ///     (``ImportConflictResolution``); the default keeps the chunk's values.
     ///   - body: updates the input's object (new objects already hold their key).
     /// - Throws: ``StackError`` when the entity or attribute is not in the
-    ///   model, or stored keys are of another type than `Key`; otherwise what ``performImport(_:chunkSize:_:progress:)`` throws.
+    ///   model, or stored keys are of another type than `Key`; otherwise what ``performImport(_:chunkSize:onConflict:_:progress:)`` throws.
     @discardableResult
     public func performImport<Inputs: Sequence, Object: ManagedObject, Key: Hashable & Sendable>(
         _ inputs: Inputs,
@@ -39,11 +43,12 @@ extension StackManager {
         upserting type: Object.Type,
         by attribute: String,
         key: @escaping @Sendable (Inputs.Element) -> Key,
+        onConflict: ImportConflictResolution = .mergeByPropertyObjectTrump,
         _ body: @escaping @Sendable (Inputs.Element, Object, ManagedObjectContext) throws -> Void,
         progress: (@Sendable (ImportProgress) -> Void)? = nil
     ) async throws -> ImportProgress where Inputs.Element: Sendable {
         let entity = try upsertEntity(for: type, attribute: attribute)
-        return try await performChunkedImport(inputs, chunkSize: chunkSize, progress: progress) { chunk, context in
+        return try await performChunkedImport(inputs, chunkSize: chunkSize, onConflict: onConflict, progress: progress) { chunk, context in
             let keys = chunk.map(key)
             var objects: [Key: Object] = try Self.stored(Object.self, entity: entity, attribute: attribute, keys: keys, in: context)
             for (input, value) in zip(chunk, keys) {
@@ -97,9 +102,7 @@ extension StackManager {
 
     /// The entity of `type` in the stack's model, checked to have `attribute`.
     private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> EntityDescription {
-        guard let model = state.withLock({ $0.setup?.model }) else {
-            throw StackError(.notSetUp, "performImport(_:upserting:by:key:_:) needs a stack that was set up")
-        }
+        let model = try openSetup(for: "performImport(_:upserting:by:key:_:)").model
         // By class over all entities: the model's class index leaves out entities
         // of the plain `ManagedObject` class, which an upsert of them names.
         let entities = model.entities.filter { $0.managedObjectClass == type }

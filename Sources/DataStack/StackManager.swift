@@ -39,7 +39,11 @@ import Foundation
 /// - ``creatorContext()``
 /// - ``newChildContext(concurrencyType:tracksChanges:)``
 /// ### Importing
-/// - ``performImport(_:chunkSize:progress:_:)``
+/// - ``performImport(_:chunkSize:onConflict:_:progress:)``
+/// - ``ImportConflictResolution``
+/// ### Closing
+/// - ``close()``
+/// - ``isClosed``
 public final class StackManager: Sendable {
     /// The shared stack.
     public static let `default` = StackManager()
@@ -70,6 +74,8 @@ public final class StackManager: Sendable {
         /// while those merges wait their turn.
         var lastReadHistoryToken: PersistentHistoryToken?
         var historyMergeError: (any Error)?
+        /// The closing of the stack, once ``close()`` was called.
+        var closing: Task<Void, Never>?
     }
 
     /// What `setup` made.
@@ -99,8 +105,8 @@ public final class StackManager: Sendable {
 
     // MARK: - State
 
-    /// Whether `setup` finished and the contexts can be used.
-    public var isReady: Bool { state.withLock { $0.setup != nil } }
+    /// Whether `setup` finished and the contexts can be used: false again once the stack is closed (``close()``).
+    public var isReady: Bool { state.withLock { $0.setup != nil && $0.closing == nil } }
 
     /// Whether saving the main context throws a read-only error (its changes stay
     /// in the context). The default is false.

@@ -21,7 +21,8 @@ enum Usage {
               number) and its changes.
           migrate FILE --model PATH
               Migrates the store in place to the model at PATH (lightweight migration),
-              with a progress bar on standard error.
+              with a progress bar on standard error. A store that already fits is
+              left as it was; a damaged model cache (Z_MODELCACHE) is an error.
           reindex FILE [--model PATH]
               Builds the store's full-text search index anew, from its rows, for the
               String attributes the model marks for search (Xcode: Index in Spotlight);

@@ -23,6 +23,7 @@ import Testing
         let columns = try RawSQL(store).column("SELECT name FROM pragma_table_info('ZPOST')")
         #expect(columns.contains("ZHEXCOLOR") && !columns.contains("ZCOLOR"))
         #expect(try RawSQL(store).integer("SELECT count(*) FROM ZPOST") == before)
+        #expect(try Self.header(of: store)[18] == 1, "the migrated store keeps its rollback journal")
         let inspect = try Tool.run(["inspect", store.path, "--model", target.path, "--json"])
         #expect(inspect.status == 0, "\(inspect.errorOutput)")
 
@@ -49,11 +50,64 @@ import Testing
         #expect(columns.contains("ZHEXCOLOR") && !columns.contains("ZCOLOR"))
     }
 
+    /// A rollback-journal store that already fits: reported, and not opened for
+    /// writing, which would have turned it into a WAL store.
+    @Test func aStoreThatAlreadyFitsIsLeftByteForByte() throws {
+        let workspace = try ToolWorkspace()
+        let store = try workspace.copyStore("wibosco-migration/stores/CoreDataMigration_Example_2.sqlite")
+        let before = Self.files(of: store)
+        #expect(try Self.header(of: store)[18] == 1, "the fixture has a rollback journal")
+
+        let result = try Tool.run(["migrate", store.path, "--model", Self.model(2).path])
+        #expect(result.status == 0, "\(result.errorOutput)")
+        #expect(result.output.contains("nothing to migrate"))
+        #expect(Self.files(of: store) == before, "the store and its -wal, -shm and -journal are as they were")
+    }
+
+    /// A garbage `Z_MODELCACHE` is reported as `inspect` reports it (65), whether
+    /// the store fits the model or needs migrating, and nothing is written.
+    @Test(arguments: [("CoreDataMigration_Example_2.sqlite", "fits"), ("CoreDataMigration_Example_1.sqlite", "needs migrating")])
+    func aDamagedModelCacheIsADataErrorAndTheStoreIsLeftAsItWas(_ name: String, _ state: String) throws {
+        let workspace = try ToolWorkspace()
+        let store = try workspace.copyStore("wibosco-migration/stores/" + name)
+        var configuration = Connection.Configuration()
+        configuration.journalMode = .delete   // as the fixture is
+        try Connection(path: store.path, configuration: configuration)
+            .execute("UPDATE Z_MODELCACHE SET Z_CONTENT = X'0badc0de0badc0de0badc0de'")
+        let before = Self.files(of: store)
+
+        let result = try Tool.run(["migrate", store.path, "--model", Self.model(2).path])
+        #expect(result.status == 65, "\(state): \(result.output) \(result.errorOutput)")
+        #expect(result.errorOutput.contains("Z_MODELCACHE") && result.errorOutput.contains(store.path), "\(result.errorOutput)")
+        let inspect = try Tool.run(["inspect", store.path])
+        #expect(inspect.status == 65, "inspect reports the same store the same way")
+        #expect(Self.files(of: store) == before, "\(state): the store and its sidecar files are as they were")
+    }
+
     @Test func migrateWithoutModelIsAUsageError() throws {
         let workspace = try ToolWorkspace()
         let store = try workspace.copyStore(InspectCommandTests.wibosco)
         let result = try Tool.run(["migrate", store.path])
         #expect(result.status == 64)
         #expect(result.errorOutput.contains("--model"))
+    }
+
+    /// Version `number` of the wibosco model.
+    static func model(_ number: Int) -> URL {
+        ToolWorkspace.fixtures.appendingPathComponent(Self.models + "CoreDataMigration_Example\(number == 1 ? "" : " \(number)").xcdatamodel")
+    }
+
+    /// The bytes of the store file and of each SQLite file beside it, by suffix (absent ones left out).
+    static func files(of store: URL) -> [String: Data] {
+        var files: [String: Data] = [:]
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            if let data = FileManager.default.contents(atPath: store.path + suffix) { files[suffix] = data }
+        }
+        return files
+    }
+
+    /// The first 100 bytes of the file: SQLite's header, whose byte 18 is 1 for a rollback journal and 2 for WAL.
+    static func header(of store: URL) throws -> Data {
+        Data(try #require(FileManager.default.contents(atPath: store.path)).prefix(100))
     }
 }

@@ -39,7 +39,9 @@ final class TickerApp: Sendable {
 
     init(options: Options) {
         self.options = options
-        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly)
+        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly) {
+            [stack] in stack.historyMergeError.map { "\($0)" }
+        }
         self.saveLog = options.mode == .importOnly ? SaveLog(json: options.json) : nil
     }
 
@@ -130,6 +132,14 @@ final class TickerApp: Sendable {
     /// companies of its quotes with one query — and inserts a stock update;
     /// now and then a quote renames its company (``MarketFeed/renameInterval``).
     /// With `--keep-updates`, each save is followed by a trim (``UpdateRetention``).
+    ///
+    /// `updateCount += 1` is computed from the stored count: another importer
+    /// (another process on the store) that saved the company meanwhile makes
+    /// the save meet a conflict, and the importers' merge policy would keep
+    /// this chunk's count, losing the other's increments. So a chunk that meets
+    /// a conflict is built again on the store's current rows and saved again
+    /// (``ImportConflictResolution/rebuildChunk(attempts:)``): every increment
+    /// lands, and each company's count equals its stock updates.
     private func importFeed(_ feed: MarketFeed) async -> (any Error)? {
         var feed = feed
         let listings = feed.listings
@@ -138,7 +148,8 @@ final class TickerApp: Sendable {
         let retention = options.keepUpdates.map { UpdateRetention(stack: stack, limit: $0) }
         do {
             try await stack.performImport(quotes, chunkSize: options.batch, upserting: Company.self, by: "symbol",
-                                          key: { listings[$0.listing].symbol }) { quote, company, context in
+                                          key: { listings[$0.listing].symbol },
+                                          onConflict: .rebuildChunk(attempts: Self.conflictAttempts)) { quote, company, context in
                 // New only if it was deleted since prepareCompanies: it is listed again.
                 if company.isInserted { Self.list(company, as: listings[quote.listing]) }
                 // Now and then a quote renames its company: `--search` results change as names do.
@@ -180,6 +191,13 @@ final class TickerApp: Sendable {
             return 0
         }
     }
+
+    /// Saves a chunk of quotes may take when other importers keep changing its
+    /// companies, as the PostgreSQL peer tool's counter allows. Measured: two
+    /// importers on ten companies, every save of 50 quotes touching each of
+    /// them, took up to 39 for one chunk (the slower importer loses most
+    /// races); on the default market conflicts are rare.
+    static let conflictAttempts = 1_000
 
     /// Saves between two purges of the store's history.
     static let historyPurgeInterval = 100
@@ -276,6 +294,11 @@ final class TickerApp: Sendable {
             // Posted on the main queue, where the main context and the view live.
             self.view?.render(snapshot, companiesInserted: merge.save.insertedObjectIDs.contains { $0.entityName == "Company" })
         }
+        // Without it, --view-only would show nothing while it cannot read other processes' saves.
+        _ = NotificationCenter.default.addObserver(forName: StackManager.historyMergeDidFailNotification, object: stack, queue: nil) { _ in
+            // Posted on the main queue, as merges are.
+            self.view?.showHistoryFailure(self.counters.withLock { $0 })
+        }
     }
 
     /// Ends a run that could not start: the error goes where a failed import's does.
@@ -283,15 +306,25 @@ final class TickerApp: Sendable {
         DispatchQueue.main.async { self.finish(failure: error) }
     }
 
-    /// Draws the last frame (or JSON line, or save line) and exits: 0 when the run was
-    /// stopped, 1 when the store or the import failed. On the main queue.
+    /// Draws the last frame (or JSON line, or save line), closes the stack and
+    /// exits: 0 when the run was stopped, 1 when the store or the import
+    /// failed. On the main queue.
+    ///
+    /// Closing folds the store's write-ahead log into its file
+    /// (``StackManager/close()``): without it every save since SQLite's last
+    /// automatic checkpoint would stay in the `-wal`, and the file alone would
+    /// not be the store.
     private func finish(failure: (any Error)?) {
         let snapshot = counters.withLock { $0 }
         let message = failure.map(describe)
         view?.finish(snapshot, failure: message)
         saveLog?.finish(failure: message)
         if let message { FileHandle.standardError.write(Data("ticker-import: \(message)\n".utf8)) }
-        exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+        // In a task: closing waits for the merges the main queue has still to run.
+        Task.detached { [stack] in
+            await stack.close()
+            exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+        }
     }
 
     /// The error's text, naming the store's file: store errors name it, an

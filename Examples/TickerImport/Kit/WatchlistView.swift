@@ -70,13 +70,20 @@ final class WatchlistView: @unchecked Sendable {
     private var searchRows: [SearchPanel.Row] = []
     private var searchMatches = 0
     private var storePath = ""
+    /// Whether the last frame was drawn: nothing is drawn after it.
+    private var finished = false
     private let clock = ContinuousClock()
     private let encoder = JSONEncoder()
     private let timeFormatter = DateFormatter()
 
-    init(json: Bool, viewOnly: Bool) {
+    /// Why the stack's last read of other processes' saves failed, nil when it did not
+    /// (``StackManager/historyMergeError``): asked at every frame.
+    private let historyError: @Sendable () -> String?
+
+    init(json: Bool, viewOnly: Bool, historyError: @escaping @Sendable () -> String?) {
         self.json = json
         self.viewOnly = viewOnly
+        self.historyError = historyError
         encoder.outputFormatting = [.sortedKeys]
         timeFormatter.dateFormat = "HH:mm:ss.SSS"
     }
@@ -169,12 +176,23 @@ final class WatchlistView: @unchecked Sendable {
     }
 
     func render(_ counters: TickerApp.Counters, companiesInserted: Bool) {
+        // A merge the main queue runs while the stack closes comes after the last frame.
+        if finished { return }
         refresh(companiesMayHaveArrived: companiesInserted)
+        draw(counters, final: false, failure: nil)
+    }
+
+    /// A frame (or JSON line) saying that reading other processes' saves
+    /// failed: with `--view-only` nothing else would be drawn until a read
+    /// succeeds, and the screen would look as if nothing was saved.
+    func showHistoryFailure(_ counters: TickerApp.Counters) {
+        if finished { return }
         draw(counters, final: false, failure: nil)
     }
 
     /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
     func finish(_ counters: TickerApp.Counters, failure: String?) {
+        finished = true
         refresh(companiesMayHaveArrived: true)
         draw(counters, final: true, failure: failure)
         if !json {
@@ -209,6 +227,9 @@ final class WatchlistView: @unchecked Sendable {
         if let failure { lines += wrapped("ERROR: import failed: \(failure)", width) }
         if let readError {
             lines += wrapped("ERROR: read failed; the watchlist shows the rows read at \(timeFormatter.string(from: rowsReadAt)): \(readError)", width)
+        }
+        if let historyError = historyError() {
+            lines += wrapped("ERROR: \(Self.historyFailure): \(historyError)", width)
         }
         lines.append("")
         var table = ["WATCHLIST", pad("SYMBOL", 7) + pad("NAME", 22) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9) + "  LAST UPDATE"]
@@ -298,7 +319,8 @@ final class WatchlistView: @unchecked Sendable {
         var final: Bool
         /// Why the run stopped, on the final line of a failed run.
         var error: String?
-        /// Why this refresh could not read the watchlist, which then holds the last rows read.
+        /// Why this refresh could not read the watchlist, which then holds the
+        /// last rows read, and why other processes' saves could not be read.
         var readError: String?
     }
 
@@ -322,10 +344,19 @@ final class WatchlistView: @unchecked Sendable {
                         sectors: sectorRows,
                         search: search.map { _ in searchRows.map { .init(symbol: $0.symbol, name: $0.name, highlighted: $0.highlightedName) } },
                         searchMatches: search.map { _ in searchMatches }, trimmed: counters.trimmedUpdates,
-                        final: final, error: failure, readError: readError)
+                        final: final, error: failure, readError: readErrors())
         // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// What the screen says before the stack's history error.
+    private static let historyFailure = "reading other processes' saves failed; nothing is merged until a read succeeds"
+
+    /// The `readError` of a `--json` line: the watchlist's read, the history's, or both.
+    private func readErrors() -> String? {
+        let errors = [readError, historyError().map { "\(Self.historyFailure): \($0)" }].compactMap { $0 }
+        return errors.isEmpty ? nil : errors.joined(separator: "; ")
     }
 
     /// The source's name in `--json` lines.

@@ -55,6 +55,9 @@ final class TickerImportChild {
         TickerImportProcess.lines(in: output.contents, as: type)
     }
 
+    /// Everything written to stdout so far, as text (the screen's frames without `--json`).
+    var outputText: String { String(decoding: output.contents, as: UTF8.self) }
+
     /// The `--json` merge lines written so far.
     var reported: [TickerImportProcess.Line] { lines(TickerImportProcess.Line.self) }
 

@@ -17,6 +17,15 @@ final class ConnectionLock: @unchecked Sendable {
         lock.withLock { connection = newConnection }
     }
 
+    /// Waits for the work holding the lock (a save in progress), runs `last`
+    /// on the connection if one is installed, then closes it.
+    func close(after last: (Connection) -> Void) {
+        lock.withLock {
+            if let connection { last(connection) }
+            connection = nil
+        }
+    }
+
     /// Runs `body` with the connection while holding the lock; nil if none is installed.
     func withConnection<T>(_ body: (Connection) throws -> T) rethrows -> T? {
         try lock.withLock {

@@ -169,10 +169,28 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         return statement.int64(at: 0) == 0 ? .empty : .foreign
     }
 
+    /// Closes the store's connections: the readers once their reads
+    /// returned, then the writer once the save in progress committed, after
+    /// folding the write-ahead log into the main file (a `TRUNCATE`
+    /// checkpoint), so that the file alone holds the store.
+    ///
+    /// SQLite folds the log in by itself only when the last connection to the
+    /// file closes, which a second coordinator or another process on the file
+    /// prevents; and a process that exits without closing leaves every row
+    /// since the last automatic checkpoint in the `-wal`.
+    /// SQLite: <https://sqlite.org/c3ref/wal_checkpoint_v2.html>
     public func willRemove() {
         stopObservingRemoteChanges()
-        writer.set(nil)
+        // First: a checkpoint cannot truncate a log that an open read still uses.
         readers.close()
+        writer.close { connection in
+            guard !isReadOnly else { return }
+            // Not an error to report: a checkpoint another connection holds up past the busy
+            // mode (another process reading an older snapshot, or writing) leaves the rows in
+            // the log, which is the store's data as much as the file is; the last connection
+            // to close folds them in.
+            _ = try? connection.checkpoint(mode: .truncate)
+        }
     }
 
     /// Opens a connection to the store's file with the store's options.
