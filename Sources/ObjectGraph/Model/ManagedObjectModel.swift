@@ -191,6 +191,13 @@ public final class ManagedObjectModel: @unchecked Sendable {
     }
 
     /// Gives the entity's properties their slots: the superentity's first.
+    ///
+    /// Every property of the chain gets its index here, the inherited ones
+    /// too, so an entity's layout never depends on whether its ancestors were
+    /// laid out before it: the entities of a model may come in any order
+    /// (compiled models list them by name, so a subentity often comes first).
+    /// An ancestor's property lands at the same index in every descendant,
+    /// since each one's slots start with its ancestors' slots.
     static func layOut(_ entity: EntityDescription) {
         var chain: [EntityDescription] = []
         var current: EntityDescription? = entity
@@ -198,11 +205,9 @@ public final class ManagedObjectModel: @unchecked Sendable {
         var slots: [PropertyDescription] = []
         for step in chain { slots.append(contentsOf: step.properties) }
         var byName: [String: PropertyDescription] = [:]
-        for property in slots where byName[property.name] == nil {
-            byName[property.name] = property
-        }
-        for property in entity.properties {
-            property.index = slots.firstIndex { $0 === property } ?? -1
+        for (index, property) in slots.enumerated() {
+            property.index = index
+            if byName[property.name] == nil { byName[property.name] = property }
         }
         entity.slotProperties = slots
         entity.initialSlots = ContiguousArray(slots.map(ManagedObject.initialValue(of:)))

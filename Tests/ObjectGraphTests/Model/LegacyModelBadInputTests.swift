@@ -190,7 +190,7 @@ import Testing
         }
         // The decoder and the model's checks, as the loader runs them, without a file per input.
         var loaded = 0
-        let decodes: [(inout LegacyModelDecoder) throws -> XcodeModelBuilder.Output] =
+        let decodes: [(inout LegacyModelDecoder) throws -> ModelDefinition] =
             inputs.map { data in { try $0.decode(data) } }
             + edited.map { plist in { decoder in
                 do {

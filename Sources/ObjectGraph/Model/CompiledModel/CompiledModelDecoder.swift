@@ -30,17 +30,10 @@ struct CompiledModelDecoder: ArchivedModelReader {
         self.path = path
     }
 
-    /// What a compiled model defines.
-    struct Output {
-        var entities: [EntityDescription]
-        var configurations: [String: [String]]
-        var versionIdentifiers: Set<String>
-    }
-
     // MARK: - The model
 
     /// Decodes the archive's root `NSManagedObjectModel`.
-    mutating func decode(_ archive: KeyedArchive) throws -> Output {
+    mutating func decode(_ archive: KeyedArchive) throws -> ModelDefinition {
         guard let root = try reading("the archive", { try archive.topObject() }) else {
             throw error(.malformedArchive, "the archive has no root object")
         }
@@ -59,7 +52,7 @@ struct CompiledModelDecoder: ArchivedModelReader {
             try readProperties(of: object)
         }
 
-        var output = Output(entities: entities, configurations: [:], versionIdentifiers: [])
+        var output = ModelDefinition(entities: entities)
         let identifiers = try reading("model.NSVersionIdentifiers") { try root.objects("NSVersionIdentifiers") ?? [] }
         for identifier in identifiers {
             guard let string = try reading("model.NSVersionIdentifiers", { try identifier.textValue() }) else {

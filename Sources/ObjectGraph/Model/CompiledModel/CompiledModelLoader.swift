@@ -45,14 +45,7 @@ public enum CompiledModelLoader {
     /// - Throws: ``ModelLoadingError`` naming the file: `.unreadable`,
     ///   `.notAModel`, `.malformedArchive`, or a problem of the model itself.
     public static func load(_ url: URL) throws -> LoadedModel {
-        let file = try momFile(for: url)
-        let data: Data
-        do {
-            data = try Data(contentsOf: file)
-        } catch {
-            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
-        }
-        return try decode(archive: data, from: file)
+        try read(url).finished()
     }
 
     /// Every version of a `.momd` bundle by name (`"Model 2"` for `Model 2.mom`);
@@ -67,6 +60,36 @@ public enum CompiledModelLoader {
     ///
     /// - Parameter source: where the archive came from, for messages and ``LoadedModel/source``.
     package static func decode(archive data: Data, from source: URL) throws -> LoadedModel {
+        try read(archive: data, from: source).finished()
+    }
+
+    // MARK: - Reading
+
+    /// A compiled model as read, before ``ManagedObjectModel/init(finishing:readFrom:)`` makes it a model.
+    struct Read {
+        let definition: ModelDefinition
+        let warnings: [String]
+        let source: URL
+
+        func finished() throws -> LoadedModel {
+            LoadedModel(model: try ManagedObjectModel(finishing: definition, readFrom: source.path), warnings: warnings, source: source)
+        }
+    }
+
+    /// Reads the `.mom` file that loading `url` reads (see ``load(_:)``).
+    static func read(_ url: URL) throws -> Read {
+        let file = try momFile(for: url)
+        let data: Data
+        do {
+            data = try Data(contentsOf: file)
+        } catch {
+            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
+        }
+        return try read(archive: data, from: file)
+    }
+
+    /// Reads the keyed archive of a compiled model.
+    private static func read(archive data: Data, from source: URL) throws -> Read {
         let archive: KeyedArchive
         do {
             archive = try KeyedArchive(data: data)
@@ -74,19 +97,8 @@ public enum CompiledModelLoader {
             throw ModelLoadingError(.malformedArchive, path: source.path, message: "the model is not a readable keyed archive: \(error)")
         }
         var decoder = CompiledModelDecoder(path: source.path)
-        let output = try decoder.decode(archive)
-        let model = ManagedObjectModel(entities: output.entities)
-        model.versionIdentifiers = output.versionIdentifiers
-        model.configurations = output.configurations
-        do {
-            try model.validate()
-        } catch {
-            if case .invalidModel(let problems) = error {
-                throw ModelLoadingError(.inconsistentModel, path: source.path, message: problems.joined(separator: "; "))
-            }
-            throw ModelLoadingError(.inconsistentModel, path: source.path, message: "\(error)")
-        }
-        return LoadedModel(model: model, warnings: decoder.warnings, source: source)
+        let definition = try decoder.decode(archive)
+        return Read(definition: definition, warnings: decoder.warnings, source: source)
     }
 
     // MARK: - Finding the file

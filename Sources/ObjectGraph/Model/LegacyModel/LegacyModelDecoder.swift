@@ -93,7 +93,7 @@ struct LegacyModelDecoder: ArchivedModelReader {
     /// - Throws: ``ModelLoadingError``: `.malformedArchive` when the bytes are
     ///   not a readable keyed archive, `.legacyBinaryModel` when the archive (or
     ///   property list) is not an Xcode 3 data model, or a problem of the model.
-    mutating func decode(_ data: Data) throws -> XcodeModelBuilder.Output {
+    mutating func decode(_ data: Data) throws -> ModelDefinition {
         let archive: KeyedArchive
         do {
             archive = try KeyedArchive(data: data)
@@ -106,7 +106,7 @@ struct LegacyModelDecoder: ArchivedModelReader {
     }
 
     /// Decodes the archive's root `XDPMModel`.
-    mutating func decode(_ archive: KeyedArchive) throws -> XcodeModelBuilder.Output {
+    mutating func decode(_ archive: KeyedArchive) throws -> ModelDefinition {
         guard let root = try reading("the archive", { try archive.topObject() }) else {
             throw error(.legacyBinaryModel, "the keyed archive has no root object, so it is not an Xcode 3 data model")
         }
@@ -117,7 +117,7 @@ struct LegacyModelDecoder: ArchivedModelReader {
         ], in: "model")
         let package = try rootPackage(of: root)
         let entries = try reading("the model's entities") { try package.entries("XDBucketForClassesstorage") ?? [] }
-        var output = XcodeModelBuilder.Output()
+        var output = ModelDefinition()
         for (key, object) in entries {
             output.entities.append(try entity(object, listedAs: key))
         }

@@ -39,16 +39,12 @@ extension ManagedObjectModel {
     /// - Throws: ``ModelLoadingError`` naming the file, the line and the problem.
     public convenience init(contentsOf url: URL) throws {
         if url.pathExtension == "mom" || url.pathExtension == "momd" {
-            let loaded = try CompiledModelLoader.load(url)
-            self.init(entities: loaded.model.entities)
-            versionIdentifiers = loaded.model.versionIdentifiers
-            configurations = loaded.model.configurations
+            let read = try CompiledModelLoader.read(url)
+            try self.init(finishing: read.definition, readFrom: read.source.path)
             return
         }
         let contents = try XcodeModelLoader.readContents(at: url)
-        self.init(entities: contents.output.entities)
-        versionIdentifiers = contents.output.versionIdentifiers
-        configurations = contents.output.configurations
+        try self.init(finishing: contents.definition, readFrom: contents.file.path)
     }
 
     /// Every version of an `.xcdatamodeld` by name (`"Model 2"` for

@@ -14,13 +14,6 @@ import Foundation
 /// What the file says that the model cannot hold is collected in ``warnings``,
 /// one line each, starting with `path:line:`.
 struct XcodeModelBuilder {
-    /// What a `contents` file defines.
-    struct Output {
-        var entities: [EntityDescription] = []
-        var configurations: [String: [String]] = [:]
-        var versionIdentifiers: Set<String> = []
-    }
-
     /// The file being read, for messages.
     let path: String
     private(set) var warnings: [String] = []
@@ -65,7 +58,7 @@ struct XcodeModelBuilder {
     // MARK: - The model
 
     /// Reads the `<model>` root and everything in it.
-    mutating func build(_ root: XcodeModelXMLNode) throws -> Output {
+    mutating func build(_ root: XcodeModelXMLNode) throws -> ModelDefinition {
         guard root.name == "model" else {
             throw error(.notAModel, at: root, "the root element is <\(root.name)>, not <model>: this is not a Core Data model file")
         }
@@ -81,7 +74,7 @@ struct XcodeModelBuilder {
             warn(at: root, "model: document version \(version) is not the 1.0 this loader knows; read as 1.0")
         }
 
-        var output = Output()
+        var output = ModelDefinition()
         if let identifier = root["userDefinedModelVersionIdentifier"], !identifier.isEmpty {
             output.versionIdentifiers = [identifier]
         }

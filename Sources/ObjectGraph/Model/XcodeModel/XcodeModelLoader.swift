@@ -80,9 +80,7 @@ public enum XcodeModelLoader {
     /// - Complexity: O(size of the file).
     public static func load(_ url: URL) throws -> LoadedModel {
         let contents = try readContents(at: url)
-        let model = ManagedObjectModel(entities: contents.output.entities)
-        model.versionIdentifiers = contents.output.versionIdentifiers
-        model.configurations = contents.output.configurations
+        let model = try ManagedObjectModel(finishing: contents.definition, readFrom: contents.file.path)
         return LoadedModel(model: model, warnings: contents.warnings,
                            fetchRequestTemplates: contents.fetchRequestTemplates, contentsURL: contents.file)
     }
@@ -110,7 +108,7 @@ public enum XcodeModelLoader {
 
     struct Contents {
         let file: URL
-        let output: XcodeModelBuilder.Output
+        let definition: ModelDefinition
         let warnings: [String]
         let fetchRequestTemplates: [FetchRequestTemplate]
     }
@@ -128,33 +126,16 @@ public enum XcodeModelLoader {
         }
         if file.lastPathComponent == XcodeModelLocation.legacyFile || data.starts(with: Array("bplist".utf8)) {
             var decoder = LegacyModelDecoder(path: path)
-            let output = try decoder.decode(data)
-            try validate(output, path: path)
-            return Contents(file: file, output: output, warnings: locationWarnings + decoder.warnings, fetchRequestTemplates: [])
+            let definition = try decoder.decode(data)
+            return Contents(file: file, definition: definition, warnings: locationWarnings + decoder.warnings, fetchRequestTemplates: [])
         }
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             throw ModelLoadingError(.malformedXML, path: path, line: 1, message: "the file is empty")
         }
         let root = try XcodeModelXMLNode.parse(data, path: path)
         var builder = XcodeModelBuilder(path: path)
-        let output = try builder.build(root)
-        try validate(output, path: path)
-        return Contents(file: file, output: output, warnings: locationWarnings + builder.warnings,
+        let definition = try builder.build(root)
+        return Contents(file: file, definition: definition, warnings: locationWarnings + builder.warnings,
                         fetchRequestTemplates: builder.fetchRequestTemplates)
-    }
-
-    /// Runs the model's own checks, so a model that loads also passes them when a
-    /// coordinator adds a store.
-    private static func validate(_ output: XcodeModelBuilder.Output, path: String) throws {
-        let model = ManagedObjectModel(entities: output.entities)
-        model.configurations = output.configurations
-        do {
-            try model.validate()
-        } catch let error {
-            if case .invalidModel(let problems) = error {
-                throw ModelLoadingError(.inconsistentModel, path: path, message: problems.joined(separator: "; "))
-            }
-            throw ModelLoadingError(.inconsistentModel, path: path, message: "\(error)")
-        }
     }
 }

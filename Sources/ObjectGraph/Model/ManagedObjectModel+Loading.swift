@@ -1,0 +1,37 @@
+import Foundation
+
+/// What a model loader reads from a file: the entities, linked into their
+/// inheritance trees, each with the properties it declares; the configurations;
+/// the version identifiers. The Xcode source (`XcodeModelBuilder`), Xcode 3
+/// `elements` files (`LegacyModelDecoder`) and compiled models, `.mom` files
+/// and stores' `Z_MODELCACHE` alike (`CompiledModelDecoder`), read into it, and
+/// ``ManagedObjectModel/init(finishing:readFrom:)`` makes every one of them a model.
+struct ModelDefinition {
+    var entities: [EntityDescription] = []
+    var configurations: [String: [String]] = [:]
+    var versionIdentifiers: Set<String> = []
+}
+
+extension ManagedObjectModel {
+    /// The model a loader read, finished the one way every loader finishes its
+    /// model, and as a model built in code is when a coordinator first uses it:
+    /// laid out (``prepareLayout()``, whatever the order of the entities) and
+    /// validated (``validate()``).
+    ///
+    /// - Parameter path: the file read, which the error names.
+    /// - Throws: ``ModelLoadingError`` `.inconsistentModel`, listing every
+    ///   problem ``validate()`` found.
+    convenience init(finishing definition: ModelDefinition, readFrom path: String) throws(ModelLoadingError) {
+        self.init(entities: definition.entities)
+        versionIdentifiers = definition.versionIdentifiers
+        configurations = definition.configurations
+        do {
+            try validate()
+        } catch {
+            guard case .invalidModel(let problems) = error else {
+                throw ModelLoadingError(.inconsistentModel, path: path, message: "\(error)")
+            }
+            throw ModelLoadingError(.inconsistentModel, path: path, message: problems.joined(separator: "; "))
+        }
+    }
+}
