@@ -34,7 +34,10 @@ package struct ArchivedObject: Sendable {
     package let className: String?
     /// The class followed by its superclasses (`$classes`); empty for an inline scalar.
     package let classChain: [String]
-    /// The object's keys and values, without `$class`; empty for an inline scalar.
+    /// The object's keys and values; empty for an inline scalar. `$class` stays
+    /// in (``keys`` and ``has(_:)`` leave it out): removing it would copy the
+    /// dictionary each time the object is reached, and an object of thousands of
+    /// keys can be referenced thousands of times.
     package let fields: [String: PropertyListValue]
 
     init(archive: KeyedArchive, uid: Int?, value: PropertyListValue, path: String) throws(KeyedArchiveError) {
@@ -43,8 +46,8 @@ package struct ArchivedObject: Sendable {
         self.value = value
         self.path = path
         switch value {
-        case .dictionary(var fields):
-            guard let reference = fields.removeValue(forKey: "$class") else {
+        case .dictionary(let fields):
+            guard let reference = fields["$class"] else {
                 let what = fields["$classname"] != nil ? "is a class description, not an object" : "has no $class"
                 throw KeyedArchiveError(code: .missingClass, path: path, message: "object \(uid.map { "UID \($0)" } ?? "") \(what)")
             }
@@ -63,10 +66,10 @@ package struct ArchivedObject: Sendable {
     }
 
     /// The object's keys without `$class`, sorted, so a caller can report the ones it does not know.
-    package var keys: [String] { fields.keys.sorted() }
+    package var keys: [String] { fields.keys.filter { $0 != "$class" }.sorted() }
 
-    /// Whether the object has a value for `key` (even `$null`).
-    package func has(_ key: String) -> Bool { fields[key] != nil }
+    /// Whether the object has a value for `key` (even `$null`); never for `$class`.
+    package func has(_ key: String) -> Bool { key != "$class" && fields[key] != nil }
 
     /// Whether the class or one of its superclasses is `name`.
     package func isKind(of name: String) -> Bool { classChain.contains(name) }

@@ -53,7 +53,7 @@ public enum ArchivedValue: Sendable, Hashable {
     ///
     /// - Throws: ``KeyedArchiveError`` when the bytes are not a keyed archive, or
     ///   the root holds a class this type does not read, a reference cycle, or
-    ///   containers nested deeper than 256.
+    ///   containers nested deeper than 64.
     public static func unarchive(_ data: Data) throws(KeyedArchiveError) -> ArchivedValue {
         try KeyedArchive(data: data).rootValue()
     }
@@ -65,7 +65,11 @@ extension ArchivedValue {
     /// Turns archive objects into values, guarding against cycles, deep nesting
     /// and shared containers that would expand without bound.
     struct Decoder {
-        static let maximumDepth = 256
+        /// How deep values may nest. A transformable attribute's value nests a
+        /// few levels; 64 levels take about 320 KB of stack in a debug build
+        /// (5 KB a level, measured), so even a 512 KiB secondary thread's stack
+        /// holds them, where 256 overflowed it.
+        static let maximumDepth = 64
 
         let archive: KeyedArchive
         /// `$objects` indices on the path being decoded: meeting one again is a cycle.
@@ -117,6 +121,27 @@ extension ArchivedValue {
             visiting.insert(uid)
             defer { visiting.remove(uid) }
             switch object.className ?? "" {
+            case "NSURL":
+                return .url(try url(object))
+            case "NSArray", "NSMutableArray", "NSOrderedSet", "NSMutableOrderedSet":
+                return .array(try elements(of: object))
+            case "NSSet", "NSMutableSet":
+                return .set(Set(try elements(of: object)))
+            case "NSDictionary", "NSMutableDictionary":
+                var result: [ArchivedValue: ArchivedValue] = [:]
+                for (key, value) in try object.asEntries() { result[try decode(key)] = try decode(value) }
+                return .dictionary(result)
+            default:
+                return try leaf(object)
+            }
+        }
+
+        /// An object of a class that contains no other values. Kept out of
+        /// ``decode(_:)``, which recurses, so each level of nesting takes a small
+        /// stack frame (see ``maximumDepth``).
+        private func leaf(_ object: ArchivedObject) throws(KeyedArchiveError) -> ArchivedValue {
+            let path = object.path
+            switch object.className ?? "" {
             case "NSString", "NSMutableString":
                 return .string(try object.asString())
             case "NSDate":
@@ -134,16 +159,6 @@ extension ArchivedValue {
                 let b = [UInt8](bytes)
                 return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
                                          b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
-            case "NSURL":
-                return .url(try url(object))
-            case "NSArray", "NSMutableArray", "NSOrderedSet", "NSMutableOrderedSet":
-                return .array(try elements(of: object))
-            case "NSSet", "NSMutableSet":
-                return .set(Set(try elements(of: object)))
-            case "NSDictionary", "NSMutableDictionary":
-                var result: [ArchivedValue: ArchivedValue] = [:]
-                for (key, value) in try object.asEntries() { result[try decode(key)] = try decode(value) }
-                return .dictionary(result)
             case "NSNull":
                 return .null
             case "NSDecimalNumber":

@@ -16,7 +16,9 @@ import Foundation
 /// The reader takes untrusted bytes (a store's blob) and never traps or hangs:
 /// every offset, length and reference is checked with overflow-safe arithmetic;
 /// containers nest at most ``maximumDepth`` deep; a container that contains
-/// itself is an error; the object count is bounded by the data's length; and the
+/// itself is an error; the object count is bounded by the data's length, and
+/// memory follows the objects actually read, not the count the trailer claims
+/// (a table of millions of entries costs nothing until they are referenced); the
 /// values the object table expands to (a container referenced twice is read
 /// twice) are bounded by a multiple of the data's length, so a table of shared
 /// containers cannot blow up exponentially. Every failure is a
@@ -30,7 +32,13 @@ import Foundation
 /// - ``encode(_:)``
 package enum BinaryPropertyList {
     /// How deep containers may nest (the top object has depth 1).
-    package static let maximumDepth = 256
+    ///
+    /// A keyed archive nests four deep (its objects refer to each other by UID,
+    /// not by nesting), and property lists of settings a few more. The reader
+    /// recurses, and 64 levels take about 350 KB of stack in a debug build
+    /// (5.5 KB a level, measured), so even a 512 KiB secondary thread's stack
+    /// holds them, where 256 overflowed it.
+    package static let maximumDepth = 64
 
     /// Reads a binary property list.
     ///
@@ -56,9 +64,12 @@ extension BinaryPropertyList {
         let topObject: Int
         let offsetTableStart: Int
         /// Decoded objects with the number of values each expands to, by index.
-        private var cache: [(value: PropertyListValue, size: Int)?]
+        /// Dictionaries rather than arrays of `objectCount`: the count comes from
+        /// the trailer, and the table behind it may be a run of zeros that inflated
+        /// from a few bytes (a model cache is DEFLATE).
+        private var cache: [Int: (value: PropertyListValue, size: Int)] = [:]
         /// Objects whose decoding has begun and not finished: a reference to one is a cycle.
-        private var inProgress: [Bool]
+        private var inProgress: Set<Int> = []
         /// Values still allowed to be produced (counting every expansion of a shared container).
         private var budget: Int
 
@@ -99,8 +110,6 @@ extension BinaryPropertyList {
             guard !overflow, tableLength <= trailer - offsetTableStart else {
                 throw invalid("offset table of \(objectCount) × \(offsetSize) bytes at offset \(offsetTableStart) runs past the trailer")
             }
-            cache = Array(repeating: nil, count: objectCount)
-            inProgress = Array(repeating: false, count: objectCount)
             let (scaled, scaleOverflow) = n.multipliedReportingOverflow(by: 16)
             budget = scaleOverflow ? Int.max : scaled + 1024
         }
@@ -127,15 +136,15 @@ extension BinaryPropertyList {
                 try spend(cached.size, index: index)
                 return cached
             }
-            guard !inProgress[index] else {
+            guard !inProgress.contains(index) else {
                 throw PropertyListError(code: .cycle, message: "object \(index) contains itself")
             }
             guard depth <= BinaryPropertyList.maximumDepth else {
                 throw PropertyListError(code: .tooComplex,
                                         message: "object \(index): containers nest deeper than \(BinaryPropertyList.maximumDepth)")
             }
-            inProgress[index] = true
-            defer { inProgress[index] = false }
+            inProgress.insert(index)
+            defer { inProgress.remove(index) }
             let start = try offset(ofObject: index)
             let result = try readObject(at: start, index: index, depth: depth)
             cache[index] = result

@@ -5,6 +5,14 @@ import Foundation
 /// zlib: the form in which Core Data keeps a store's model in
 /// `Z_MODELCACHE.Z_CONTENT`.
 package enum RawDeflate {
+    /// The most bytes ``inflate(_:limit:)`` produces by default: 16 MiB.
+    ///
+    /// NoteStore's model cache, the largest of the fixtures' 27, inflates to
+    /// 74,787 bytes (from 36,773: real caches compress about 2:1), so the limit
+    /// is 224 times that. DEFLATE itself cannot expand more than 1,032:1, so an
+    /// input needs 16 KiB to reach the limit, and what it inflates to stays small
+    /// enough for ``BinaryPropertyList`` to read or refuse in well under a second.
+    package static let maximumInflatedSize = 16 << 20
     /// A compressed stream that zlib cannot inflate, or that inflates past the limit.
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
@@ -12,13 +20,16 @@ package enum RawDeflate {
 
     /// The inflated bytes of `data`.
     ///
-    /// - Parameter limit: the most bytes the result may hold. A model cache
-    ///   inflates to well under a megabyte (NoteStore's, the largest in the
-    ///   fixtures, to 75 KB), so the default keeps a damaged or hostile blob
-    ///   that claims gigabytes from exhausting memory.
+    /// - Parameter limit: the most bytes the result may hold (see
+    ///   ``maximumInflatedSize``), so a damaged or hostile blob that would
+    ///   inflate to gigabytes stops there.
     /// - Throws: ``Failure`` when the stream is damaged, ends early, or is longer than `limit`.
-    package static func inflate(_ data: Data, limit: Int = 64 << 20) throws(Failure) -> Data {
+    package static func inflate(_ data: Data, limit: Int = maximumInflatedSize) throws(Failure) -> Data {
         if data.isEmpty { throw Failure(description: "the compressed data is empty") }
+        // zlib counts input in 32 bits; SQLite's blobs stop at 2 GiB, so only a caller's own data gets here.
+        guard data.count <= Int(uInt.max) else {
+            throw Failure(description: "the compressed data (\(data.count) bytes) is larger than zlib takes in one piece")
+        }
         var stream = z_stream()
         let started = czlib_inflate_init_raw(&stream)
         guard started == Z_OK else {

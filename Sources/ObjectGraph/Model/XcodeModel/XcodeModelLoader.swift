@@ -40,6 +40,14 @@ import Foundation
 /// - ``versions(ofModelAt:)``
 /// - ``currentVersion(ofModelAt:)``
 public enum XcodeModelLoader {
+    /// The largest `contents` or `elements` file the loader reads: 64 MiB.
+    ///
+    /// A larger file is refused with ``ModelLoadingError/Code-swift.struct/unreadable``
+    /// before it is read into memory. The largest model of the fixture corpus
+    /// is 12 KB, and Xcode writes about 150 bytes per attribute, so the limit
+    /// holds models hundreds of times larger than any real one; FoundationXML
+    /// cannot take 2 GiB or more at all (it traps converting the length to `Int32`).
+    public static let maximumFileSize = 64 << 20
     /// A loaded model with what the loader noticed on the way.
     public struct LoadedModel: Sendable {
         /// The model, ready for a coordinator.
@@ -118,12 +126,7 @@ public enum XcodeModelLoader {
     static func readContents(at url: URL) throws -> Contents {
         let (file, locationWarnings) = try XcodeModelLocation.contentsFile(for: url)
         let path = file.path
-        let data: Data
-        do {
-            data = try Data(contentsOf: file)
-        } catch {
-            throw ModelLoadingError(.unreadable, path: path, message: "the file cannot be read: \(error.localizedDescription)")
-        }
+        let data = try read(file)
         if file.lastPathComponent == XcodeModelLocation.legacyFile || data.starts(with: Array("bplist".utf8)) {
             var decoder = LegacyModelDecoder(path: path)
             let definition = try decoder.decode(data)
@@ -138,4 +141,22 @@ public enum XcodeModelLoader {
         return Contents(file: file, definition: definition, warnings: locationWarnings + builder.warnings,
                         fetchRequestTemplates: builder.fetchRequestTemplates)
     }
+
+    /// The file's bytes, read only up to one byte past ``maximumFileSize``.
+    private static func read(_ file: URL) throws -> Data {
+        let data: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }   // a read-only handle: closing cannot lose data
+            data = try handle.read(upToCount: maximumFileSize + 1) ?? Data()   // nil at end of file
+        } catch {
+            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
+        }
+        guard data.count <= maximumFileSize else {
+            throw ModelLoadingError(.unreadable, path: file.path,
+                                    message: "the file is larger than \(maximumFileSize) bytes (XcodeModelLoader.maximumFileSize), far beyond any model Xcode writes")
+        }
+        return data
+    }
+
 }

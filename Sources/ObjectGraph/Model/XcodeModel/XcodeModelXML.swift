@@ -33,12 +33,16 @@ struct XcodeModelXMLNode: Sendable {
 
     /// Reads a file into a tree of nodes.
     ///
-    /// External entities are not resolved: a model file never needs them, and
-    /// resolving them would let a file make the loader read other files.
+    /// The bytes are checked first (``XcodeModelXMLPreflight``): FoundationXML
+    /// traps on names that are not UTF-8 and expands a document type's entities.
+    /// External entities are not resolved either: a model file never needs them,
+    /// and resolving them would let a file make the loader read other files.
     ///
-    /// - Throws: ``ModelLoadingError`` `.malformedXML` with the line and column where
-    ///   the parser stopped, or `.unreadable` when the file has no root element.
+    /// - Throws: ``ModelLoadingError`` `.malformedXML` with the line and column of
+    ///   the first byte that is not UTF-8, of a document type, or where the parser
+    ///   stopped; or when the file has no root element.
     static func parse(_ data: Data, path: String) throws -> XcodeModelXMLNode {
+        try XcodeModelXMLPreflight.check(data, path: path)
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false

@@ -121,10 +121,10 @@ import Testing
     }
 
     @Test func sharedContainersThatExpandExponentiallyThrow() {
-        // Array k holds array k-1 twice: 2^80 values from 81 objects.
+        // Array k holds array k-1 twice: 2^60 values from 61 objects, nested within the depth limit.
         var objects: [[UInt8]] = [[0x09]]
-        for k in 1...80 { objects.append([0xA2, UInt8(k - 1), UInt8(k - 1)]) }
-        let data = ArchiveFixtures.assemble(objects, top: 80)
+        for k in 1...60 { objects.append([0xA2, UInt8(k - 1), UInt8(k - 1)]) }
+        let data = ArchiveFixtures.assemble(objects, top: 60)
         expectError(.tooComplex, decoding: data, mentions: "expand")
     }
 
@@ -133,7 +133,8 @@ import Testing
         let objects = (0..<depth).map { $0 == depth - 1 ? [UInt8(0x09)] : [0xA1] + bigEndian($0 + 1, size: 2) }
         let data = ArchiveFixtures.assemble(objects, referenceSize: 2)
         expectError(.tooComplex, decoding: data, mentions: "deeper than \(BinaryPropertyList.maximumDepth)")
-        let allowed = (0..<100).map { $0 == 99 ? [UInt8(0x09)] : [0xA1] + bigEndian($0 + 1, size: 2) }
+        let limit = BinaryPropertyList.maximumDepth
+        let allowed = (0..<limit).map { $0 == limit - 1 ? [UInt8(0x09)] : [0xA1] + bigEndian($0 + 1, size: 2) }
         #expect(throws: Never.self) { try BinaryPropertyList.decode(ArchiveFixtures.assemble(allowed, referenceSize: 2)) }
     }
 
