@@ -155,6 +155,11 @@ extension ExpressionFetch {
         guard !groupBy.isEmpty else {
             throw checker.error(.notGrouped, "havingPredicate", "a having predicate needs propertiesToGroupBy")
         }
+        do {
+            try having.checkBounds()
+        } catch {
+            throw error.error(format: having.source ?? having.description)
+        }
         var problem: FetchExpressionError?
         _ = having.expression.rewritten { node in
             switch node {

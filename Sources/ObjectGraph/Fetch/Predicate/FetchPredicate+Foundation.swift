@@ -153,7 +153,7 @@ extension PredicateExpressions.KeyPath: FoundationPredicateTranslatable {
 extension PredicateExpressions.Value: FoundationPredicateTranslatable {
     func translate(with translator: inout FoundationPredicateTranslator) throws -> FoundationPredicateTranslator.Term {
         do {
-            return FoundationPredicateTranslator.Term(node: try PredicateArgument.expression(from: value, for: "a #Predicate constant"))
+            return FoundationPredicateTranslator.Term(node: try PredicateArgument.expression(from: value, for: "a #Predicate constant", depth: 1))
         } catch let problem as PredicateProblem {
             throw PredicateProblem(problem.reason)
         }

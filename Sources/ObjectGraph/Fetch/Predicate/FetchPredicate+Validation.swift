@@ -9,9 +9,11 @@ extension FetchPredicate {
     /// Unsubstituted `$variables` are allowed here; evaluating or compiling throws for them.
     ///
     /// - Throws: ``FetchPredicateError`` naming the entity and the key, as in
-    ///   "entity Ticker has no property 'prize'".
+    ///   "entity Ticker has no property 'prize'"; for a predicate built in code
+    ///   deeper than ``maximumDepth``, saying so.
     package func validate(for entity: EntityDescription) throws {
         do {
+            try checkBounds()
             try PredicateValidator().check(expression, self: entity, variables: [:])
         } catch let problem as PredicateProblem {
             throw problem.error(format: source ?? description)

@@ -38,6 +38,10 @@ public struct FetchPredicate: Sendable {
     package let expression: PredicateNode
     /// The format it was parsed from, for error messages; not part of its identity.
     let source: String?
+    /// The limit the tree passes (``maximumDepth``, ``maximumKeyPathLength``),
+    /// for a predicate built in code: every use that walks the tree throws it
+    /// first, so none of them recurses deeper than the limit.
+    let outOfBounds: PredicateProblem?
     /// The `MATCHES[search]` queries in it, parsed once, by text: evaluating
     /// the predicate on each of many objects reads them here. An invalid one
     /// is absent, and evaluating or compiling throws for it.
@@ -66,9 +70,7 @@ public struct FetchPredicate: Sendable {
     ///
     /// - Throws: ``FetchPredicateError``; see ``init(format:_:)``.
     public init(format: String, argumentArray: [Any?]) throws {
-        expression = try PredicateParser.parse(format, arguments: argumentArray)
-        source = format
-        searchQueries = Self.searchQueries(in: expression)
+        self.init(expression: try PredicateParser.parse(format, arguments: argumentArray), source: format)
     }
 
     /// A predicate that matches every object (`true`) or none (Core Data: `NSPredicate(value:)`).
@@ -108,7 +110,8 @@ public struct FetchPredicate: Sendable {
     ///   for a variable followed by a key path (`$company.name`).
     public func withSubstitutionVariables(_ variables: [String: Any]) throws -> FetchPredicate {
         do {
-            return FetchPredicate(expression: try Self.substitute(variables, in: expression, bound: []), source: source)
+            try checkBounds()
+            return FetchPredicate(expression: try Self.substitute(variables, in: expression, bound: [], depth: 1), source: source)
         } catch let problem as PredicateProblem {
             throw problem.error(format: source ?? description)
         }
@@ -117,7 +120,13 @@ public struct FetchPredicate: Sendable {
     private init(expression: PredicateNode, source: String?) {
         self.expression = expression
         self.source = source
-        searchQueries = Self.searchQueries(in: expression)
+        outOfBounds = PredicateLimits.problem(in: expression)
+        searchQueries = outOfBounds == nil ? Self.searchQueries(in: expression) : [:]
+    }
+
+    /// Throws ``outOfBounds``, if there is one: what every walk of the tree calls first.
+    func checkBounds() throws(PredicateProblem) {
+        if let outOfBounds { throw outOfBounds }
     }
 
     private static func searchQueries(in expression: PredicateNode) -> [String: SearchQuery] {
@@ -133,9 +142,9 @@ public struct FetchPredicate: Sendable {
     }
 
     private static func substitute(_ variables: [String: Any], in expression: PredicateNode,
-                                   bound: Set<String>) throws -> PredicateNode {
+                                   bound: Set<String>, depth: Int) throws -> PredicateNode {
         func recurse(_ e: PredicateNode) throws -> PredicateNode {
-            try substitute(variables, in: e, bound: bound)
+            try substitute(variables, in: e, bound: bound, depth: depth + 1)
         }
         switch expression {
         case .variable(let name, let keys):
@@ -144,7 +153,7 @@ public struct FetchPredicate: Sendable {
                 throw PredicateProblem("$\(name).\(keys.joined(separator: ".")) can't be substituted; only a whole variable can", key: "$" + name)
             }
             do {
-                return try PredicateArgument.expression(from: value, for: "$" + name)
+                return try PredicateArgument.expression(from: value, for: "$" + name, depth: depth)
             } catch let problem as PredicateProblem {
                 throw PredicateProblem(problem.reason, key: "$" + name)
             }
@@ -160,7 +169,7 @@ public struct FetchPredicate: Sendable {
             return .aggregate(function, collection: try recurse(collection), keyPath: keys)
         case .subquery(let collection, let variable, let predicate):
             return .subquery(collection: try recurse(collection), variable: variable,
-                             predicate: try substitute(variables, in: predicate, bound: bound.union([variable])))
+                             predicate: try substitute(variables, in: predicate, bound: bound.union([variable]), depth: depth + 1))
         }
     }
 

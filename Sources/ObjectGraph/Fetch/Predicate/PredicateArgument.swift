@@ -23,16 +23,20 @@ extension ObjectID: PredicateArgumentConvertible {
 enum PredicateArgument {
     /// `value` as a constant expression: a scalar constant, or a collection for an array or a set.
     ///
-    /// - Throws: a ``PredicateProblem`` naming the unsupported type.
-    static func expression(from value: Any?, for specifier: String) throws -> PredicateNode {
+    /// - Parameter depth: the depth the expression takes in the predicate's
+    ///   tree; arrays nested so deep that their elements would pass
+    ///   ``FetchPredicate/maximumDepth`` are refused.
+    /// - Throws: a ``PredicateProblem`` naming the unsupported type, or the depth.
+    static func expression(from value: Any?, for specifier: String, depth: Int) throws -> PredicateNode {
+        guard depth <= FetchPredicate.maximumDepth else { throw PredicateProblem(PredicateLimits.depthReason) }
         guard let value = unwrap(value) else { return .constant(.null) }
         if let scalar = scalar(from: value) { return .constant(scalar) }
         if let array = value as? [Any] {
-            return .collection(try array.map { try expression(from: $0, for: specifier) })
+            return .collection(try array.map { try expression(from: $0, for: specifier, depth: depth + 1) })
         }
         if let set = value as? Set<AnyHashable> {
             // A set has no order; sort the constants so equal sets give equal predicates.
-            let elements = try set.map { try expression(from: $0.base, for: specifier) }
+            let elements = try set.map { try expression(from: $0.base, for: specifier, depth: depth + 1) }
             return .collection(elements.sorted { String(describing: $0) < String(describing: $1) })
         }
         throw PredicateProblem("unsupported argument type \(type(of: value)) for \(specifier)")
@@ -64,9 +68,13 @@ enum PredicateArgument {
         guard let string = value as? String else {
             throw PredicateProblem("unsupported argument type \(type(of: value)) for %K; it takes a key path string")
         }
-        let keys = string.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let keys = string.split(separator: ".", maxSplits: FetchPredicate.maximumKeyPathLength,
+                                omittingEmptySubsequences: false).map(String.init)
         guard !string.isEmpty, !keys.contains(where: \.isEmpty) else {
             throw PredicateProblem("'\(string)' given for %K is not a key path")
+        }
+        guard keys.count <= FetchPredicate.maximumKeyPathLength else {
+            throw PredicateProblem(PredicateLimits.keyPathReason(of: "the key path given for %K"))
         }
         return keys
     }

@@ -35,12 +35,14 @@ extension FetchPredicate {
     /// values compare as the SQLite store stores them (see ``PredicateScalar``),
     /// and to-many key paths are quantified as `EXISTS` subqueries are.
     ///
-    /// - Throws: ``FetchPredicateError`` for an unsubstituted variable or a key
+    /// - Throws: ``FetchPredicateError`` for an unsubstituted variable, a key
     ///   path that doesn't fit the values (a key read from a number, `ALL` over a
-    ///   single value), and whatever the subject throws.
+    ///   single value) or a predicate built in code deeper than ``maximumDepth``,
+    ///   and whatever the subject throws.
     /// - Complexity: O(*n*) in the predicate's size and the objects its to-many key paths reach.
     public func evaluate(with subject: any PredicateSubject) throws -> Bool {
         do {
+            try checkBounds()
             return try PredicateEvaluator(variables: [:], searchQueries: searchQueries).test(expression, on: .subject(subject)) == true
         } catch let problem as PredicateProblem {
             throw problem.error(format: source ?? description)

@@ -213,6 +213,15 @@ extension PredicateNode {
         }
     }
 
+    /// A key path or a variable with `keys` in place of its own; any other node as it is.
+    func replacingKeys(with keys: [String]) -> PredicateNode {
+        switch self {
+        case .keyPath: .keyPath(keys)
+        case .variable(let name, _): .variable(name, keys)
+        default: self
+        }
+    }
+
     /// Whether this node is a key path or a variable.
     var isKeyPathOrVariable: Bool {
         switch self {

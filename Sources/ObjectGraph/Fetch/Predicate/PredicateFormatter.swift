@@ -2,7 +2,19 @@ import Foundation
 
 /// Prints a ``PredicateNode`` in canonical format, which the parser reads back.
 package enum PredicateFormatter {
+    /// The predicate's format. A tree deeper than ``FetchPredicate/maximumDepth``
+    /// (built in code: the parser builds none) is printed down to the limit,
+    /// each deeper part as `…`, so that printing never recurses past the limit;
+    /// the text then does not parse, as the predicate can't be used either.
     static func format(_ expression: PredicateNode) -> String {
+        format(expression, depth: 1)
+    }
+
+    private static func format(_ expression: PredicateNode, depth: Int) -> String {
+        guard depth <= FetchPredicate.maximumDepth else { return "…" }
+        func format(_ child: PredicateNode) -> String {
+            PredicateFormatter.format(child, depth: depth + 1)
+        }
         switch expression {
         case .truePredicate:
             return "TRUEPREDICATE"
@@ -26,8 +38,8 @@ package enum PredicateFormatter {
             }.joined(separator: " OR ")
         case .not(let child):
             switch child {
-            case .and, .or, .not: return "NOT (" + format(child) + ")"
-            default: return "NOT " + format(child)
+            case .and, .or: return "NOT (" + format(child) + ")"
+            default: return "NOT " + format(child)   // NOT NOT x: no parentheses, which the parser would count as levels
             }
         case .comparison(let lhs, let op, let rhs, let options, let modifier):
             let prefix = modifier == .direct ? "" : modifier.rawValue + " "

@@ -19,12 +19,20 @@ import Foundation
 ///
 /// Keywords are case-insensitive; precedence is NOT over AND over OR. Format
 /// arguments are consumed left to right and converted to constants at once.
+///
+/// The parser never builds a tree deeper than ``FetchPredicate/maximumDepth``
+/// or a key path longer than ``FetchPredicate/maximumKeyPathLength``: ``depth``
+/// counts the levels open at each point (a parenthesized group as the OR and
+/// the AND it may hold), so the recursion, and the stack it takes, stop at the
+/// token that would pass the limit, which the error names.
 struct PredicateParser {
     private let format: String
     private var tokens: [PredicateToken] = []
     private var index = 0
     private let arguments: [Any?]
     private var argumentIndex = 0
+    /// The levels of the tree open here: at least the depth of the node being parsed.
+    private var depth = 0
 
     /// A syntax or argument error at a scalar offset.
     typealias SyntaxError = PredicateLexer.SyntaxError
@@ -84,6 +92,22 @@ struct PredicateParser {
         SyntaxError(offset: token.offset, expected: "", reason: reason)
     }
 
+    // MARK: - Nesting
+
+    /// Opens one level of the tree at the current token; every recursive rule
+    /// calls it first (and ``leave()`` on the way out), so the parser's own
+    /// recursion is bounded by ``FetchPredicate/maximumDepth``.
+    private mutating func enter() throws(SyntaxError) {
+        depth += 1
+        if depth > FetchPredicate.maximumDepth {
+            throw error(reason: PredicateLimits.depthReason, at: current)
+        }
+    }
+
+    private mutating func leave() {
+        depth -= 1
+    }
+
     // MARK: - Tokens
 
     private var current: PredicateToken { tokens[index] }
@@ -113,6 +137,8 @@ struct PredicateParser {
     // MARK: - Predicates
 
     private mutating func parsePredicate() throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         var terms = [try parseAnd()]
         while isKeyword("OR") || isSymbol("||") {
             _ = advance()
@@ -122,6 +148,8 @@ struct PredicateParser {
     }
 
     private mutating func parseAnd() throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         var terms = [try parseNot()]
         while isKeyword("AND") || isSymbol("&&") {
             _ = advance()
@@ -132,6 +160,8 @@ struct PredicateParser {
 
     private mutating func parseNot() throws(SyntaxError) -> PredicateNode {
         if isKeyword("NOT") || isSymbol("!") {
+            try enter()
+            defer { leave() }
             _ = advance()
             return .not(try parseNot())
         }
@@ -147,6 +177,8 @@ struct PredicateParser {
     }
 
     private mutating func parseComparison() throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         var modifier = ComparisonModifier.direct
         if isKeyword("ANY") || isKeyword("SOME") { modifier = .any }
         else if isKeyword("ALL") { modifier = .all }
@@ -256,45 +288,62 @@ struct PredicateParser {
     // MARK: - Expressions
 
     private mutating func parseExpression(what: String) throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         var expression = try parsePrimary(what: what)
+        // The keys of a key path are gathered here and put into the node once:
+        // rebuilding the node at each '.' would copy them all each time.
+        var keys = expression.keyPathKeys
         while isSymbol(".") {
             let dot = advance()
             switch current.kind {
             case .identifier(let word) where !Self.reservedWords.contains(word.uppercased()):
-                _ = advance()
-                expression = try appendKey(word, to: expression, at: dot)
+                try appendKey(word, to: &keys, of: expression, at: dot)
             case .escapedIdentifier(let word):
-                _ = advance()
-                expression = try appendKey(word, to: expression, at: dot)
+                try appendKey(word, to: &keys, of: expression, at: dot)
             case .collectionOperator(let name):
                 let operatorToken = advance()
                 guard let function = AggregateFunction(rawValue: name.lowercased()) else {
                     throw error(expected: "@count, @sum, @avg, @min or @max", at: operatorToken)
                 }
+                expression = expression.replacingKeys(with: keys)
                 try checkCollection(expression, at: operatorToken)
-                var keys: [String] = []
+                var path: [String] = []
                 if function != .count {
                     try expectSymbol(".", "'.' and a key path after @\(function.rawValue)")
-                    keys.append(try parseKey())
+                    try appendKey(at: current, to: &path, try parseKey())
                     while isSymbol(".") {
                         _ = advance()
-                        keys.append(try parseKey())
+                        try appendKey(at: current, to: &path, try parseKey())
                     }
                 }
-                expression = .aggregate(function, collection: expression, keyPath: keys)
+                expression = .aggregate(function, collection: expression, keyPath: path)
+                keys = []
             default:
                 throw error(expected: "a key or a collection operator after '.'")
             }
         }
-        return expression
+        return expression.replacingKeys(with: keys)
     }
 
-    private func appendKey(_ key: String, to expression: PredicateNode, at dot: PredicateToken) throws(SyntaxError) -> PredicateNode {
-        switch expression {
-        case .keyPath(let keys): return .keyPath(keys + [key])
-        case .variable(let name, let keys): return .variable(name, keys + [key])
-        default: throw error(expected: "an operator; only a key path or a variable can be followed by '.key'", at: dot)
+    /// Consumes the key at the current token and appends it to the keys of
+    /// `expression`, which must be a key path or a variable.
+    private mutating func appendKey(_ key: String, to keys: inout [String], of expression: PredicateNode,
+                                    at dot: PredicateToken) throws(SyntaxError) {
+        guard expression.isKeyPathOrVariable else {
+            throw error(expected: "an operator; only a key path or a variable can be followed by '.key'", at: dot)
         }
+        try appendKey(at: current, to: &keys, key)
+        _ = advance()
+    }
+
+    /// Appends the key written at `token`, refusing a key path longer than
+    /// ``FetchPredicate/maximumKeyPathLength`` there.
+    private func appendKey(at token: PredicateToken, to keys: inout [String], _ key: String) throws(SyntaxError) {
+        guard keys.count < FetchPredicate.maximumKeyPathLength else {
+            throw error(reason: PredicateLimits.keyPathReason(), at: token)
+        }
+        keys.append(key)
     }
 
     private func checkCollection(_ expression: PredicateNode, at token: PredicateToken) throws(SyntaxError) {
@@ -350,6 +399,8 @@ struct PredicateParser {
             let numberToken = advance()
             return .constant(try number(text, negative: true, at: numberToken))
         case .symbol("{"):
+            try enter()
+            defer { leave() }
             _ = advance()
             var elements: [PredicateNode] = []
             if isSymbol("}") { _ = advance(); return .collection([]) }
@@ -375,6 +426,8 @@ struct PredicateParser {
     }
 
     private mutating func parseSubquery() throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         _ = advance()
         try expectSymbol("(", "'(' after SUBQUERY")
         let collection = try parseExpression(what: "a to-many key path")
@@ -397,6 +450,8 @@ struct PredicateParser {
     /// `CAST(value, "NSDate")` and friends: the constants the printer writes for
     /// values that have no literal syntax.
     private mutating func parseCast() throws(SyntaxError) -> PredicateNode {
+        try enter()
+        defer { leave() }
         _ = advance()
         try expectSymbol("(", "'(' after CAST")
         let valueToken = current
@@ -470,7 +525,7 @@ struct PredicateParser {
         do {
             switch specifier.last {
             case "@":
-                return try PredicateArgument.expression(from: argument, for: written)
+                return try PredicateArgument.expression(from: argument, for: written, depth: depth)
             case "K":
                 return .keyPath(try PredicateArgument.keyPath(from: argument))
             case "f", "e", "g":

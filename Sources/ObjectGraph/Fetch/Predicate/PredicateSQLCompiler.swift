@@ -61,12 +61,13 @@ extension FetchPredicate {
     /// and the predicate's ``shape``, so it can be cached per shape.
     ///
     /// - Throws: ``FetchPredicateError`` for an unknown key, an unsubstituted
-    ///   variable, or a construct SQL can't express (a `SUBQUERY` without a
-    ///   collection operator); whatever `schema` throws.
+    ///   variable, a construct SQL can't express (a `SUBQUERY` without a
+    ///   collection operator) or a tree deeper than ``maximumDepth``; whatever `schema` throws.
     package func sql<Schema: PredicateSQLSchema>(for entity: EntityDescription, schema: Schema,
                                                  rootAlias: String) throws -> (where: String, joins: [String], bindings: [PropertyValue]) {
         var compiler = PredicateSQLCompiler(schema: schema, rootAlias: rootAlias)
         do {
+            try checkBounds()
             let root = PredicateSQLCompiler<Schema>.Scope(parent: nil, dialect: schema.dialect)
             let context = PredicateSQLCompiler<Schema>.Context(
                 scope: root, selfBase: .init(alias: rootAlias, entity: entity), variables: [:])

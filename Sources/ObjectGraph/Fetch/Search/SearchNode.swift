@@ -3,14 +3,18 @@ import Foundation
 /// A parsed search query: words and phrases joined by AND, OR and NOT.
 ///
 /// Built by ``SearchQueryParser``; atoms without tokens are already gone.
+/// AND and OR hold all their operands in one list, as FTS5 does, so a long
+/// query of plain words is one level deep, not one level per word: only
+/// groups make the tree deeper (``SearchQuery/maximumDepth``).
 package indirect enum SearchNode: Sendable, Hashable {
     /// A word or a phrase.
     case atom(SearchAtom)
-    /// Both sides match.
-    case and(SearchNode, SearchNode)
-    /// Either side matches.
-    case or(SearchNode, SearchNode)
-    /// The left side matches and the right side does not (FTS5's binary NOT).
+    /// Every operand matches (two or more, none of them an AND).
+    case and([SearchNode])
+    /// Some operand matches (two or more, none of them an OR).
+    case or([SearchNode])
+    /// The left side matches and the right side does not (FTS5's binary NOT);
+    /// `a NOT b NOT c` is `a NOT (b OR c)`.
     case not(SearchNode, SearchNode)
 }
 
@@ -50,8 +54,8 @@ extension SearchNode {
         case .atom(let atom):
             let text = atom.text.contains("\u{0}") ? atom.text.replacingOccurrences(of: "\u{0}", with: " ") : atom.text
             return "\"" + text + "\"" + (atom.isPrefix ? " *" : "")
-        case .and(let lhs, let rhs): return "(\(lhs.fts5Expression) AND \(rhs.fts5Expression))"
-        case .or(let lhs, let rhs): return "(\(lhs.fts5Expression) OR \(rhs.fts5Expression))"
+        case .and(let operands): return "(" + operands.map(\.fts5Expression).joined(separator: " AND ") + ")"
+        case .or(let operands): return "(" + operands.map(\.fts5Expression).joined(separator: " OR ") + ")"
         case .not(let lhs, let rhs): return "(\(lhs.fts5Expression) NOT \(rhs.fts5Expression))"
         }
     }
@@ -64,8 +68,8 @@ extension SearchNode {
     package func matches(_ columns: [[String]]) -> Bool {
         switch self {
         case .atom(let atom): return atom.occurs(in: columns)
-        case .and(let lhs, let rhs): return lhs.matches(columns) && rhs.matches(columns)
-        case .or(let lhs, let rhs): return lhs.matches(columns) || rhs.matches(columns)
+        case .and(let operands): return operands.allSatisfy { $0.matches(columns) }
+        case .or(let operands): return operands.contains { $0.matches(columns) }
         case .not(let lhs, let rhs): return lhs.matches(columns) && !rhs.matches(columns)
         }
     }
@@ -81,9 +85,8 @@ extension SearchNode {
     private func collectPositiveAtoms(into atoms: inout [SearchAtom]) {
         switch self {
         case .atom(let atom): atoms.append(atom)
-        case .and(let lhs, let rhs), .or(let lhs, let rhs):
-            lhs.collectPositiveAtoms(into: &atoms)
-            rhs.collectPositiveAtoms(into: &atoms)
+        case .and(let operands), .or(let operands):
+            for operand in operands { operand.collectPositiveAtoms(into: &atoms) }
         case .not(let lhs, _): lhs.collectPositiveAtoms(into: &atoms)
         }
     }

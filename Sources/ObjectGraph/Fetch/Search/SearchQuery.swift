@@ -74,12 +74,26 @@ public struct SearchQuery: Sendable {
     /// The parsed query; no atom in it is without tokens.
     package let root: SearchNode
 
+    /// How deeply groups in parentheses may nest: 16.
+    ///
+    /// The parser recurses through four rules per group, and matching and
+    /// the FTS5 expression once per level of the tree, of which a group can
+    /// add three (its OR, AND and NOT). In a debug build a group costs about
+    /// 7 KiB of stack, so a query at the limit takes 123 KiB, under a quarter
+    /// of a Dispatch worker's 512 KiB (`SearchQueryNestingLimitTests` prints
+    /// the figure); and its FTS5 expression stays within what FTS5's own
+    /// parser accepts (its stack has 100 entries, `fts5YYSTACKDEPTH`). Words,
+    /// phrases and operators outside groups add no depth, however many there
+    /// are. A query that nests deeper throws ``SearchQueryError`` at the `(`
+    /// that passes the limit.
+    public static let maximumDepth = 16
+
     /// Parses a query.
     ///
     /// - Throws: ``SearchQueryError`` when the text does not follow the
     ///   grammar (an unclosed `"` or `(`, an operator with nothing on one
-    ///   side, a `*` on its own, an empty group), or when it has no word with
-    ///   a token in it.
+    ///   side, a `*` on its own, an empty group, groups nested deeper than
+    ///   ``maximumDepth``), or when it has no word with a token in it.
     public init(_ text: String) throws(SearchQueryError) {
         self.text = text
         self.root = try SearchQueryParser.parse(text)

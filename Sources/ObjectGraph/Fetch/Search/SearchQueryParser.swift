@@ -36,7 +36,8 @@ struct SearchQueryParser {
     private let text: String
     private let lexemes: [Lexeme]
     private var position = 0
-    /// The `(` of each group being parsed, innermost last.
+    /// The `(` of each group being parsed, innermost last; never more than
+    /// ``SearchQuery/maximumDepth``, which bounds the recursion.
     private var openGroups: [Lexeme] = []
 
     /// The query's tree, without atoms that have no tokens.
@@ -64,45 +65,45 @@ struct SearchQueryParser {
 
     /// `or := and ( "OR" and )*`
     private mutating func parseOr() throws(SearchQueryError) -> SearchNode? {
-        var node = try parseAnd(after: nil)
+        var operands = [try parseAnd(after: nil)]
         while case .or = peek.kind {
             let op = advance()
-            let rhs = try parseAnd(after: op)
-            node = Self.combine(node, rhs, SearchNode.or)
+            operands.append(try parseAnd(after: op))
         }
-        return node
+        return Self.combine(operands, SearchNode.or)
     }
 
     /// `and := not ( ["AND"] not )*`: words side by side mean AND.
     private mutating func parseAnd(after op: Lexeme?) throws(SearchQueryError) -> SearchNode? {
-        var node = try parseNot(after: op)
+        var operands = [try parseNot(after: op)]
         while true {
-            let rhs: SearchNode?
             switch peek.kind {
             case .and:
                 let op = advance()
-                rhs = try parseNot(after: op)
+                operands.append(try parseNot(after: op))
             case .word, .phrase, .openParenthesis, .star:
-                rhs = try parseNot(after: nil)
+                operands.append(try parseNot(after: nil))
             default:
-                return node
+                return Self.combine(operands, SearchNode.and)
             }
-            node = Self.combine(node, rhs, SearchNode.and)
         }
     }
 
     /// `not := primary ( "NOT" primary )*`
     ///
     /// When the left side has no tokens the whole `a NOT b` is dropped: there
-    /// is nothing to subtract from. When the right side has none, it is its left side.
+    /// is nothing to subtract from. When the right side has none, it is its
+    /// left side. `a NOT b NOT c` is `a NOT (b OR c)`, as FTS5 reads it
+    /// (`(a NOT b) NOT c`), one level deep however long the chain.
     private mutating func parseNot(after op: Lexeme?) throws(SearchQueryError) -> SearchNode? {
-        var node = try parsePrimary(after: op)
+        let lhs = try parsePrimary(after: op)
+        var excluded: [SearchNode?] = []
         while case .not = peek.kind {
             let op = advance()
-            let rhs = try parsePrimary(after: op)
-            if let lhs = node, let rhs { node = .not(lhs, rhs) }
+            excluded.append(try parsePrimary(after: op))
         }
-        return node
+        guard let lhs, let rhs = Self.combine(excluded, SearchNode.or) else { return lhs }
+        return .not(lhs, rhs)
     }
 
     /// `primary := word ["*"] | '"' phrase '"' ["*"] | "(" query ")"`
@@ -118,6 +119,9 @@ struct SearchQueryParser {
         case .openParenthesis:
             if case .closeParenthesis = peek.kind {
                 throw error(at: lexeme.start, "empty group: '()' has no words in it")
+            }
+            if openGroups.count == SearchQuery.maximumDepth {
+                throw error(at: lexeme.start, "groups nest more than \(SearchQuery.maximumDepth) deep")
             }
             openGroups.append(lexeme)
             let node = try parseOr()
@@ -161,11 +165,18 @@ struct SearchQueryParser {
         return .atom(SearchAtom(text: text, tokens: tokens, isPrefix: isPrefix))
     }
 
-    /// AND and OR with a dropped side are their other side.
-    private static func combine(_ lhs: SearchNode?, _ rhs: SearchNode?, _ make: (SearchNode, SearchNode) -> SearchNode) -> SearchNode? {
-        guard let lhs else { return rhs }
-        guard let rhs else { return lhs }
-        return make(lhs, rhs)
+    /// The operands of an AND or an OR without the dropped ones, an operand of
+    /// the same operator spliced in (`a (b c)` is `a b c`, as FTS5 has it):
+    /// nil when none is left, the operand itself when one is.
+    private static func combine(_ operands: [SearchNode?], _ make: ([SearchNode]) -> SearchNode) -> SearchNode? {
+        var kept: [SearchNode] = []
+        for case let operand? in operands {
+            switch (make([]), operand) {
+            case (.and, .and(let inner)), (.or, .or(let inner)): kept += inner
+            default: kept.append(operand)
+            }
+        }
+        return kept.count > 1 ? make(kept) : kept.first
     }
 
     // MARK: - Lexemes

@@ -25,7 +25,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
         #expect(try fts5("apple OR pie") == #"("apple" OR "pie")"#)
         #expect(try fts5("apple NOT pie") == #"("apple" NOT "pie")"#)
         #expect(try fts5("\"apple pie\" crumble") == #"("apple pie" AND "crumble")"#)
-        #expect(try fts5("apple\"pie\"(tart)") == #"(("apple" AND "pie") AND "tart")"#)
+        #expect(try fts5("apple\"pie\"(tart)") == #"("apple" AND "pie" AND "tart")"#)
         #expect(try fts5(" \tapple\n\u{A0}pie ") == #"("apple" AND "pie")"#)
         #expect(try fts5("(apple OR pie) tart") == #"(("apple" OR "pie") AND "tart")"#)
         #expect(try fts5("((apple))") == #""apple""#)
@@ -35,18 +35,18 @@ private func queryError(_ text: String) -> SearchQueryError? {
         #expect(try fts5("a OR b c NOT d") == #"("a" OR ("b" AND ("c" NOT "d")))"#)
         #expect(try fts5("a b OR c") == #"(("a" AND "b") OR "c")"#)
         #expect(try fts5("a OR b AND c") == #"("a" OR ("b" AND "c"))"#)
-        #expect(try fts5("a b c") == #"(("a" AND "b") AND "c")"#)
-        #expect(try fts5("a OR b OR c") == #"(("a" OR "b") OR "c")"#)
-        #expect(try fts5("a NOT b NOT c") == #"(("a" NOT "b") NOT "c")"#)
+        #expect(try fts5("a b c") == #"("a" AND "b" AND "c")"#)
+        #expect(try fts5("a OR b OR c") == #"("a" OR "b" OR "c")"#)
+        #expect(try fts5("a NOT b NOT c") == #"("a" NOT ("b" OR "c"))"#)
         #expect(try fts5("a NOT (b OR c)") == #"("a" NOT ("b" OR "c"))"#)
     }
 
     @Test func keywordsAreKeywordsOnlyInCapitals() throws {
-        #expect(try fts5("apple and pie") == #"(("apple" AND "and") AND "pie")"#)
-        #expect(try fts5("apple Or pie") == #"(("apple" AND "Or") AND "pie")"#)
-        #expect(try fts5("apple not pie") == #"(("apple" AND "not") AND "pie")"#)
+        #expect(try fts5("apple and pie") == #"("apple" AND "and" AND "pie")"#)
+        #expect(try fts5("apple Or pie") == #"("apple" AND "Or" AND "pie")"#)
+        #expect(try fts5("apple not pie") == #"("apple" AND "not" AND "pie")"#)
         #expect(try fts5("\"AND\" \"OR NOT\"") == #"("AND" AND "OR NOT")"#)
-        #expect(try fts5("ANDROID NOTE ORE") == #"(("ANDROID" AND "NOTE") AND "ORE")"#)
+        #expect(try fts5("ANDROID NOTE ORE") == #"("ANDROID" AND "NOTE" AND "ORE")"#)
     }
 
     @Test func aStarAfterAWordOrPhraseMakesAPrefixSearch() throws {
