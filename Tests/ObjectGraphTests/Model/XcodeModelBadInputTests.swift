@@ -176,6 +176,22 @@ import Testing
         #expect(undeclared.code == .malformedXML, "\(undeclared)")
     }
 
+    // MARK: - Processing instructions
+
+    /// FoundationXML passed the missing data of `<?li?>` to strlen and crashed
+    /// (found by the xcode-model fuzz target); Xcode writes no processing
+    /// instruction but the XML declaration.
+    @Test(arguments: ["<?li?>", "<?xml-stylesheet href=\"a.css\"?>", "<?editor x?>"])
+    func aProcessingInstructionOtherThanTheDeclarationIsRefused(instruction: String) throws {
+        let alone = try loadError(Data(instruction.utf8))
+        #expect(alone.code == .malformedXML && alone.message.contains("processing instruction") && alone.line == 1, "\(alone)")
+        var bytes = try sample()
+        let inside = try #require(offset(of: "<entity", in: bytes))
+        bytes.insert(contentsOf: Array(instruction.utf8), at: inside)
+        let error = try loadError(Data(bytes))
+        #expect(error.code == .malformedXML && error.message.contains("byte offset \(inside)"), "\(error)")
+    }
+
     // MARK: - Size
 
     @Test func aFileLargerThanTheLimitIsRefusedWithoutReadingIt() throws {

@@ -2,14 +2,16 @@ import Foundation
 
 /// The checks a `contents` file's bytes pass before FoundationXML sees them.
 ///
-/// FoundationXML cannot be trusted with two kinds of input. It hands element
+/// FoundationXML cannot be trusted with three kinds of input. It hands element
 /// and attribute names, comments and processing instructions to its delegate
 /// by force-unwrapping them as UTF-8, so one byte that is not UTF-8 in a name
 /// traps the process (SIGILL in `_NSXMLParserStartElementNs`) where the same
 /// byte in an attribute value is a parse error. And it parses with entity
 /// substitution on (libxml2's `XML_PARSE_NOENT`), so the entities of a
 /// document type expand inside the process: ten nested entities of ten
-/// references each ("billion laughs") ask for 10^10 copies.
+/// references each ("billion laughs") ask for 10^10 copies. And it passes a
+/// processing instruction's data to `strlen` without checking for none, so
+/// `<?x?>` crashes it (found by the `xcode-model` fuzz target).
 ///
 /// Xcode writes neither: a model's `contents` is UTF-8 and has no document
 /// type. So anything else is refused here, with the byte offset and line:
@@ -20,7 +22,9 @@ import Foundation
 /// - a byte sequence that is not UTF-8 (including overlong forms, surrogates
 ///   and code points past U+10FFFF, which Swift's decoder rejects as well);
 /// - a document type declaration (`<!DOCTYPE`), which is where entities are
-///   declared and where an external subset would make the parser read other files.
+///   declared and where an external subset would make the parser read other files;
+/// - a processing instruction (`<?target …?>`) other than the XML declaration
+///   at the start.
 enum XcodeModelXMLPreflight {
     /// The encoding names the XML declaration may give (compared ignoring case).
     static let acceptedEncodings: Set<String> = ["utf-8"]
@@ -51,6 +55,9 @@ enum XcodeModelXMLPreflight {
         }
         if let offset = documentTypeDeclaration(bytes, from: start) {
             throw refuse(at: offset, "the file declares a document type (<!DOCTYPE …>) at byte offset \(offset), which Xcode never writes: its entities could expand without bound and its external subset would read other files, so it is refused")
+        }
+        if let offset = processingInstruction(bytes, from: start) {
+            throw refuse(at: offset, "the file has a processing instruction (<?…?>) at byte offset \(offset), which Xcode never writes (only the XML declaration at the start), so it is refused")
         }
     }
 
@@ -123,6 +130,21 @@ enum XcodeModelXMLPreflight {
             }
         }
         return nil
+    }
+
+    // MARK: - Processing instructions
+
+    /// The offset of the first `<?` that does not open the XML declaration at
+    /// the file's start (`<?xml` and whitespace). A `<?` in a comment counts
+    /// too: Xcode writes no comments, and refusing it keeps the check one scan.
+    private static func processingInstruction(_ bytes: [UInt8], from start: Int) -> Int? {
+        var from = start
+        let declaration = Array("<?xml".utf8)
+        if bytes[start...].starts(with: declaration), start + declaration.count < bytes.count,
+           isSpace(bytes[start + declaration.count]), let end = find("?>", in: bytes, from: start + declaration.count) {
+            from = end + 2
+        }
+        return find("<?", in: bytes, from: from)
     }
 
     // MARK: - Helpers
