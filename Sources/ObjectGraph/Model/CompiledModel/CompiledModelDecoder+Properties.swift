@@ -12,16 +12,10 @@ extension CompiledModelDecoder {
 
     /// The description of one archived property, or nil for a kind the model
     /// cannot hold (a fetched property), which is a warning.
-    mutating func property(_ object: ArchivedObject, named key: String, in entity: EntityDescription) throws -> PropertyDescription? {
+    mutating func property(_ proxyOrProperty: ArchivedObject, named key: String, in entity: EntityDescription) throws -> PropertyDescription? {
         let context = "\(entity.name).\(key)"
+        let object = try followingProxies(from: proxyOrProperty, in: context)
         let chain = object.classChain
-        if chain.contains("_NSPropertyDescriptionProxy") {
-            // Stands for a property the entity inherits; the superentity declares it.
-            guard let underlying = try reading(context, { try object.object("NSUnderlyingProperty") }) else {
-                throw error(.missingValue, "\(context) is a property proxy without the property it stands for (NSUnderlyingProperty)")
-            }
-            return try property(underlying, named: key, in: entity)
-        }
         if chain.contains("NSFetchedPropertyDescription") {
             warn(object, "\(context) is a fetched property; fetched properties are not supported and it was left out")
             return nil
@@ -47,6 +41,27 @@ extension CompiledModelDecoder {
         }
         property.userInfo = try userInfo(of: object, in: context)
         return property
+    }
+
+    /// The property a proxy stands for (a property the entity inherits, which
+    /// the superentity declares), through any chain of proxies; `object` itself
+    /// when it is no proxy. A chain that comes back to a proxy already passed
+    /// is a damaged archive (followed by recursion, it overflowed the stack:
+    /// found by the model-cache fuzz target).
+    private func followingProxies(from object: ArchivedObject, in context: String) throws -> ArchivedObject {
+        var object = object
+        var passed = Set<Int>()
+        while object.classChain.contains("_NSPropertyDescriptionProxy") {
+            // An object inline in another (no UID) cannot be reached again: only references loop.
+            if let uid = object.uid, !passed.insert(uid).inserted {
+                throw error(.malformedArchive, "\(context) is a property proxy whose chain of NSUnderlyingProperty comes back to itself (\(object.path))")
+            }
+            guard let underlying = try reading(context, { try object.object("NSUnderlyingProperty") }) else {
+                throw error(.missingValue, "\(context) is a property proxy without the property it stands for (NSUnderlyingProperty)")
+            }
+            object = underlying
+        }
+        return object
     }
 
     // MARK: Attributes
