@@ -10,6 +10,25 @@ struct ModelDefinition {
     var entities: [EntityDescription] = []
     var configurations: [String: [String]] = [:]
     var versionIdentifiers: Set<String> = []
+
+    /// A model file's bytes, read only up to one byte past
+    /// ``XcodeModelLoader/maximumFileSize``, so a huge file is refused before
+    /// it is in memory.
+    static func readFile(_ file: URL) throws -> Data {
+        let data: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }   // a read-only handle: closing cannot lose data
+            data = try handle.read(upToCount: XcodeModelLoader.maximumFileSize + 1) ?? Data()   // nil at end of file
+        } catch {
+            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
+        }
+        guard data.count <= XcodeModelLoader.maximumFileSize else {
+            throw ModelLoadingError(.unreadable, path: file.path,
+                                    message: "the file is larger than \(XcodeModelLoader.maximumFileSize) bytes (XcodeModelLoader.maximumFileSize), far beyond any real model")
+        }
+        return data
+    }
 }
 
 extension ManagedObjectModel {

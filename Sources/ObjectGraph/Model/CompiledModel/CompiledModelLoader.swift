@@ -79,17 +79,11 @@ public enum CompiledModelLoader {
     /// Reads the `.mom` file that loading `url` reads (see ``load(_:)``).
     static func read(_ url: URL) throws -> Read {
         let file = try momFile(for: url)
-        let data: Data
-        do {
-            data = try Data(contentsOf: file)
-        } catch {
-            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
-        }
-        return try read(archive: data, from: file)
+        return try read(archive: ModelDefinition.readFile(file), from: file)
     }
 
     /// Reads the keyed archive of a compiled model.
-    private static func read(archive data: Data, from source: URL) throws -> Read {
+    static func read(archive data: Data, from source: URL) throws -> Read {
         let archive: KeyedArchive
         do {
             archive = try KeyedArchive(data: data)

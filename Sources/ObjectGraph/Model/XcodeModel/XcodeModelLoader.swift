@@ -40,7 +40,8 @@ import Foundation
 /// - ``versions(ofModelAt:)``
 /// - ``currentVersion(ofModelAt:)``
 public enum XcodeModelLoader {
-    /// The largest `contents` or `elements` file the loader reads: 64 MiB.
+    /// The largest model file DataStack reads (a `contents` or `elements`
+    /// file here, a `.mom` in ``CompiledModelLoader``): 64 MiB.
     ///
     /// A larger file is refused with ``ModelLoadingError/Code-swift.struct/unreadable``
     /// before it is read into memory. The largest model of the fixture corpus
@@ -126,7 +127,7 @@ public enum XcodeModelLoader {
     static func readContents(at url: URL) throws -> Contents {
         let (file, locationWarnings) = try XcodeModelLocation.contentsFile(for: url)
         let path = file.path
-        let data = try read(file)
+        let data = try ModelDefinition.readFile(file)
         if file.lastPathComponent == XcodeModelLocation.legacyFile || data.starts(with: Array("bplist".utf8)) {
             var decoder = LegacyModelDecoder(path: path)
             let definition = try decoder.decode(data)
@@ -140,23 +141,6 @@ public enum XcodeModelLoader {
         let definition = try builder.build(root)
         return Contents(file: file, definition: definition, warnings: locationWarnings + builder.warnings,
                         fetchRequestTemplates: builder.fetchRequestTemplates)
-    }
-
-    /// The file's bytes, read only up to one byte past ``maximumFileSize``.
-    private static func read(_ file: URL) throws -> Data {
-        let data: Data
-        do {
-            let handle = try FileHandle(forReadingFrom: file)
-            defer { try? handle.close() }   // a read-only handle: closing cannot lose data
-            data = try handle.read(upToCount: maximumFileSize + 1) ?? Data()   // nil at end of file
-        } catch {
-            throw ModelLoadingError(.unreadable, path: file.path, message: "the file cannot be read: \(error.localizedDescription)")
-        }
-        guard data.count <= maximumFileSize else {
-            throw ModelLoadingError(.unreadable, path: file.path,
-                                    message: "the file is larger than \(maximumFileSize) bytes (XcodeModelLoader.maximumFileSize), far beyond any model Xcode writes")
-        }
-        return data
     }
 
 }

@@ -30,10 +30,8 @@ extension ManagedObjectModel {
     ///   (`.malformedArchive`), or when the model cannot be rebuilt (naming the
     ///   entity and property).
     public convenience init(cachedInStoreAt url: URL) throws {
-        let loaded = try CompiledModelLoader.loadModel(cachedInStoreAt: url)
-        self.init(entities: loaded.model.entities)
-        versionIdentifiers = loaded.model.versionIdentifiers
-        configurations = loaded.model.configurations
+        let read = try CompiledModelLoader.readModel(cachedInStoreAt: url)
+        try self.init(finishing: read.definition, readFrom: url.path)
     }
 }
 
@@ -41,6 +39,11 @@ extension CompiledModelLoader {
     /// Loads the model a Core Data store caches in its file, with the warnings
     /// of ``ManagedObjectModel/init(cachedInStoreAt:)``.
     public static func loadModel(cachedInStoreAt url: URL) throws -> LoadedModel {
+        try readModel(cachedInStoreAt: url).finished()
+    }
+
+    /// The model a store caches, as read, before it is finished.
+    static func readModel(cachedInStoreAt url: URL) throws -> Read {
         let connection = try SQLiteStoreFile.openExisting(url, readOnly: true)
         let compressed: Data?
         do {
@@ -62,7 +65,7 @@ extension CompiledModelLoader {
         } catch {
             throw ModelLoadingError(.malformedArchive, path: url.path, message: "the store's model cache (Z_MODELCACHE) is damaged: \(error)")
         }
-        return try decode(archive: archive, from: url)
+        return try read(archive: archive, from: url)
     }
 }
 
