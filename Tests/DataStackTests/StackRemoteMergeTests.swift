@@ -156,24 +156,23 @@ import Testing
         #expect(listed == fresh)
     }
 
-    /// Holds `queues` — the main queue, where the stack merges, and perhaps its
-    /// history queue, where it reads other writers' history — until `body`
-    /// returns, or 10 s at most: other tests' tasks may block the few
-    /// cooperative threads waiting for the main queue, and then `body` cannot
-    /// run until the main queue is let go (the test fails rather than hangs).
-    private func withQueuesHeld(_ queues: [DispatchQueue], _ body: () async throws -> Void) async rethrows {
+    /// Holds `stack`'s history queue, where it reads other writers' history,
+    /// until `body` returns: what other writers commit meanwhile is not read.
+    /// Only the stack's private queue is held — never the main queue, for which
+    /// other tests' tasks may be waiting on the few cooperative threads — and
+    /// it is let go after 120 s at most, so that a stuck `body` fails the test
+    /// rather than hangs it.
+    private func withHistoryHeld(of stack: StackManager, _ body: () async throws -> Void) async rethrows {
         let release = DispatchSemaphore(value: 0)
-        for queue in queues {
-            let blocked = DispatchSemaphore(value: 0)
-            queue.async {
-                blocked.signal()
-                _ = release.wait(timeout: .now() + .seconds(10))
-            }
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { blocked.wait(); continuation.resume() }
-            }
+        let blocked = DispatchSemaphore(value: 0)
+        stack.historyQueue.async {
+            blocked.signal()
+            _ = release.wait(timeout: .now() + .seconds(120))
         }
-        defer { for _ in queues { release.signal() } }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { blocked.wait(); continuation.resume() }
+        }
+        defer { release.signal() }
         try await body()
     }
 
@@ -194,7 +193,7 @@ import Testing
         let inA = ids.map { a.mainCoordinator.managedObjectID(forURIRepresentation: $0.uriRepresentation())! }
         let holder = ObjectHolder()
         try await main.perform { holder.objects = try inA.map { try main.existingObject(with: $0) } }
-        try await withQueuesHeld([.main, a.historyQueue]) {
+        try await withHistoryHeld(of: a) {
             for symbol in ["X", "Y", "Z"] { try await saveTicker(b, symbol) }
             let last = try #require(try b.writerCoordinator.currentPersistentHistoryToken())
             #expect(try b.writerCoordinator.deleteHistory(.deleteHistory(before: last)) == 3)
@@ -245,7 +244,7 @@ import Testing
         let recorderA = MergeRecorder(a)
         try await saveTicker(b, "OLD")
         _ = await remoteMerges(recorderA, count: 1)
-        try await withQueuesHeld([.main, a.historyQueue]) {
+        try await withHistoryHeld(of: a) {
             try await saveTicker(b, "NEW")
             // The OLD transaction was merged: it goes. NEW was not: it stays, though older than the retention.
             #expect(try a.purgeHistory(olderThan: .zero) == 1)

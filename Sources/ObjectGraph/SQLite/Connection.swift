@@ -103,7 +103,7 @@ package final class Connection {
             sqlite3_extended_result_codes(handle.db, 1)
             handle.setBusyMode(configuration.busyMode)
             // Reads the header: fails with SQLITE_NOTADB for a file that is not a database.
-            _ = try Self.pragma(handle, "PRAGMA schema_version")
+            _ = try retryingWhileBusy { try Self.pragma(handle, "PRAGMA schema_version") }
             if !configuration.defersSettings {
                 try applySettings()
             } else if Self.hasFramesInLog(path) {
@@ -159,10 +159,13 @@ package final class Connection {
         settingsApplied = true
     }
 
-    /// Runs `body` again while it fails with ``SQLiteError/SQLITE_BUSY`` and
-    /// ``Configuration/busyMode`` says to wait: for the statements whose locks
-    /// SQLite takes without asking the busy handler (entering WAL mode while
-    /// another connection reads the file, as when several create one store).
+    /// Runs `body` again while it fails with ``SQLiteError/SQLITE_BUSY`` or
+    /// `SQLITE_PROTOCOL` and ``Configuration/busyMode`` says to wait: for the
+    /// statements whose locks SQLite takes without asking the busy handler
+    /// (entering WAL mode while another connection reads the file, as when
+    /// several create one store; the first read of a WAL file while another
+    /// process rebuilds its shared-memory index, which SQLite gives up on with
+    /// `SQLITE_PROTOCOL` after a burst of its own tries).
     private func retryingWhileBusy<T>(_ body: () throws -> T) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now
@@ -170,7 +173,8 @@ package final class Connection {
         while true {
             do {
                 return try body()
-            } catch let error as SQLiteError where error.resultCode == SQLiteError.SQLITE_BUSY {
+            } catch let error as SQLiteError
+                where error.resultCode == SQLiteError.SQLITE_BUSY || error.resultCode == SQLiteError.SQLITE_PROTOCOL {
                 guard configuration.busyMode.waitsAgain(afterTries: tries, waited: clock.now - start) else { throw error }
                 tries += 1
             }

@@ -110,6 +110,9 @@ extension SQLiteError {
     package static let SQLITE_LOCKED: Int32 = 6
     /// An attempt to write to a read-only database or connection (`8`).
     package static let SQLITE_READONLY: Int32 = 8
+    /// A WAL lock SQLite could not take after its own quick retries, while
+    /// another connection rebuilt the shared-memory index; transient (`15`).
+    package static let SQLITE_PROTOCOL: Int32 = 15
     /// Disk I/O error (`10`).
     package static let SQLITE_IOERR: Int32 = 10
     /// The database file is malformed (`11`).

@@ -407,7 +407,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         case SQLiteError.SQLITE_NOTADB, SQLiteError.SQLITE_CORRUPT: .notAStore
         case SQLiteError.SQLITE_CANTOPEN: .cannotOpen
         case SQLiteError.SQLITE_READONLY: .readOnly
-        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED: .busy
+        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED, SQLiteError.SQLITE_PROTOCOL: .busy
         default: .ioFailure
         }
         let what = switch error.resultCode {
@@ -416,7 +416,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         case SQLiteError.SQLITE_CANTOPEN: "the file cannot be opened or created"
         case SQLiteError.SQLITE_READONLY: "the location is read-only"
         case SQLiteError.SQLITE_FULL: "the disk is full"
-        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED:
+        case SQLiteError.SQLITE_BUSY, SQLiteError.SQLITE_LOCKED, SQLiteError.SQLITE_PROTOCOL:
             "the database was locked by another connection (another coordinator or process) while \(activity), for longer than the store's busy mode waits"
         default: "SQLite failed while \(activity)"
         }
