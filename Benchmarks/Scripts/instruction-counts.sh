@@ -74,8 +74,9 @@ declare -A phase=(
     [grdb-hand-written/import]="${prefix}9GRDBBenchO6insert_9chunkSize2as4intoySayAA12TickerValuesVG_SiAC6RecordO4GRDB13DatabaseQueueCtKFZyAM0N0CKXEfU_"
     [grdb-hand-written/fetch]="${prefix}9GRDBBenchO8fetchAll2as4fromAA8ChecksumVAC6RecordO_4GRDB13DatabaseQueueCtKFZAhK0L0CKXEfU_"
     [grdb-hand-written/fault-ids]="${prefix}9GRDBBenchO19fetchIDsThenRecords5every2as4fromAA8ChecksumVSi_AC6RecordO4GRDB13DatabaseQueueCtKFZAiL0O0CKXEfU_"
-    # The importer context's work per chunk: the objects made, the save, the reset.
-    [datastack/import]='$s9DataStack0B7ManagerC20performChunkedImport_9chunkSize8progress_AA0F8ProgressVx_SiyAHYbcSgySay7ElementQzG_11ObjectGraph07ManagedL7ContextCtYbKctYaKSTRzs8SendableAKRQlFSi_SityYbKcfU_'
+    # The importer context's work per chunk: the objects made, the save, the reset (the
+    # closure saveChunk runs on the importer's queue; the hash is StackManager+Import.swift's).
+    [datastack/import]='$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_'
     [datastack/fetch]="${prefix}0aB5BenchO8fetchAll2inAA8ChecksumV11ObjectGraph07ManagedI7ContextC_tYaKFZAGyYbKcfU_"
     [datastack/fault-rows]="${prefix}0aB5BenchO19fetchFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"
     [datastack/fault-ids]="${prefix}0aB5BenchO21fetchIDFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 
 private func parse(_ format: String, _ arguments: Any?...) throws -> PredicateNode {
     try FetchPredicate(format: format, argumentArray: arguments).expression

@@ -1,11 +1,11 @@
 import Foundation
-@_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
 import DataStackSQLite
 
 /// `StoreLayout` is the SQLite store's own layout, written in a dialect: in
-/// SQLite's it creates exactly what the store creates; in PostgreSQL's, the
-/// same tables, columns and indexes in PostgreSQL's types.
+/// SQLite's it creates exactly what the store creates. (Another dialect's
+/// layout is tested with its store: Stores/PostgreSQL's PostgreSQLDialectTests.)
 @Suite struct StoreLayoutTests {
     /// Every table and index of a file (but SQLite's own), with its SQL.
     private func schemaObjects(_ url: URL) throws -> [String: String] {
@@ -36,23 +36,6 @@ import DataStackSQLite
         #expect(Set(store.keys).subtracting(layout.keys) == ["Z_MODELCACHE"])
     }
 
-    @Test("in PostgreSQL's dialect the same names are declared with PostgreSQL's types")
-    func postgreSQLTypes() throws {
-        let sqlite = try StoreLayout(model: GraphTestModel.make(), configurationName: nil, dialect: .sqlite).creationStatements()
-        let postgreSQL = try StoreLayout(model: GraphTestModel.make(), configurationName: nil, dialect: .postgreSQL).creationStatements()
-        #expect(postgreSQL.count == sqlite.count)
-        let all = postgreSQL.joined(separator: "\n")
-        for sqliteOnly in ["VARCHAR", "BLOB", "TIMESTAMP", " FLOAT", " INTEGER", "COLLATE BINARY"] {
-            #expect(!all.contains(sqliteOnly), "\(sqliteOnly) in \(all)")
-        }
-        #expect(all.contains("Z_PK BIGINT PRIMARY KEY"))
-        // Names in the same order: only the types differ.
-        let names = { (sql: String) in
-            sql.split { !($0.isLetter || $0.isNumber || $0 == "_") }.filter { $0.hasPrefix("Z") }.map(String.init)
-        }
-        #expect(postgreSQL.map(names) == sqlite.map(names))
-    }
-
     @Test("a value binds in the stores' storage form")
     func storedValues() {
         #expect(StoredValue(.bool(true)) == .integer(1))
@@ -61,5 +44,42 @@ import DataStackSQLite
         #expect(StoredValue(.double(.nan)) == .null)
         #expect(StoredValue(.uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))))
                 == .blob(Data(1...16)))
+    }
+}
+
+/// A store's own dialect plugs into the shared compiler: what it cannot write
+/// reaches the caller as the predicate's error, with the dialect's reason.
+@Suite struct SQLDialectPlugInTests {
+    /// SQLite's spellings, but no string comparisons.
+    private struct NoStringTests: SQLDialect {
+        let sqlite = SQLiteDialect()
+        func keyArray(_ keys: [Int64]) -> StoredValue { sqlite.keyArray(keys) }
+        func keyList(parameter number: Int) -> String { sqlite.keyList(parameter: number) }
+        func rankedKeyList(parameter number: Int) -> String { sqlite.rankedKeyList(parameter: number) }
+        func jsonArrayElements(_ array: String, asText: Bool) -> String { sqlite.jsonArrayElements(array, asText: asText) }
+        func sum(_ value: String) -> String { sqlite.sum(value) }
+        func prepareComparison(_ operands: inout [SQLOperand]) throws { try sqlite.prepareComparison(&operands) }
+        func folded(_ operand: SQLOperand, options: ComparisonOptions) throws -> SQLOperand { try sqlite.folded(operand, options: options) }
+        func stringTest(_ test: SQLStringTest, _ left: SQLOperand, _ right: SQLOperand, options: ComparisonOptions) throws -> String {
+            throw Refusal(description: "this database has no \(test)")
+        }
+        struct Refusal: Error, CustomStringConvertible { let description: String }
+    }
+
+    private let model = GraphTestModel.make()
+
+    private func fetch(_ format: String, _ arguments: Any...) throws -> StoreFetch {
+        StoreFetch(entity: model.entitiesByName["Author"]!, predicate: try FetchPredicate(format: format, argumentArray: arguments),
+                          sortDescriptors: [], fetchLimit: 0, fetchOffset: 0, includesSubentities: true,
+                          resultType: .managedObject, propertiesToFetch: nil, returnsDistinctResults: false)
+    }
+
+    @Test func whatADialectCannotWriteIsThePredicatesError() throws {
+        let layout = try StoreLayout(model: model, configurationName: nil, dialect: NoStringTests())
+        let error = try #require(throws: FetchPredicateError.self) { _ = try layout.query(for: fetch("name BEGINSWITH %@", "A")) }
+        #expect(error.reason == "this database has no BEGINSWITH")
+        // What it can write, it writes: SQLite's spelling, through the defaults.
+        let query = try layout.query(for: fetch("name == %@", "A"))
+        #expect(query.sql.contains("?1"))
     }
 }

@@ -39,17 +39,15 @@ extension PredicateSQLCompiler {
         case .arithmetic(let op, let lhs, let rhs):
             let a = try expression(lhs, context).sql, b = try expression(rhs, context).sql
             let sql: String
-            switch (op, dialect) {
-            case (.divide, .sqlite): sql = "(CAST(\(a) AS REAL) / \(b))"
-            // SQLite divides by zero to NULL; PostgreSQL would raise an error.
-            case (.divide, .postgreSQL): sql = "(CAST(\(a) AS float8) / NULLIF(\(b), 0))"
+            switch op {
+            case .divide: sql = dialect.divide(a, by: b)
             default: sql = "(\(a) \(op.rawValue) \(b))"
             }
             return Operand(sql: sql, family: .numeric)
         case .aggregate(let function, let argument):
             let value = try expression(argument, context)
             let sql = switch function {
-            case .sum: dialect == .sqlite ? "TOTAL(\(value.sql))" : "COALESCE(SUM(\(value.sql)), 0)"
+            case .sum: dialect.sum(value.sql)
             case .average: "AVG(\(value.sql))"
             case .min: "MIN(\(value.sql))"
             case .max: "MAX(\(value.sql))"

@@ -81,14 +81,14 @@ package enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
 }
 
 /// The `[c]`, `[d]`, `[cd]` options of a string comparison.
-package struct ComparisonOptions: OptionSet, Sendable, Hashable {
-    package let rawValue: Int
-    package init(rawValue: Int) { self.rawValue = rawValue }
+@_spi(StoreImplementation) public struct ComparisonOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// `[c]`: Unicode case folding.
-    package static let caseInsensitive = ComparisonOptions(rawValue: 1)
+    public static let caseInsensitive = ComparisonOptions(rawValue: 1)
     /// `[d]`: diacritic folding.
-    package static let diacriticInsensitive = ComparisonOptions(rawValue: 2)
+    public static let diacriticInsensitive = ComparisonOptions(rawValue: 2)
 
     /// The options as Foundation folding options.
     var foldingOptions: String.CompareOptions {

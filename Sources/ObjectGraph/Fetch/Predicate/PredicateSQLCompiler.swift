@@ -26,11 +26,11 @@ package protocol PredicateSQLSchema {
     /// - Throws: when the layout has no full-text index for them.
     func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String
     /// The SQL the layout's store speaks; SQLite unless it says otherwise.
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
 }
 
 extension PredicateSQLSchema {
-    var dialect: SQLDialect { .sqlite }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     /// Layouts without full-text indexes: every search throws.
     func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
@@ -46,18 +46,17 @@ extension FetchPredicate {
     ///   must have no other numbered parameters); `joins`, `LEFT JOIN`s (from
     ///   ``PredicateSQLSchema/toOneJoin(_:fromAlias:toAlias:)``) to add after the
     ///   root table; `bindings`, the values for the parameters, in order (equal to
-    ///   ``sqlBindings`` for SQLite; PostgreSQL's parameters are `$1`, `$2`…, and
-    ///   a nil constant is written `NULL` with no parameter, see
+    ///   ``sqlBindings`` for SQLite; another ``SQLDialect`` numbers its own
+    ///   placeholders, and may write a nil constant with no parameter, see
     ///   ``PredicateSQLCompiler/bind(_:)``). No other constant is ever spliced into the SQL.
     ///
     /// Key paths through to-one relationships become joins; through to-many
     /// ones, `EXISTS (SELECT 1 FROM … WHERE correlation AND condition)` (`ANY`, or
     /// no modifier), `NOT EXISTS (… AND condition)` (`NONE`), `NOT EXISTS (… AND
     /// (condition) IS NOT 1)` (`ALL`); `@count` becomes `(SELECT COUNT(*) …)`,
-    /// `@sum` `TOTAL`, `@avg`, `@min`, `@max` their SQL aggregates. String
-    /// operators and `[c]`/`[d]` call the functions that
-    /// ``registerFunctions(on:)`` installs (SQLite), or PostgreSQL's own
-    /// (PredicateSQLCompiler+Strings.swift). The SQL depends only on the entity
+    /// `@sum` the dialect's sum, `@avg`, `@min`, `@max` their SQL aggregates.
+    /// String operators and `[c]`/`[d]` are the dialect's: in SQLite, calls of
+    /// the functions ``registerFunctions(on:)`` installs. The SQL depends only on the entity
     /// and the predicate's ``shape``, so it can be cached per shape.
     ///
     /// - Throws: ``FetchPredicateError`` for an unknown key, an unsubstituted
@@ -83,8 +82,8 @@ extension FetchPredicate {
 struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     let schema: Schema
     let rootAlias: String
-    /// The SQL written: SQLite's, or PostgreSQL's (``SQLDialect``).
-    let dialect: SQLDialect
+    /// The SQL written: the layout's ``SQLDialect``.
+    let dialect: any SQLDialect
     private(set) var bindings: [PropertyValue] = []
     /// How many parameters the statement has before this compiler's, which
     /// are numbered after them.
@@ -101,14 +100,14 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     /// A level of the query: the root (whose joins are returned) or a subquery.
     final class Scope {
         let parent: Scope?
-        let dialect: SQLDialect
+        let dialect: any SQLDialect
         /// Root: the joins. Subquery: the FROM items, with their joins in between.
         var from: [String] = []
         /// Subquery: the correlations and filters of its WHERE.
         var conditions: [String] = []
         private var joinAliases: [String: String] = [:]
 
-        init(parent: Scope?, dialect: SQLDialect) {
+        init(parent: Scope?, dialect: any SQLDialect) {
             self.parent = parent
             self.dialect = dialect
         }
@@ -127,7 +126,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         }
 
         var fromSQL: String { from.joined(separator: " ") }
-        var whereSQL: String { conditions.isEmpty ? dialect.trueSQL : conditions.joined(separator: " AND ") }
+        var whereSQL: String { conditions.isEmpty ? dialect.trueLiteral : conditions.joined(separator: " AND ") }
     }
 
     /// A row an expression's key paths start from.
@@ -144,34 +143,23 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         var values: [String: Operand] = [:]
     }
 
-    /// SQLite's storage class families, for deciding when column affinity must be switched off.
-    enum Family {
-        case numeric, text, blob
-    }
-
+    typealias Family = SQLOperand.Family
     /// A compiled value.
-    struct Operand {
-        var sql: String
-        var family: Family?
-        /// A bare column: it has an affinity, which SQLite applies to the other side.
-        var isColumn = false
-        /// The constant nil: `==` and `!=` become `IS` and `IS NOT`.
-        var isNil = false
-    }
+    typealias Operand = SQLOperand
 
     // MARK: - Predicates
 
     mutating func predicate(_ expression: PredicateNode, _ context: Context) throws -> String {
         switch expression {
         case .truePredicate:
-            return dialect.trueSQL
+            return dialect.trueLiteral
         case .falsePredicate:
-            return dialect.falseSQL
+            return dialect.falseLiteral
         case .and(let children):
-            if children.isEmpty { return dialect.trueSQL }
+            if children.isEmpty { return dialect.trueLiteral }
             return "(" + (try children.map { try predicate($0, context) }).joined(separator: " AND ") + ")"
         case .or(let children):
-            if children.isEmpty { return dialect.falseSQL }
+            if children.isEmpty { return dialect.falseLiteral }
             return "(" + (try children.map { try predicate($0, context) }).joined(separator: " OR ") + ")"
         case .not(let child):
             return "NOT (" + (try predicate(child, context)) + ")"
@@ -338,20 +326,11 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         return (operands[0].sql, operands[1].sql)
     }
 
-    /// Writes `+column` for columns compared with values of another family:
-    /// SQLite would otherwise apply the column's affinity to the other side
-    /// (turning `'10'` into `10` for an INTEGER column), which the in-memory
-    /// evaluator does not do. Same-family comparisons keep the bare column, so
-    /// indexes still serve them. PostgreSQL compares values of one type only:
-    /// there a comparison across families throws (``requireOneFamily(_:)``).
+    /// Lets the dialect make the operands of one comparison compare as the
+    /// in-memory evaluator compares them (SQLite: switching a column's
+    /// affinity off), or refuse them.
     private func neutralize(_ operands: inout [Operand]) throws {
-        if dialect == .postgreSQL { return try requireOneFamily(operands) }
-        let families = Set(operands.map { $0.family.map { "\($0)" } ?? "nil" })
-        guard families.count > 1 || families.contains("nil") else { return }
-        for index in operands.indices where operands[index].isColumn {
-            operands[index].sql = "+" + operands[index].sql
-            operands[index].isColumn = false
-        }
+        try dialectWrites { try dialect.prepareComparison(&operands) }
     }
 
     // MARK: - Values
@@ -379,11 +358,11 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
     }
 
     /// A parameter holding `value`, in the stores' storage form
-    /// (``PredicateScalar/binding(for:)``). PostgreSQL gets nil as the keyword
-    /// `NULL`, whose type it infers, where a parameter's it could not.
+    /// (``PredicateScalar/binding(for:)``); nil as the dialect's
+    /// ``SQLDialect/nullLiteral`` when it has one.
     mutating func bind(_ value: PropertyValue) -> Operand {
         let binding = PredicateScalar.binding(for: value)
-        if dialect == .postgreSQL, binding.isNull { return Operand(sql: "NULL", family: nil, isNil: true) }
+        if binding.isNull, let null = dialect.nullLiteral { return Operand(sql: null, family: nil, isNil: true) }
         bindings.append(binding)
         return Operand(sql: dialect.parameter(parametersBefore + bindings.count, boundTo: binding),
                        family: Self.family(of: value), isNil: value.isNull)
@@ -423,7 +402,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         switch function {
         case .sum:
             guard value.family == .numeric else { throw PredicateProblem("@sum needs a number attribute after it", key: keys.last) }
-            sqlFunction = dialect == .sqlite ? "TOTAL" : "SUM"
+            sqlFunction = "SUM"
         case .avg:
             guard value.family == .numeric else { throw PredicateProblem("@avg needs a number attribute after it", key: keys.last) }
             sqlFunction = "AVG"
@@ -432,9 +411,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         case .count: sqlFunction = "COUNT"
         }
         let family = function == .min || function == .max ? value.family : .numeric
-        var aggregate = "\(sqlFunction)(\(value.sql))"
-        // TOTAL is SQLite's SUM that gives 0 rather than NULL for no rows.
-        if function == .sum && dialect == .postgreSQL { aggregate = "COALESCE(\(aggregate), 0)" }
+        let aggregate = function == .sum ? dialect.sum(value.sql) : "\(sqlFunction)(\(value.sql))"
         return Operand(sql: "(SELECT \(aggregate) FROM \(scope.fromSQL) WHERE \(scope.whereSQL))", family: family)
     }
 

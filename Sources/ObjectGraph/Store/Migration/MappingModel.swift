@@ -104,7 +104,7 @@ struct MappingModel {
     ///     narrowing is refused.
     /// - Throws: ``PersistentStoreError/Code/migrationFailed`` listing every change
     ///   that cannot be inferred.
-    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, dialect: SQLDialect, requiresValues: Bool = true,
+    init(from source: StoreSchemaSnapshot, to entities: [EntityDescription], url: URL?, dialect: any SQLDialect, requiresValues: Bool = true,
          countRows: @escaping CountRows, countRowsOutside: CountRowsOutside? = nil) throws {
         numbers = SQLiteSchema.coreDataNumbers(for: entities)
         schema = try SQLiteSchema(entities: entities, numbers: numbers, existingColumns: nil, url: url, dialect: dialect)

@@ -12,7 +12,7 @@ import Foundation
 @_spi(StoreImplementation)
 public protocol MigratingDatabase {
     /// The SQL the database speaks.
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
 
     /// Runs one statement with `arguments` bound to its parameters (`?1`, or `$1`…).
     func execute(_ sql: String, _ arguments: [StoredValue]) throws
@@ -50,20 +50,5 @@ extension MigratingDatabase {
 
     func tableExists(_ name: String) throws -> Bool {
         try tableNames().contains { $0.uppercased() == name.uppercased() }
-    }
-}
-
-extension SQLDialect {
-    /// `name` as a quoted identifier naming what the layout's unquoted SQL
-    /// created: as it is for SQLite, which compares names without case; in
-    /// lower case for PostgreSQL, which folds unquoted names to lower case.
-    public func quotedIdentifier(_ name: String) -> String {
-        let folded = self == .postgreSQL ? Self.asciiLowercased(name) : name
-        return "\"" + folded.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    /// PostgreSQL folds only ASCII letters of an unquoted identifier.
-    private static func asciiLowercased(_ name: String) -> String {
-        String(decoding: name.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }

@@ -19,7 +19,7 @@ extension SchemaMigration {
     }
 
     /// The in-place plan of `table`, or nil when its rows must be copied into a new table.
-    func inPlacePlan(for table: MappingModel.TableMapping, dialect: SQLDialect) -> InPlaceTable? {
+    func inPlacePlan(for table: MappingModel.TableMapping, dialect: any SQLDialect) -> InPlaceTable? {
         guard let source = table.sourceTable, source.uppercased() == table.table.name.uppercased(),
               let stored = snapshot.columns[source],
               table.entityNumbers.allSatisfy({ $0.source == $0.destination }) else { return nil }

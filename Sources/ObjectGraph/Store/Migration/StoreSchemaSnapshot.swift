@@ -119,7 +119,7 @@ struct StoreSchemaSnapshot {
 
     /// `FROM <table> WHERE Z_ENT IN (<numbers>)`: the rows of some entities,
     /// the clause every count of a migration reads.
-    static func rows(of table: String, entityNumbers: [Int64], _ dialect: SQLDialect) -> String {
+    static func rows(of table: String, entityNumbers: [Int64], _ dialect: any SQLDialect) -> String {
         "FROM \(dialect.quotedIdentifier(table)) WHERE Z_ENT IN (\(entityNumbers.map(String.init).joined(separator: ",")))"
     }
 

@@ -63,16 +63,17 @@ extension StoreLayout {
         return Statement(sql: mapping.statements.updateSQL, values: values)
     }
 
-    /// The updates of rows of one entity read at their nodes' versions, many
-    /// rows a statement (PostgreSQL's `UPDATE … FROM (VALUES …) RETURNING
-    /// Z_PK`, batched as ``insertStatements(_:of:primaryKeys:permanent:)``):
-    /// each row is written only if its version is still the node's, and the
-    /// statement returns the keys of the rows it wrote — a node whose key is
-    /// missing is a conflict. Other dialects get one ``update(_:permanent:)``
-    /// per node, which returns nothing (check the changed-row count instead).
+    /// The updates of rows of one entity read at their nodes' versions. For a
+    /// dialect that ``SQLDialect/updatesRowsInBatches``, many rows a statement
+    /// (`UPDATE … FROM (VALUES …) RETURNING Z_PK`, batched as
+    /// ``insertStatements(_:of:primaryKeys:permanent:)``): each row is written
+    /// only if its version is still the node's, and the statement returns the
+    /// keys of the rows it wrote — a node whose key is missing is a conflict.
+    /// Other dialects get one ``update(_:permanent:)`` per node, which returns
+    /// nothing (check the changed-row count instead).
     public func updateStatements(_ nodes: [IncrementalStoreNode], of entity: EntityDescription,
                                  permanent: (ObjectID) -> ObjectID) throws -> [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] {
-        guard dialect == .postgreSQL else {
+        guard dialect.updatesRowsInBatches else {
             return try nodes.indices.map { (try update(nodes[$0], permanent: permanent), nodes[$0...$0]) }
         }
         let mapping = try schema.mapping(for: entity)
@@ -101,7 +102,7 @@ extension StoreLayout {
                     + [.integer(node.objectID.primaryKey ?? 0), .integer(node.version)]
                 let first = (index - start) * perRow
                 // Typed placeholders: a VALUES list takes its column types from them.
-                tuples.append("(" + types.indices.map { "\(dialect.placeholder(first + $0 + 1))::\(types[$0])" }.joined(separator: ", ") + ")")
+                tuples.append("(" + types.indices.map { dialect.typedPlaceholder(first + $0 + 1, type: types[$0]) }.joined(separator: ", ") + ")")
             }
             let sql = "UPDATE \(mapping.table) AS t SET \(assignments) FROM (VALUES \(tuples.joined(separator: ", "))) "
                 + "AS v(\(names.joined(separator: ", "))) WHERE t.Z_PK = v.DS_KEY AND t.Z_OPT = v.DS_VERSION RETURNING t.Z_PK"

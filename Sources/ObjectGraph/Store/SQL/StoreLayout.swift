@@ -32,7 +32,7 @@ public struct StoreLayout: Sendable {
     ///
     /// - Throws: ``ObjectGraphError`` for a model that does not validate;
     ///   ``PersistentStoreError`` when the entities cannot be laid out.
-    public init(model: ManagedObjectModel, configurationName: String?, dialect: SQLDialect) throws {
+    public init(model: ManagedObjectModel, configurationName: String?, dialect: any SQLDialect) throws {
         try model.freeze()
         let entities = model.entities(forConfigurationName: configurationName)
         schema = try SQLiteSchema(entities: entities, numbers: SQLiteSchema.coreDataNumbers(for: entities),
@@ -40,7 +40,7 @@ public struct StoreLayout: Sendable {
         history = SQLiteHistoryLayout(schema: schema)
     }
 
-    public var dialect: SQLDialect { schema.dialect }
+    public var dialect: any SQLDialect { schema.dialect }
 
     /// The statements that create `Z_PRIMARYKEY`, `Z_METADATA`, the entity
     /// tables, join tables and indexes (not history, which a store lays out itself).
@@ -119,9 +119,7 @@ public struct StoreLayout: Sendable {
     public func rowsQuery(for entity: EntityDescription) throws -> String {
         let mapping = try schema.mapping(for: entity)
         guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: entity.name) }
-        // PostgreSQL looks an array up in the key's index at once; a subquery over it costs a join.
-        let keys = dialect == .sqlite ? "IN (\(keyList(parameter: 1)))" : "= ANY(\(dialect.placeholder(1))::bigint[])"
-        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(keys)"
+        return "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(dialect.keyMembership(parameter: 1))"
     }
 
     /// The select of a to-many relationship's destinations for the owners whose
@@ -153,24 +151,20 @@ public struct StoreLayout: Sendable {
         try schema.rowLookupSQL(entity, keys: keys)
     }
 
-    /// Keys as the value of one array parameter: a JSON array for SQLite's
-    /// `json_each`, an array literal for PostgreSQL's `bigint[]`.
+    /// Keys as the value of one array parameter, as the dialect reads it (``SQLDialect/keyArray(_:)``).
     public func keyArray(_ keys: some Sequence<Int64>) -> StoredValue {
-        let list = keys.map(String.init).joined(separator: ",")
-        return .text(dialect == .sqlite ? "[\(list)]" : "{\(list)}")
+        dialect.keyArray(Array(keys))
     }
 
     /// The keys of array parameter `number` (``keyArray(_:)``), as an SQL list.
     func keyList(parameter number: Int) -> String {
-        dialect == .sqlite ? "SELECT value FROM json_each(?\(number))" : "SELECT unnest(\(dialect.placeholder(number))::bigint[])"
+        dialect.keyList(parameter: number)
     }
 
     /// The keys of array parameter `number`, each with its position from 1,
     /// as rows `(m, ord)`.
     func rankedKeyList(parameter number: Int) -> String {
-        dialect == .sqlite
-            ? "SELECT value AS m, key + 1 AS ord FROM json_each(?\(number))"
-            : "SELECT m, ord FROM unnest(\(dialect.placeholder(number))::bigint[]) WITH ORDINALITY AS ranked(m, ord)"
+        dialect.rankedKeyList(parameter: number)
     }
 
     /// A reader of rows for a store: makes the store's IDs and nodes.

@@ -27,8 +27,8 @@ struct EntityStatements: Sendable {
     /// - Parameters:
     ///   - columns: the column of each slot of the entity (nil: none).
     ///   - externalSlots: the slots whose columns use external binary storage.
-    ///   - dialect: SQLite's `?`, or PostgreSQL's `$1`, `$2`… in the same order.
-    init(table: String, columns: [SQLiteSchema.Column?], externalSlots: Set<Int> = [], dialect: SQLDialect = .sqlite) {
+    ///   - dialect: writes the placeholders, numbered in order (``SQLDialect/orderedPlaceholder(_:)``).
+    init(table: String, columns: [SQLiteSchema.Column?], externalSlots: Set<Int> = [], dialect: any SQLDialect = SQLiteDialect()) {
         let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
             guard let column else { return nil }
             if case .toOne(let entityColumn) = column.kind {
@@ -42,7 +42,7 @@ struct EntityStatements: Sendable {
         var count = 0
         func next() -> String {
             count += 1
-            return dialect == .sqlite ? "?" : "$\(count)"
+            return dialect.orderedPlaceholder(count)
         }
         insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
         insertColumnCount = allNames.count

@@ -46,7 +46,7 @@ struct ExpressionSelectQuery {
         }
         let orderings = zip(expressions.sortColumns, fetch.sortDescriptors).map { column, sort in
             var value = values[column]
-            if sort.caseInsensitive { value = schema.dialect == .sqlite ? value + " COLLATE NOCASE" : "lower(\(value))" }
+            if sort.caseInsensitive { value = schema.dialect.caseInsensitiveOrder(value) }
             return value + (sort.ascending ? " ASC" : " DESC")
         }
 
@@ -57,8 +57,7 @@ struct ExpressionSelectQuery {
         if let having { sql += " HAVING " + having }
         if !orderings.isEmpty { sql += " ORDER BY " + orderings.joined(separator: ", ") }
         if fetch.fetchLimit > 0 || fetch.fetchOffset > 0 {
-            let noLimit = schema.dialect == .sqlite ? "-1" : "ALL"
-            sql += " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : noLimit)" + (fetch.fetchOffset > 0 ? " OFFSET \(fetch.fetchOffset)" : "")
+            sql += " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : schema.dialect.noLimit)" + (fetch.fetchOffset > 0 ? " OFFSET \(fetch.fetchOffset)" : "")
         }
         self.sql = sql
         self.bindings = compiler.bindings

@@ -5,7 +5,7 @@ import Foundation
 struct SQLiteMigratingDatabase: MigratingDatabase {
     let connection: Connection
 
-    var dialect: SQLDialect { .sqlite }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     func execute(_ sql: String, _ arguments: [StoredValue]) throws {
         guard !arguments.isEmpty else { return try connection.execute(sql) }

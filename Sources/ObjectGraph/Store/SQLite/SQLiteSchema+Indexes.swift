@@ -17,11 +17,10 @@ extension SQLiteSchema {
         let entity: String
         let origin: String
 
-        /// Core Data's statement; PostgreSQL has no `BINARY` collation (its default compares as SQLite's does for keys).
-        func creationStatement(_ dialect: SQLDialect) -> String {
-            let collation = dialect == .sqlite ? " COLLATE BINARY ASC" : ""
-            return isUnique
-                ? "CREATE UNIQUE INDEX \(name) ON \(table) (" + columns.map { $0 + collation }.joined(separator: ", ") + ")"
+        /// Core Data's statement, its unique columns declared as the dialect declares them.
+        func creationStatement(_ dialect: any SQLDialect) -> String {
+            isUnique
+                ? "CREATE UNIQUE INDEX \(name) ON \(table) (" + columns.map(dialect.uniqueIndexColumn).joined(separator: ", ") + ")"
                 : "CREATE INDEX \(name) ON \(table) (\(columns.joined(separator: ", ")))"
         }
     }

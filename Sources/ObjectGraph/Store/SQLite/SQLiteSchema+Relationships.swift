@@ -239,7 +239,7 @@ extension SQLiteSchema {
         guard let destination = relationship.destinationEntity, let mapping = mappings[ObjectIdentifier(destination)],
               let table = table(named: mapping.table) else { return nil }
         if let path = joinPath(for: relationship) {
-            let order = (path.orderColumn.map { "j.\($0)\(nullsFirst), " } ?? "") + "j.\(path.destinationColumn)"
+            let order = (path.orderColumn.map { dialect.nullsFirst("j.\($0)") + ", " } ?? "") + "j.\(path.destinationColumn)"
             return "SELECT \(columns), j.\(path.sourceColumn) FROM \(path.table.name) j JOIN \(table.name) t0"
                 + " ON t0.Z_PK = j.\(path.destinationColumn) WHERE j.\(path.sourceColumn) IN (\(owners))"
                 + " ORDER BY j.\(path.sourceColumn), \(order)"
@@ -250,13 +250,9 @@ extension SQLiteSchema {
         if table.holdsSeveralEntities {
             sql += " AND t0.Z_ENT IN (\(mapping.numbersWithDescendants.map(String.init).joined(separator: ",")))"
         }
-        let order = orderColumn(forOrdered: relationship).map { "t0.\($0)\(nullsFirst), " } ?? ""
+        let order = orderColumn(forOrdered: relationship).map { dialect.nullsFirst("t0.\($0)") + ", " } ?? ""
         return sql + " ORDER BY t0.\(foreignKey), \(order)t0.Z_PK"
     }
-
-    /// A row without a rank (written by a program that keeps none) comes
-    /// first, as SQLite orders NULL; PostgreSQL orders it last unless told.
-    private var nullsFirst: String { dialect == .postgreSQL ? " NULLS FIRST" : "" }
 
     /// `CREATE TABLE` and `CREATE INDEX` for the join tables of a new file.
     func joinTableCreationStatements() -> [String] {

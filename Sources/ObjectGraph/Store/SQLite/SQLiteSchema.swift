@@ -40,7 +40,7 @@ struct SQLiteSchema: Sendable {
 
         /// - Parameter positions: each column's position in a full-row select of the table.
         init(entity: EntityDescription, number: Int64, rootNumber: Int64, table: String, columns: [Column?],
-             numbersWithDescendants: [Int64], positions: [String: Int32], dialect: SQLDialect) {
+             numbersWithDescendants: [Int64], positions: [String: Int32], dialect: any SQLDialect) {
             self.entity = entity
             self.number = number
             self.rootNumber = rootNumber
@@ -55,8 +55,8 @@ struct SQLiteSchema: Sendable {
             self.slotPositions = slotPositions
             self.entityPositions = entityPositions
             let properties = entity.slotProperties
-            // External binary storage is a file beside a SQLite store; other databases keep the bytes in the row.
-            let externalSlots = dialect != .sqlite ? [] : columns.indices.filter { slot in
+            // External binary storage is a file beside the store, where the dialect keeps one.
+            let externalSlots = !dialect.storesExternalBinaryData ? [] : columns.indices.filter { slot in
                 columns[slot] != nil && (properties[slot] as? AttributeDescription)?.storesExternalBinaryData == true
             }
             self.externalSlots = externalSlots
@@ -86,8 +86,8 @@ struct SQLiteSchema: Sendable {
     }
 
     /// The SQL the statements are written in: SQLite's for the SQLite store,
-    /// PostgreSQL's when ``StoreLayout`` lays the same model out there.
-    private(set) var dialect = SQLDialect.sqlite
+    /// another store's when ``StoreLayout`` lays the same model out there.
+    private(set) var dialect: any SQLDialect = SQLiteDialect()
     private(set) var mappings: [ObjectIdentifier: EntityMapping] = [:]
     /// Whether any entity has an attribute with external binary storage: saves then track files.
     private(set) var usesExternalStorage = false
@@ -140,7 +140,7 @@ struct SQLiteSchema: Sendable {
     /// - Parameter existingColumns: the real columns per table, for an existing store;
     ///   a missing table or column throws ``PersistentStoreError/Code/incompatibleModel``.
     init(entities: [EntityDescription], numbers: [String: Int64], existingColumns: [String: Set<String>]?, url: URL?,
-         dialect: SQLDialect = .sqlite) throws {
+         dialect: any SQLDialect = SQLiteDialect()) throws {
         self.dialect = dialect
         var problems = entities.filter { numbers[$0.name] == nil }.map { "entity \($0.name) has no row in Z_PRIMARYKEY" }
         if !problems.isEmpty { throw Self.incompatible(problems, url: url) }
@@ -264,16 +264,13 @@ struct SQLiteSchema: Sendable {
 
     /// `Z_PRIMARYKEY` (each entity's number, name, parent and last primary
     /// key) and `Z_METADATA` (the metadata's property list), in Core Data's
-    /// declarations or PostgreSQL's types.
-    static func bookkeepingTableStatements(_ dialect: SQLDialect) -> [String] {
-        switch dialect {
-        case .sqlite:
-            return ["CREATE TABLE Z_PRIMARYKEY (Z_ENT INTEGER PRIMARY KEY, Z_NAME VARCHAR, Z_SUPER INTEGER, Z_MAX INTEGER)",
-                    "CREATE TABLE Z_METADATA (Z_VERSION INTEGER PRIMARY KEY, Z_UUID VARCHAR(255), Z_PLIST BLOB)"]
-        case .postgreSQL:
-            return ["CREATE TABLE Z_PRIMARYKEY (Z_ENT BIGINT PRIMARY KEY, Z_NAME TEXT, Z_SUPER BIGINT, Z_MAX BIGINT)",
-                    "CREATE TABLE Z_METADATA (Z_VERSION BIGINT PRIMARY KEY, Z_UUID TEXT, Z_PLIST BYTEA)"]
-        }
+    /// declarations as the dialect types them.
+    static func bookkeepingTableStatements(_ dialect: any SQLDialect) -> [String] {
+        let key = dialect.keyType
+        return ["CREATE TABLE Z_PRIMARYKEY (Z_ENT \(key) PRIMARY KEY, Z_NAME \(dialect.columnType(declared: "VARCHAR")), "
+                    + "Z_SUPER \(key), Z_MAX \(key))",
+                "CREATE TABLE Z_METADATA (Z_VERSION \(key) PRIMARY KEY, Z_UUID \(dialect.columnType(declared: "VARCHAR(255)")), "
+                    + "Z_PLIST \(dialect.columnType(declared: "BLOB")))"]
     }
 
     /// The `Z_PRIMARYKEY` rows of a new store: every entity with its parent and a zero counter.

@@ -32,14 +32,15 @@ struct SelectQuery {
             for sort in fetch.sortDescriptors {
                 var expression = try columnExpression(for: sort.keyPath, from: fetch.entity)
                 if let query = sort.relevanceQuery {
-                    guard schema.dialect == .sqlite else {
+                    let parameter = schema.dialect.placeholder(bindings.count + 1)
+                    guard let relevance = schema.dialect.searchRelevance(of: expression, query: parameter) else {
                         throw FetchPredicateError(format: sort.keyPath.joined(separator: "."),
                                                   reason: "a relevance sort needs a full-text index, which this store has not")
                     }
                     bindings.append(.string(query.text))
-                    expression = "DS_SEARCH_RELEVANCE(\(expression), ?\(bindings.count))"
+                    expression = relevance
                 } else if sort.caseInsensitive {
-                    expression = schema.dialect == .sqlite ? expression + " COLLATE NOCASE" : "lower(\(expression))"
+                    expression = schema.dialect.caseInsensitiveOrder(expression)
                 }
                 orderings.append(expression + (sort.ascending ? " ASC" : " DESC"))
             }
@@ -72,14 +73,14 @@ struct SelectQuery {
         if !orderings.isEmpty { sql += " ORDER BY " + orderings.joined(separator: ", ") }
         if fetch.resultType != .count {
             if fetch.fetchLimit > 0 { sql += " LIMIT \(fetch.fetchLimit)" }
-            // SQLite takes an OFFSET only after a LIMIT; PostgreSQL takes it alone.
-            let noLimit = fetch.fetchLimit > 0 || schema.dialect == .postgreSQL ? "" : " LIMIT -1"
+            // SQLite takes an OFFSET only after a LIMIT.
+            let noLimit = fetch.fetchLimit > 0 ? "" : " LIMIT \(schema.dialect.noLimit)"
             if fetch.fetchOffset > 0 { sql += noLimit + " OFFSET \(fetch.fetchOffset)" }
         } else if fetch.fetchLimit > 0 || fetch.fetchOffset > 0 {
             sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(table.name) t0"
                 + joins.map { " " + $0 }.joined()
                 + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
-                + " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : schema.dialect == .sqlite ? "-1" : "ALL")"
+                + " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : schema.dialect.noLimit)"
                 + " OFFSET \(fetch.fetchOffset)) AS counted"
         }
         self.sql = sql

@@ -10,7 +10,7 @@ import Foundation
 struct PostgreSQLMigratingDatabase: MigratingDatabase {
     let connection: PostgreSQLConnection
 
-    var dialect: SQLDialect { .postgreSQL }
+    var dialect: any SQLDialect { PostgreSQLDialect() }
 
     func execute(_ sql: String, _ arguments: [StoredValue]) throws {
         _ = try connection.execute(sql, arguments.map(PostgreSQLValue.init))
