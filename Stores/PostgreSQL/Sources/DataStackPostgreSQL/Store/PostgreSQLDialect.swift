@@ -18,6 +18,7 @@ import Foundation
 ///   agree with ICU's on the common syntax but not on every extension;
 /// - `[c]` `lower()` on both sides. `[d]` throws: PostgreSQL removes accents only
 ///   through the `unaccent` extension, whose rules are not Foundation's.
+@_spi(StoreImplementation)
 public struct PostgreSQLDialect: SQLDialect, Hashable {
     public init() {}
 
