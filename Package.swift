@@ -23,14 +23,26 @@ let package = Package(
             path: "Sources/CZlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
         ),
+        // The layers, each importing only those below it (README, "Layout").
+        // Locks and caches every layer uses; no other dependency.
+        .target(
+            name: "DataStackSupport",
+            path: "Sources/DataStackSupport"
+        ),
+        // The SQLite driver: connections, statements, errors, busy mode, pragmas.
+        .target(
+            name: "DataStackSQLite",
+            dependencies: ["CSQLite", "DataStackSupport"],
+            path: "Sources/DataStackSQLite"
+        ),
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite", "CZlib"],
+            dependencies: ["CSQLite", "CZlib", "DataStackSupport", "DataStackSQLite"],
             path: "Sources/ObjectGraph"
         ),
         .target(
             name: "DataStack",
-            dependencies: ["ObjectGraph"],
+            dependencies: ["ObjectGraph", "DataStackSQLite", "DataStackSupport"],
             path: "Sources/DataStack"
         ),
         // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
@@ -48,7 +60,7 @@ let package = Package(
         // `datastack`: inspect, dump, history and migrate any Core Data store from the command line.
         .executableTarget(
             name: "DataStackTool",
-            dependencies: ["DataStack"],
+            dependencies: ["DataStack", "DataStackSupport"],
             path: "Sources/DataStackTool"
         ),
         // The fuzz targets (Fuzz/README.md): what each parser is fed, their seeds from
@@ -56,7 +68,7 @@ let package = Package(
         // Fuzz/run with -sanitize=fuzzer -DFUZZING, hands a target to libFuzzer.
         .target(
             name: "FuzzTargets",
-            dependencies: ["ObjectGraph"],
+            dependencies: ["ObjectGraph", "DataStackSQLite"],
             path: "Fuzz/Targets"
         ),
         .target(
@@ -76,14 +88,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph", "CFaultVFS", "FuzzTargets"],
+            dependencies: ["ObjectGraph", "DataStackSQLite", "DataStackSupport", "CFaultVFS", "FuzzTargets"],
             path: "Tests/ObjectGraphTests",
             // Archives read by path from the tests (see Support/ArchiveFixtures.swift).
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "DataStackTests",
-            dependencies: ["DataStack"],
+            dependencies: ["DataStack", "DataStackSupport"],
             path: "Tests/DataStackTests"
         ),
         // Runs the built `datastack` executable against copies of fixture stores.

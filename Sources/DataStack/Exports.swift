@@ -1,2 +1,4 @@
 // The stack is built on the object graph engine; users import DataStack alone.
 @_exported import ObjectGraph
+// The SQLite store's options (busy mode, journal mode, pragmas) are the driver's types.
+@_exported import DataStackSQLite

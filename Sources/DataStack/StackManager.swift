@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// The dual-coordinator "writer + main" Core Data stack, in the RTCoreDataStack style.
 ///

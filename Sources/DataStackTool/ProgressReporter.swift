@@ -1,5 +1,6 @@
 import Foundation
 import DataStack
+import DataStackSupport
 
 /// Shows a migration's progress on standard error: a bar redrawn in place on
 /// a terminal, or, when standard error is a file or a pipe, one line per step

@@ -1,3 +1,5 @@
+import DataStackSupport
+
 
 /// The continuations of the `AsyncStream`s handed out for one source of
 /// events (a context's `events`, a fetched results controller's `changes`):

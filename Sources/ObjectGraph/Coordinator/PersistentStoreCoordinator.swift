@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 /// Connects contexts to persistent stores through one model (Core Data:

@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 /// What a fetch returns (Core Data: `NSFetchRequestResultType`).

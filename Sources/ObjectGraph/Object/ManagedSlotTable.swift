@@ -1,3 +1,4 @@
+import DataStackSupport
 import Synchronization
 
 /// An entity's map from `@Managed` storages to slot indexes, read without a

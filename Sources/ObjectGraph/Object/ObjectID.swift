@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 import Synchronization
 

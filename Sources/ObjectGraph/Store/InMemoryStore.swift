@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 /// A store that keeps its rows in memory (Core Data: `NSInMemoryStoreType`).

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
+import DataStackSupport
+import DataStackSQLite
 
 /// Several private-queue contexts on two coordinators of one file, saving,
 /// fetching and merging at once (SPEC §3.9, §6). Run it under

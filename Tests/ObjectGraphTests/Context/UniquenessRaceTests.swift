@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
+import DataStackSQLite
 
 /// A row with the same unique values that another coordinator (or process)
 /// saves between a context's uniqueness check and its write transaction is

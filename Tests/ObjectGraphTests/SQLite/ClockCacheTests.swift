@@ -1,5 +1,7 @@
 @testable import ObjectGraph
 import Testing
+import DataStackSupport
+import DataStackSQLite
 
 /// The one eviction policy of the package's caches, and the statement cache that uses it.
 @Suite struct ClockCacheTests {

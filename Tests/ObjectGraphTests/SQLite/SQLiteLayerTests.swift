@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackSQLite
 
 /// Tests for `Sources/ObjectGraph/SQLite`: opening, statements, errors, transactions.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
+import DataStackSQLite
 
 /// `SQLitePragma`: typed well-known pragmas, a checked escape hatch, and a
 /// store that applies them.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackSQLite
 
 /// Bad locations, bad files and mismatched models: each a thrown
 /// `PersistentStoreError` that says what and where, and nothing on disk lost.

@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
+import DataStackSQLite
 
 /// A save that finds another connection holding the write lock waits as the
 /// store's busy mode says — and no longer — then throws a busy error that

@@ -1,6 +1,7 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
 import Testing
+import DataStackSQLite
 
 /// `StoreLayout` is the SQLite store's own layout, written in a dialect: in
 /// SQLite's it creates exactly what the store creates; in PostgreSQL's, the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import DataStackSQLite
 
 /// Store metadata: read and written without a stack, kept by the store across
 /// saves, and compared with a model's version hashes.

@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
+import DataStackSQLite
 
 /// Opening a store changes nothing until the file is known to be a store (or an
 /// empty database), and several coordinators creating one store at the same

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// What `MATCHES[search]` comparisons share wherever they run (the parser, the

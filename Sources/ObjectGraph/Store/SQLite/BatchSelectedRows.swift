@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 /// The keys and IDs of the rows a batch selects, read on one of the store's

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// The rows of one table a batch request works on, as a condition on that

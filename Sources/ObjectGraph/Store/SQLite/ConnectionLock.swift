@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// A connection used by one thread at a time.

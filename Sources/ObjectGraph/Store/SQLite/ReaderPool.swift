@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// The store's reader connections: fetches and faults of all the contexts of a

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// How one entity's rows are read from a full-row select

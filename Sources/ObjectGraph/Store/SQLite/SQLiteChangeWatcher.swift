@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Dispatch
 import Foundation
 

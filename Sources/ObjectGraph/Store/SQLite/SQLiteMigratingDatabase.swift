@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// A SQLite connection as a ``SchemaMigration`` reads and rewrites it.

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 // MARK: - The indexes a model declares, and whether a file has them

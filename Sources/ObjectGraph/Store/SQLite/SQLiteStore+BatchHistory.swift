@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// A batch request's persistent history: one transaction, as a save records

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 // MARK: - Saving

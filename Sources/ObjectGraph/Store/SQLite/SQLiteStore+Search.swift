@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 // The full-text indexes in the file (SearchIndexLayout): built when the store

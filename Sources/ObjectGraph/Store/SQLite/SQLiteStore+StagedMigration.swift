@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// One staged migration of a store file: the stages of a

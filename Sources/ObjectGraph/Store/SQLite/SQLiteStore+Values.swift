@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 // How property values are written to and read from Core Data's columns.

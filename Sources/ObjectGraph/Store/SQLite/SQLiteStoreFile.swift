@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// Work on a SQLite store file without a coordinator: reading and writing its

@@ -1,3 +1,4 @@
+import DataStackSQLite
 import Foundation
 
 /// Keeps the full-text indexes in step with one save of the store, in bulk:

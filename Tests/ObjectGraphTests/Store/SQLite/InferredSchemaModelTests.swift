@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+import DataStackSQLite
 
 /// A model inferred from a store's schema alone
 /// (``ManagedObjectModel/init(inferredFromSchemaOfStoreAt:)``) opens the

@@ -2,6 +2,7 @@ import Foundation
 @testable import ObjectGraph
 import Synchronization
 import Testing
+import DataStackSQLite
 
 /// ``SQLiteChangeWatcher`` on plain SQLite files: file events wake it, it
 /// falls back to polling, and every journal mode and a log that is deleted

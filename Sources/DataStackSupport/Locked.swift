@@ -17,15 +17,16 @@ import Foundation
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched while `lock` is held, and
     // it goes in and out as `sending`, as with `Mutex`.
-    private let lock = NSLock()
-    private var value: Value
+    @usableFromInline let lock = NSLock()
+    @usableFromInline var value: Value
 
+    @inlinable
     package init(_ value: sending Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, holding the lock.
-    @inline(__always)
+    @inlinable @inline(__always)
     package func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {

@@ -13,7 +13,7 @@
 /// `MATCHES`. It is a value type without a lock; each owner confines or
 /// locks it as it does its other state.
 package struct ClockCache<Key: Hashable, Value> {
-    fileprivate struct Entry {
+    @usableFromInline struct Entry {
         var value: Value
         /// The entry's slot on the clock.
         var slot: Int
@@ -21,32 +21,32 @@ package struct ClockCache<Key: Hashable, Value> {
         var referenced = false
     }
 
-    private var entries: [Key: Entry] = [:]
+    @usableFromInline var entries: [Key: Entry] = [:]
     /// The clock's slots: each the key stored there, stale when that key's
     /// entry names another slot or none (removed entries leave their slot
     /// for the hand to reuse).
-    private var slots: [Key] = []
-    private var hand = 0
+    @usableFromInline var slots: [Key] = []
+    @usableFromInline var hand = 0
 
     /// The most values kept.
     package let capacity: Int
 
     /// A cache that keeps at most `capacity` values (at least one).
-    package init(capacity: Int) {
+    @inlinable package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     /// How many values the cache holds.
-    package var count: Int { entries.count }
+    @inlinable package var count: Int { entries.count }
 
     /// Whether the cache holds no value.
-    package var isEmpty: Bool { entries.isEmpty }
+    @inlinable package var isEmpty: Bool { entries.isEmpty }
 
     /// The value for `key`, marked as read so that the hand spares it once.
     ///
     /// - Complexity: One hash of the key.
     @inline(__always)
-    package mutating func value(forKey key: Key) -> Value? {
+    @inlinable package mutating func value(forKey key: Key) -> Value? {
         guard let index = entries.index(forKey: key) else { return nil }
         entries.values[index].referenced = true
         return entries.values[index].value
@@ -59,7 +59,7 @@ package struct ClockCache<Key: Hashable, Value> {
     /// - Complexity: One hash of a new key while the cache has room (a large
     ///   fetch filling it); past capacity, amortized O(1) steps of the hand.
     @inline(__always)   // a row cache calls it per fetched row: specialized in place, it costs a dictionary insert
-    package mutating func updateValue(_ value: consuming Value, forKey key: Key) {
+    @inlinable package mutating func updateValue(_ value: consuming Value, forKey key: Key) {
         let room = slots.count < capacity
         let newSlot = room ? slots.count : -1
         // The entry is made in the call, so it is moved into the dictionary, not copied.
@@ -78,7 +78,7 @@ package struct ClockCache<Key: Hashable, Value> {
 
     /// A slot for a new value: the first the hand finds stale or unread
     /// (evicting its value), sparing and clearing read ones on the way.
-    private mutating func freeSlot() -> Int {
+    @usableFromInline mutating func freeSlot() -> Int {
         while true {
             let slot = hand
             hand = (hand + 1) % slots.count
@@ -93,17 +93,17 @@ package struct ClockCache<Key: Hashable, Value> {
     }
 
     /// Removes the value for `key`; its slot goes stale, for the hand to reuse.
-    package mutating func removeValue(forKey key: Key) {
+    @inlinable package mutating func removeValue(forKey key: Key) {
         entries[key] = nil
     }
 
     /// Removes the values whose keys satisfy `isRemoved`, in one pass over the cache.
-    package mutating func removeValues(where isRemoved: (Key) throws -> Bool) rethrows {
+    @inlinable package mutating func removeValues(where isRemoved: (Key) throws -> Bool) rethrows {
         entries = try entries.filter { try !isRemoved($0.key) }
     }
 
     /// Removes every value.
-    package mutating func removeAll() {
+    @inlinable package mutating func removeAll() {
         entries.removeAll()
         slots.removeAll()
         hand = 0
@@ -111,7 +111,7 @@ package struct ClockCache<Key: Hashable, Value> {
 
     /// Makes room for `count` values in total without resizing on the way,
     /// bounded by ``capacity``.
-    package mutating func reserveCapacity(_ count: Int) {
+    @inlinable package mutating func reserveCapacity(_ count: Int) {
         entries.reserveCapacity(min(capacity, count))
     }
 }

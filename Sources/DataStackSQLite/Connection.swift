@@ -1,4 +1,5 @@
 import CSQLite
+import DataStackSupport
 import Foundation
 
 /// One open SQLite database connection, with its statement cache and transactions.

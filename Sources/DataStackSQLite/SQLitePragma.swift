@@ -132,7 +132,7 @@ extension SQLitePragma {
     /// ```
     public struct Value: Sendable, Hashable {
         /// The value as written into the `PRAGMA` statement.
-        let sql: String
+        package let sql: String
 
         /// An integer, in decimal.
         public static func integer(_ value: Int) -> Value { Value(sql: String(value)) }
