@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSQLite
 import ObjectGraph
 import Testing
 
