@@ -184,7 +184,7 @@ extension StackManager {
             let save = transaction.contextDidSave()
             if setup.writerCoordinator !== setup.mainCoordinator {
                 // The writer coordinator's cached rows of these objects are stale too.
-                setup.writerCoordinator.rowCache.removeRows(of: save.updatedObjectIDs, and: save.deletedObjectIDs)
+                setup.writerCoordinator.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
             }
             merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
         }
@@ -204,8 +204,8 @@ extension StackManager {
     /// The history after the bookmark is gone (purged, or the store was replaced):
     /// refresh everything the main context shows and go on after the store's last transaction.
     private func mergeExpiredHistory(into setup: Setup, resumingAfter current: PersistentHistoryToken?) {
-        setup.writerCoordinator.rowCache.removeAll()
-        setup.mainCoordinator.rowCache.removeAll()
+        setup.writerCoordinator.allObjectsMayHaveChanged()
+        setup.mainCoordinator.allObjectsMayHaveChanged()
         let clock = ContinuousClock()
         let start = clock.now
         let registered = Set(setup.mainContext.registeredObjects.map(\.objectID))

@@ -17,7 +17,7 @@ extension StackManager {
             let coordinator = source.persistentStoreCoordinator
             if source === setup.mainContext {
                 if setup.writerCoordinator !== setup.mainCoordinator {
-                    setup.writerCoordinator.rowCache.removeRows(of: save.updatedObjectIDs, and: save.deletedObjectIDs)
+                    setup.writerCoordinator.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
                 }
             } else if coordinator === setup.writerCoordinator {
                 // Posted on the importer's queue; the merge runs on the main queue.
@@ -52,7 +52,7 @@ extension StackManager {
                 child.perform { child.mergeChanges(fromContextDidSave: save) }
             }
         } else {
-            setup.mainCoordinator.rowCache.removeRows(of: save.updatedObjectIDs, and: save.deletedObjectIDs)
+            setup.mainCoordinator.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
         }
         let payload = StackDidMerge(source: source, save: save, merged: merges, refreshedObjectIDs: refreshed,
                                     removedObjectIDs: removed, duration: clock.now - start)

@@ -251,13 +251,11 @@ extension ManagedObjectContext {
 
     // MARK: - Running it
 
-    /// Runs a resolved request, drops the coordinator's cached rows of what
-    /// changed, and tells listeners as a save would.
+    /// Runs a resolved request, tells the coordinator what changed (it drops
+    /// those cached rows), and tells listeners as a save would.
     private func executeBatch(_ request: StoreBatchRequest, on store: any BatchRequestStore) throws -> BatchChanges {
         let changes = try store.execute(request, in: self)
-        if !changes.updatedObjectIDs.isEmpty || !changes.deletedObjectIDs.isEmpty {
-            persistentStoreCoordinator?.rowCache.removeRows(of: changes.updatedObjectIDs, and: changes.deletedObjectIDs)
-        }
+        persistentStoreCoordinator?.objectsDidChange(updated: changes.updatedObjectIDs, deleted: changes.deletedObjectIDs)
         if !changes.isEmpty {
             post(.didSave(changes.asSave))
         }

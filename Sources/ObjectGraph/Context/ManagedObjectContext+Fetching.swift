@@ -133,7 +133,7 @@ extension ManagedObjectContext {
             if asFaults { cached.append(node) } else { fill(object, from: &node) }
             objects.append(object)
         }
-        if !cached.isEmpty { persistentStoreCoordinator?.rowCache.store(cached) }
+        if !cached.isEmpty { persistentStoreCoordinator?.didRead(cached) }
         objects.reverse()
         return objects
     }

@@ -3,29 +3,17 @@ import Foundation
 // MARK: - Resolving optimistic-locking conflicts
 
 extension ManagedObjectContext {
-    /// Resolves conflicts as ``mergePolicy`` says, so that the save can be retried.
+    /// Resolves version conflicts as ``mergePolicy`` says, against the rows
+    /// `currentRow` gives (nil: the row is gone).
     ///
     /// Each conflicting object is brought to the store's current version; its
     /// values become what the policy chooses. Returns the objects that no longer
     /// take part in the save (rolled back, or whose row is gone).
-    func resolve(_ conflicts: [MergeConflict], with coordinator: PersistentStoreCoordinator) throws -> Set<ObjectID> {
-        coordinator.rowCache.removeRows(of: Set(conflicts.map(\.objectID)))
-        return try resolve(conflicts) { id in
-            do {
-                return try coordinator.node(for: id, stalenessInterval: 0, in: self)
-            } catch ObjectGraphError.objectNotFound {
-                return nil
-            }
-        }
-    }
-
-    /// Resolves conflicts against rows read by `currentRow` (nil: the row is
-    /// gone; an error it throws ends the resolution, and the save, with it).
-    func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) throws -> IncrementalStoreNode?) throws -> Set<ObjectID> {
+    private func resolve(_ conflicts: [MergeConflict], currentRow: (ObjectID) -> IncrementalStoreNode?) throws -> Set<ObjectID> {
         var dropped = Set<ObjectID>()
         for conflict in conflicts {
             guard let object = registry[conflict.objectID] else { continue }
-            guard let stored = try currentRow(conflict.objectID) else {
+            guard let stored = currentRow(conflict.objectID) else {
                 // The row is gone: there is nothing left to update or delete.
                 dropped.insert(conflict.objectID)
                 updatedObjectsByID[conflict.objectID] = nil
@@ -76,22 +64,58 @@ extension ManagedObjectContext {
 
 // MARK: - Resolving inside the store's transaction
 
+/// A root context's merge policy and uniqueness constraints as a store applies
+/// them, inside its write transaction, to the conflicts it meets (the
+/// ``SaveConflictResolver`` contract): this is how Core Data applies a merge
+/// policy, within the save, so a busy row cannot starve a save under a trump
+/// policy. Made for one save; it holds the objects that save writes, as
+/// resolution changes them.
+final class ContextConflictResolver: SaveConflictResolver, @unchecked Sendable {
+    // @unchecked Sendable: used on the saving context's queue only — a store
+    // calls `resolve` from inside the `execute(_:in:)` the context's save runs
+    // there (checked by `assertOnQueue()`), and the save reads `saved` after.
+    private unowned let context: ManagedObjectContext
+    /// The objects the save writes: less those a policy dropped, with the
+    /// duplicates collapsed while resolving.
+    private(set) var saved: ManagedObjectContext.SavedObjects
+
+    init(context: ManagedObjectContext, saving saved: ManagedObjectContext.SavedObjects) {
+        self.context = context
+        self.saved = saved
+    }
+
+    func resolve(_ conflicts: SaveConflicts) throws -> SaveChangesRequest {
+        context.assertOnQueue()
+        try context.resolve(conflicts, saving: &saved)
+        return context.saveRequest(for: saved)
+    }
+}
+
 extension ManagedObjectContext {
-    /// Called by a store from inside its write transaction when a save meets
-    /// version conflicts: resolves them with ``mergePolicy`` against the rows
-    /// the store holds now (no other writer can move them meanwhile) and returns
-    /// the request to write instead, or nil to let the conflict be thrown.
+    /// Resolves a store's conflicts with ``mergePolicy``: version conflicts
+    /// against the rows the store holds now (no other writer can move them
+    /// meanwhile), uniqueness conflicts by checking the constraints again —
+    /// against rows that stay put for as long as the store's transaction —
+    /// and collapsing the duplicates.
     ///
-    /// This is how Core Data applies a merge policy: within the save, so a busy
-    /// row cannot starve a save under a trump policy.
-    package func resolveConflictsDuringSave(_ conflicts: [MergeConflict],
-                                            currentRows: [ObjectID: IncrementalStoreNode]) throws -> SaveChangesRequest? {
-        assertOnQueue()
-        guard mergePolicy != .error, var saved = savingObjects else { return nil }
-        let dropped = try resolve(conflicts) { currentRows[$0] }
-        saved.updated.removeAll { dropped.contains($0.objectID) }
-        saved.deleted.removeAll { dropped.contains($0.objectID) }
-        savingObjects = saved
-        return saveRequest(for: saved)
+    /// - Throws: the conflicts under ``MergePolicy/error``, where they are the save's error.
+    fileprivate func resolve(_ conflicts: SaveConflicts, saving saved: inout SavedObjects) throws {
+        guard mergePolicy != .error else {
+            if !conflicts.versionConflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts.versionConflicts) }
+            throw ObjectGraphError.uniquenessConflict(conflicts.uniquenessConflicts)
+        }
+        if !conflicts.versionConflicts.isEmpty {
+            let dropped = try resolve(conflicts.versionConflicts) { conflicts.currentRows[$0] }
+            saved.updated.removeAll { dropped.contains($0.objectID) }
+            saved.deleted.removeAll { dropped.contains($0.objectID) }
+        }
+        if !conflicts.uniquenessConflicts.isEmpty {
+            let collapsed = try resolveUniquenessConflicts()
+            // The change sets are the save: collapsing moved objects between them.
+            saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
+                                 updated: Array(updatedObjectsByID.values),
+                                 deleted: Array(deletedObjectsByID.values),
+                                 collapsed: saved.collapsed.merging(collapsed) { $1 })
+        }
     }
 }

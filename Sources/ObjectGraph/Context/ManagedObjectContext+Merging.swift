@@ -21,7 +21,7 @@ extension ManagedObjectContext {
     @discardableResult
     public func mergeChanges(fromContextDidSave save: ContextDidSave) -> ObjectsDidChange {
         assertOnQueue()
-        persistentStoreCoordinator?.rowCache.removeRows(of: save.updatedObjectIDs, and: save.deletedObjectIDs)
+        persistentStoreCoordinator?.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
         var change = ObjectsDidChange()
         change.insertedObjectIDs = save.insertedObjectIDs
         change.mergedSave = save

@@ -97,7 +97,7 @@ extension ManagedObjectContext {
             if !missing.isEmpty {
                 for node in try coordinator.nodes(for: missing, in: self) { rows[node.objectID] = node }
             }
-            coordinator.rowCache.store(Array(rows.values))
+            coordinator.didRead(Array(rows.values))
         }
         for destination in destinations where destination.isFault {
             if let node = rows[destination.objectID] {

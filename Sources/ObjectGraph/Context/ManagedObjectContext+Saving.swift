@@ -51,7 +51,7 @@ extension ManagedObjectContext {
             guard let coordinator = persistentStoreCoordinator else {
                 throw ObjectGraphError.noStore(entity: saved.inserted.first?.entity.name ?? "?")
             }
-            stored = try saveResolvingConflicts(&saved, to: coordinator)
+            stored = try save(&saved, to: coordinator)
         }
         let didSave = finishSave(saved, stored: stored)
         for (duplicate, survivor) in merged.merging(saved.collapsed, uniquingKeysWith: { $1 }) {
@@ -80,7 +80,7 @@ extension ManagedObjectContext {
         var updated: [ManagedObject]
         var deleted: [ManagedObject]
         /// Duplicates collapsed into their survivors during the store's write
-        /// transaction (``resolveUniquenessConflictsDuringSave()``).
+        /// transaction (``ContextConflictResolver``).
         var collapsed: [ObjectID: ManagedObject] = [:]
     }
 
@@ -150,37 +150,16 @@ extension ManagedObjectContext {
             })
     }
 
-    /// Saves to the coordinator, resolving version conflicts with the merge policy and retrying.
-    private func saveResolvingConflicts(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> SaveResult {
-        // Resolution happens outside the write transaction, so another writer can
-        // move a row again before the retry; contended rows get a few more tries,
-        // spaced out (never on the main queue, which must not sleep), before the
-        // conflict is reported.
-        let attempts = 20
-        var lastConflicts: [MergeConflict] = []
-        for attempt in 1...attempts {
-            do {
-                let request = saveRequest(for: saved)
-                if request.isEmpty { return SaveResult(permanentIDs: [:]) }
-                // A store may resolve conflicts inside its transaction through
-                // `resolveConflictsDuringSave`, which works on `savingObjects`.
-                savingObjects = saved
-                defer {
-                    if let resolved = savingObjects { saved = resolved }
-                    savingObjects = nil
-                }
-                return try coordinator.save(request, in: self)
-            } catch ObjectGraphError.mergeConflict(let conflicts) where mergePolicy != .error && attempt < attempts {
-                lastConflicts = conflicts
-                if attempt > 2 && concurrencyType != .mainQueue {
-                    Thread.sleep(forTimeInterval: Double.random(in: 0...0.001) * Double(attempt))
-                }
-                let dropped = try resolve(conflicts, with: coordinator)
-                saved.updated.removeAll { dropped.contains($0.objectID) }
-                saved.deleted.removeAll { dropped.contains($0.objectID) }
-            }
-        }
-        throw ObjectGraphError.mergeConflict(lastConflicts)
+    /// Saves to the coordinator. The stores settle conflicts inside their
+    /// write transactions through the request's resolver, which applies the
+    /// merge policy and leaves `saved` as the objects actually written.
+    private func save(_ saved: inout SavedObjects, to coordinator: PersistentStoreCoordinator) throws -> SaveResult {
+        var request = saveRequest(for: saved)
+        if request.isEmpty { return SaveResult(permanentIDs: [:]) }
+        let resolver = ContextConflictResolver(context: self, saving: saved)
+        request.conflictResolver = resolver
+        defer { saved = resolver.saved }
+        return try coordinator.save(request, in: self)
     }
 
     /// Pushes the changes into the parent context, where they become its own unsaved changes.
@@ -330,9 +309,6 @@ extension ManagedObjectContext {
         deletedObjectsByID = [:]
         deletedInsertedObjectIDs = []
         pendingChanges = PendingChanges()
-        if isRoot, let coordinator = persistentStoreCoordinator {
-            coordinator.rowCache.removeRows(of: result.updatedObjectIDs, and: result.deletedObjectIDs)
-        }
         for object in saved.inserted { object.didSave() }
         for object in saved.updated { object.didSave() }
         for object in saved.deleted { object.didSave() }

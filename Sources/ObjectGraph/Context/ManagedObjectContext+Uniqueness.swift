@@ -15,6 +15,11 @@ import Foundation
 ///   ``ObjectGraphError/uniquenessConflict(_:)`` and nothing changes; with the
 ///   other policies the duplicates collapse into one object.
 ///
+/// A row another writer saves after this check is refused by the store (a
+/// unique index) inside its write transaction; the store hands that conflict
+/// to the save's ``SaveConflictResolver`` (``ContextConflictResolver``), which
+/// checks again there, against rows that stay put, and collapses the same way.
+///
 /// How duplicates collapse (Core Data documents little of it; these are the
 /// choices made here):
 /// - The survivor is the row already in the store when there is one: if the
@@ -93,25 +98,6 @@ extension ManagedObjectContext {
         let remaining = try findUniquenessConflicts()
         if !remaining.isEmpty { throw ObjectGraphError.uniquenessConflict(remaining.map(\.reported)) }
         return survivors
-    }
-
-    /// Called by a store from inside its write transaction when a unique index
-    /// refuses a row that another coordinator or process saved after
-    /// ``resolveUniquenessConflicts()`` ran: checks again — the store holds the
-    /// write lock, so the rows it finds stay put — collapses the duplicates with
-    /// ``mergePolicy``, and returns the request to write instead; nil under
-    /// ``MergePolicy/error``, where the conflict is the save's error.
-    package func resolveUniquenessConflictsDuringSave() throws -> SaveChangesRequest? {
-        assertOnQueue()
-        guard mergePolicy != .error, let before = savingObjects else { return nil }
-        let collapsed = try resolveUniquenessConflicts()
-        // The change sets are the save: collapsing moved objects between them.
-        let saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
-                                 updated: Array(updatedObjectsByID.values),
-                                 deleted: Array(deletedObjectsByID.values),
-                                 collapsed: before.collapsed.merging(collapsed) { $1 })
-        savingObjects = saved
-        return saveRequest(for: saved)
     }
 
     // MARK: - Finding conflicts

@@ -158,8 +158,6 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) var deletedInsertedObjectIDs: Set<ObjectID> = []
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
-    /// The objects of the save in progress, for conflict resolution inside the store's transaction.
-    @exclusivity(unchecked) var savingObjects: SavedObjects?
     /// Whether a child context was ever made with this context as its parent
     /// (set from the child's side, so atomic).
     let childContextsExist = Locked(false)

@@ -21,8 +21,11 @@ import Foundation
 public final class PersistentStoreCoordinator: Sendable {
     /// The model of every store and context of this coordinator.
     public let managedObjectModel: ManagedObjectModel
-    /// Rows read recently, for faults to fire from.
-    package let rowCache: RowCache
+    /// Rows read recently, for faults to fire from. Only the coordinator
+    /// stores and drops rows: it drops those of its own saves itself, and
+    /// others tell it what they read or saw change (`didRead(_:)`,
+    /// `objectsDidChange(updated:deleted:)`, `allObjectsMayHaveChanged()`).
+    private let rowCache: RowCache
 
     /// How the row cache shared by this coordinator's contexts has served
     /// faults so far (hits, misses, rows held): a diagnostic, as a fetch that
@@ -192,7 +195,9 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
-    /// Saves a context's changes, each store's share atomically.
+    /// Saves a context's changes, each store's share atomically, then drops
+    /// the cached rows of every object the save wrote or found changed: no
+    /// caller needs to, for a save this coordinator runs.
     package func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         let entries = stores.withLock { $0 }
         if entries.count == 1, entries[0].store.configurationName == nil {
@@ -202,28 +207,105 @@ public final class PersistentStoreCoordinator: Sendable {
                 for node in nodes where node.objectID.store !== identity { throw ObjectGraphError.objectNotFound(node.objectID) }
             }
             if store.isReadOnly { throw PersistentStoreError.readOnly(url: store.url) }
-            guard case .saved(let result) = try store.execute(.save(request), in: context) else { return SaveResult(permanentIDs: [:]) }
-            return result
+            return try save(request, to: store, sharedWith: nil, in: context)
         }
+        let shares = try shares(of: request)
+        for (_, entry) in shares where entry.store.isReadOnly {
+            throw PersistentStoreError.readOnly(url: entry.store.url)
+        }
+        var combined = SaveResult(permanentIDs: [:])
+        for (_, entry) in shares {
+            let result = try save(entry.request, to: entry.store, sharedWith: self, in: context)
+            combined.permanentIDs.merge(result.permanentIDs) { $1 }
+            combined.historyTokens += result.historyTokens
+        }
+        return combined
+    }
+
+    /// A request split by the store that holds (or will hold) each object.
+    private func shares(of request: SaveChangesRequest) throws -> [ObjectIdentifier: (store: any PersistentStore, request: SaveChangesRequest)] {
         var byStore: [ObjectIdentifier: (store: any PersistentStore, request: SaveChangesRequest)] = [:]
         func add(_ node: IncrementalStoreNode, _ keyPath: WritableKeyPath<SaveChangesRequest, [IncrementalStoreNode]>) throws {
             let store = try store(for: node.objectID)
-            byStore[ObjectIdentifier(store), default: (store, SaveChangesRequest())].request[keyPath: keyPath].append(node)
+            byStore[ObjectIdentifier(store), default: (store, SaveChangesRequest(conflictResolver: request.conflictResolver))]
+                .request[keyPath: keyPath].append(node)
         }
         for node in request.insertedObjects { try add(node, \.insertedObjects) }
         for node in request.updatedObjects { try add(node, \.updatedObjects) }
         for node in request.deletedObjects { try add(node, \.deletedObjects) }
         for node in request.lockedObjects { try add(node, \.lockedObjects) }
-        for (_, entry) in byStore where entry.store.isReadOnly {
-            throw PersistentStoreError.readOnly(url: entry.store.url)
+        return byStore
+    }
+
+    /// One store's save. Its resolver goes to the store wrapped, so that the
+    /// objects a resolution adds to the save (a stored row a new object took
+    /// over, a duplicate deleted) are known here, and a store of several gets
+    /// only its share of a resolved request.
+    private func save(_ request: SaveChangesRequest, to store: any PersistentStore, sharedWith coordinator: PersistentStoreCoordinator?,
+                      in context: ManagedObjectContext?) throws -> SaveResult {
+        var request = request
+        let resolver = request.conflictResolver.map { StoreShareResolver($0, store: store, sharedWith: coordinator) }
+        request.conflictResolver = resolver
+        defer {
+            // Rows written, or found newer than the request's: a cached copy is
+            // older than the store's now, whether the save stood or not.
+            rowCache.removeRows(of: request.updatedObjects, request.deletedObjects, request.lockedObjects)
+            if let resolver { rowCache.removeRows(of: resolver.resolvedObjects) }
         }
-        var combined = SaveResult(permanentIDs: [:])
-        for (_, entry) in byStore {
-            guard case .saved(let result) = try entry.store.execute(.save(entry.request), in: context) else { continue }
-            combined.permanentIDs.merge(result.permanentIDs) { $1 }
-            combined.historyTokens += result.historyTokens
+        guard case .saved(let result) = try store.execute(.save(request), in: context) else { return SaveResult(permanentIDs: [:]) }
+        return result
+    }
+
+    /// A save's resolver as one store receives it (see `save(_:to:sharedWith:in:)`).
+    private final class StoreShareResolver: SaveConflictResolver, @unchecked Sendable {
+        // @unchecked Sendable: `resolvedObjects` changes only inside `resolve`, which
+        // a store calls on the saving thread before its save returns (the contract),
+        // and the coordinator reads it after.
+        let resolver: any SaveConflictResolver
+        let store: any PersistentStore
+        let coordinator: PersistentStoreCoordinator?
+        private(set) var resolvedObjects: [IncrementalStoreNode] = []
+
+        init(_ resolver: any SaveConflictResolver, store: any PersistentStore, sharedWith coordinator: PersistentStoreCoordinator?) {
+            self.resolver = resolver
+            self.store = store
+            self.coordinator = coordinator
         }
-        return combined
+
+        func resolve(_ conflicts: SaveConflicts) throws -> SaveChangesRequest {
+            var request = try resolver.resolve(conflicts)
+            if let coordinator {
+                request = try coordinator.shares(of: request)[ObjectIdentifier(store)]?.request ?? SaveChangesRequest()
+            }
+            resolvedObjects += request.updatedObjects
+            resolvedObjects += request.deletedObjects
+            return request
+        }
+    }
+
+    // MARK: - The row cache
+
+    /// Rows a fetch or a prefetch read for objects it returned as faults: the
+    /// cache keeps them, so that those faults fire without a query.
+    package func didRead(_ rows: [IncrementalStoreNode]) {
+        if !rows.isEmpty { rowCache.store(rows) }
+    }
+
+    /// Objects that changed where this coordinator did not save them —
+    /// another coordinator's save merged here, a batch request, a history
+    /// transaction: their cached rows are dropped, so that no read through
+    /// this coordinator returns a row older than that change (SPEC §3.8).
+    /// This coordinator's own saves need no call.
+    ///
+    /// - Complexity: O(min(*c*, *k*)), *c* = rows cached, *k* = objects changed.
+    package func objectsDidChange(updated: Set<ObjectID>, deleted: Set<ObjectID>) {
+        if !updated.isEmpty || !deleted.isEmpty { rowCache.removeRows(of: updated, and: deleted) }
+    }
+
+    /// Any row may have changed unseen (the history that would say which is
+    /// gone): every cached row is dropped.
+    package func allObjectsMayHaveChanged() {
+        rowCache.removeAll()
     }
 
     /// One row, from the row cache if fresh enough, else from its store.

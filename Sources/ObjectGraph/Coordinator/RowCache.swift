@@ -9,8 +9,9 @@ import Foundation
 /// algorithm (``ClockCache``) — a hand sweeps the slots, sparing once each
 /// row read since it last passed and evicting the first that was not — so memory stays flat
 /// however much is fetched, and rows in use outlive a large fetch that is
-/// never read. A missed row is read from the store. Saves and merges remove
-/// the rows they make stale.
+/// never read. A missed row is read from the store. Only its coordinator
+/// stores and removes rows: those its own saves make stale, and those others
+/// tell it changed (a merge, a batch request, a history transaction).
 package final class RowCache: Sendable {
     private struct Row {
         var node: IncrementalStoreNode
@@ -71,6 +72,17 @@ package final class RowCache: Sendable {
             } else {
                 for id in first { state.rows.removeValue(forKey: id) }
                 for id in second { state.rows.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Drops the rows of the objects a save wrote: one lookup each, none
+    /// when nothing is cached (an import that fetched nothing).
+    package func removeRows(of nodes: [IncrementalStoreNode]...) {
+        state.withLock { state in
+            if state.rows.isEmpty { return }
+            for list in nodes {
+                for node in list { state.rows.removeValue(forKey: node.objectID) }
             }
         }
     }

@@ -10,11 +10,11 @@ extension InMemoryStore {
     /// it written as one save (new rows at version 1, keys handed out in one
     /// run, upserted rows at their version + 1).
     ///
-    /// That save checks the version of every upserted row, so a writer that
-    /// moved one in between makes the batch throw
-    /// ``ObjectGraphError/mergeConflict(_:)`` with nothing changed. Rows a writer
-    /// inserts in between are not checked again: this store keeps no unique
-    /// index (contexts check constraints before they save).
+    /// That save checks the version of every upserted row and every
+    /// uniqueness constraint again, so a writer that moved one row or
+    /// inserted a key in between makes the batch throw
+    /// ``ObjectGraphError/mergeConflict(_:)`` or
+    /// ``ObjectGraphError/uniquenessConflict(_:)`` with nothing changed.
     func executeBatchInsert(_ insert: StoreBatchInsert) throws -> BatchChanges {
         let entity = insert.entity
         let constraints = try insert.constraints.map { owner, keys in

@@ -20,6 +20,12 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
 
     private let model: ManagedObjectModel
     private let state: Locked<State>
+    /// Held by a save from its first check to its last write — the store's
+    /// write transaction — while its conflicts are resolved too. Reads take
+    /// only `state`, so a resolver reading the store meanwhile never waits for it.
+    private let writeLock = NSLock()
+    /// Whether any entity declares a uniqueness constraint: without one, a save checks none.
+    private let checksUniqueness: Bool
     /// Core Data's entity numbers for the model, to pick the side of a many-to-many that writes.
     private let entityNumbers: [String: Int64]
 
@@ -57,6 +63,7 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
         self.isReadOnly = configuration.options.isReadOnly
         self.model = configuration.model
         self.state = Locked(State())
+        self.checksUniqueness = configuration.model.entities.contains { !$0.uniquenessConstraints.isEmpty }
         self.entityNumbers = SQLiteSchema.coreDataNumbers(for: configuration.model.entities)
     }
 
@@ -139,44 +146,102 @@ public final class InMemoryStore: PersistentStore, BatchFaultingStore {
         }
     }
 
+    /// Writes a save under the write lock, its conflicts settled by the
+    /// request's resolver in between attempts (the ``SaveConflictResolver``
+    /// contract); each attempt checks everything before it changes anything.
     private func execute(_ save: SaveChangesRequest) throws -> SaveResult {
-        try state.withLock { state in
-            var conflicts: [MergeConflict] = []
-            for node in save.updatedObjects + save.deletedObjects + save.lockedObjects {
-                let current = state.rows[node.objectID]?.version
-                if current != node.version {
-                    conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version,
-                                                   persistedSnapshotVersion: current))
+        try writeLock.withLock {
+            try save.writeResolvingConflicts(attempt: { request in
+                try state.withLock { try write(request, into: &$0) }
+            }, currentRows: { objectIDs in
+                state.withLock { state in objectIDs.compactMap { state.rows[$0] } }
+            })
+        }
+    }
+
+    /// One attempt: every version, then every uniqueness constraint, checked
+    /// before any row changes, so a conflict leaves the store as it was.
+    private func write(_ save: SaveChangesRequest, into state: inout State) throws -> SaveResult {
+        var conflicts: [MergeConflict] = []
+        for node in save.updatedObjects + save.deletedObjects + save.lockedObjects {
+            let current = state.rows[node.objectID]?.version
+            if current != node.version {
+                conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version,
+                                               persistedSnapshotVersion: current))
+            }
+        }
+        if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
+        if checksUniqueness, let refused = Self.uniquenessConflict(in: save, rows: state.rows) {
+            throw ObjectGraphError.uniquenessConflict([refused])
+        }
+        var mapping: [ObjectID: ObjectID] = [:]
+        for node in save.insertedObjects where node.objectID.isTemporaryID {
+            let root = node.objectID.entity.rootEntity.name
+            let pk = (state.maxPrimaryKeys[root] ?? 0) + 1
+            state.maxPrimaryKeys[root] = pk
+            mapping[node.objectID] = newObjectID(for: node.objectID.entity, primaryKey: pk)
+        }
+        for node in save.insertedObjects {
+            let id = mapping[node.objectID] ?? node.objectID
+            let row = IncrementalStoreNode(objectID: id, values: Self.storedValues(node.values, mapping: mapping, entity: id.entity), version: 1)
+            Self.index(row, adding: true, in: &state)
+            state.rows[id] = row
+        }
+        for node in save.updatedObjects {
+            guard let old = state.rows[node.objectID] else { continue }
+            let values = Self.storedValues(node.values, mapping: mapping, entity: node.objectID.entity)
+            let row = IncrementalStoreNode(objectID: node.objectID, values: values, version: old.version + 1)
+            Self.index(old, adding: false, in: &state)
+            Self.index(row, adding: true, in: &state)
+            state.rows[node.objectID] = row
+        }
+        for node in save.deletedObjects {
+            if let old = state.rows.removeValue(forKey: node.objectID) { Self.index(old, adding: false, in: &state) }
+        }
+        writeRelationships(of: save, mapping: mapping, into: &state)
+        return SaveResult(permanentIDs: mapping)
+    }
+
+    /// The first row a save would leave holding a uniqueness constraint's
+    /// values that another row holds — what a unique index refuses in the
+    /// SQLite store — or nil.
+    ///
+    /// - Complexity: O(*n*) per constraint of a saved entity, *n* = rows stored.
+    private static func uniquenessConflict(in save: SaveChangesRequest, rows: [ObjectID: IncrementalStoreNode]) -> UniquenessConflict? {
+        let written = save.updatedObjects + save.insertedObjects
+        var constraints: [(entity: EntityDescription, keys: [String], slots: [Int])] = []
+        var seen = Set<ObjectIdentifier>()
+        for node in written where seen.insert(ObjectIdentifier(node.objectID.entity)).inserted {
+            var entity: EntityDescription? = node.objectID.entity
+            while let declaring = entity {
+                for keys in declaring.uniquenessConstraints
+                where !keys.isEmpty && !constraints.contains(where: { $0.entity === declaring && $0.keys == keys }) {
+                    let slots = keys.compactMap { declaring.propertiesByName[$0]?.index }
+                    if slots.count == keys.count { constraints.append((declaring, keys, slots)) }
+                }
+                entity = declaring.superentity
+            }
+        }
+        if constraints.isEmpty { return nil }
+        // Rows the save rewrites or removes hold their new values, or none.
+        var replaced = Set(save.updatedObjects.map(\.objectID))
+        for node in save.deletedObjects { replaced.insert(node.objectID) }
+        for constraint in constraints {
+            var holders: [[PropertyValue]: ObjectID] = [:]
+            for row in rows.values where !replaced.contains(row.objectID) && row.objectID.entity.isKind(of: constraint.entity) {
+                let tuple = constraint.slots.map { row.values[$0] }
+                if !tuple.contains(where: \.isNull) { holders[tuple] = row.objectID }
+            }
+            for node in written where node.objectID.entity.isKind(of: constraint.entity) {
+                let tuple = constraint.slots.map { node.values[$0] }
+                if tuple.contains(where: \.isNull) { continue }
+                if let holder = holders.updateValue(node.objectID, forKey: tuple), holder != node.objectID {
+                    return UniquenessConflict(entityName: constraint.entity.name, constraint: constraint.keys,
+                                              objectIDs: [node.objectID], databaseObjectID: holder.isTemporaryID ? nil : holder)
                 }
             }
-            if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
-            var mapping: [ObjectID: ObjectID] = [:]
-            for node in save.insertedObjects where node.objectID.isTemporaryID {
-                let root = node.objectID.entity.rootEntity.name
-                let pk = (state.maxPrimaryKeys[root] ?? 0) + 1
-                state.maxPrimaryKeys[root] = pk
-                mapping[node.objectID] = newObjectID(for: node.objectID.entity, primaryKey: pk)
-            }
-            for node in save.insertedObjects {
-                let id = mapping[node.objectID] ?? node.objectID
-                let row = IncrementalStoreNode(objectID: id, values: Self.storedValues(node.values, mapping: mapping, entity: id.entity), version: 1)
-                Self.index(row, adding: true, in: &state)
-                state.rows[id] = row
-            }
-            for node in save.updatedObjects {
-                guard let old = state.rows[node.objectID] else { continue }
-                let values = Self.storedValues(node.values, mapping: mapping, entity: node.objectID.entity)
-                let row = IncrementalStoreNode(objectID: node.objectID, values: values, version: old.version + 1)
-                Self.index(old, adding: false, in: &state)
-                Self.index(row, adding: true, in: &state)
-                state.rows[node.objectID] = row
-            }
-            for node in save.deletedObjects {
-                if let old = state.rows.removeValue(forKey: node.objectID) { Self.index(old, adding: false, in: &state) }
-            }
-            writeRelationships(of: save, mapping: mapping, into: &state)
-            return SaveResult(permanentIDs: mapping)
         }
+        return nil
     }
 
     /// The values a row keeps: temporary IDs replaced, to-many slots left to the

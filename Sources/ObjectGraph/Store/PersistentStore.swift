@@ -21,8 +21,13 @@ import Foundation
 ///   predicate, sort, offset and limit; and performs a save atomically: every
 ///   change or none. A save gives each inserted object a permanent ID, returned
 ///   in the ``SaveResult``, and bumps each saved row's version by one; a row
-///   whose version differs from the one in the request makes the whole save
-///   throw ``ObjectGraphError/mergeConflict(_:)``.
+///   whose version differs from the one in the request is a conflict, and so
+///   is a row a uniqueness constraint refuses, if the store enforces them.
+///   The store hands its conflicts to the request's
+///   ``SaveChangesRequest/conflictResolver`` inside its write transaction and
+///   writes what that returns, as ``SaveConflictResolver`` lays out;
+///   without one, the whole save throws ``ObjectGraphError/mergeConflict(_:)``
+///   (or ``ObjectGraphError/uniquenessConflict(_:)``).
 /// - ``newValues(forObjectWith:in:)`` returns a row's values and version, or
 ///   throws ``ObjectGraphError/objectNotFound(_:)``.
 /// - Calls may come from any thread; the store serializes them as it needs.
@@ -31,6 +36,7 @@ import Foundation
 /// - ``IncrementalStoreNode``
 /// - ``StoreRequest``
 /// - ``StoreResult``
+/// - ``SaveConflictResolver``
 public protocol PersistentStore: AnyObject, Sendable {
     /// Where the store lives; nil for an in-memory store.
     var url: URL? { get }
@@ -175,6 +181,10 @@ public struct StoreFetch: Sendable {
 }
 
 /// The changes of one save (Core Data: `NSSaveChangesRequest`).
+///
+/// ## Topics
+/// - ``conflictResolver``
+/// - ``writeResolvingConflicts(attempt:currentRows:)``
 public struct SaveChangesRequest: Sendable {
     /// New objects, with temporary IDs, their values and version 0.
     public var insertedObjects: [IncrementalStoreNode]
@@ -184,13 +194,20 @@ public struct SaveChangesRequest: Sendable {
     public var deletedObjects: [IncrementalStoreNode]
     /// Unchanged objects whose version must still match (optimistic locking).
     public var lockedObjects: [IncrementalStoreNode]
+    /// Who settles the conflicts the store meets, inside its write
+    /// transaction (``SaveConflictResolver`` says how a store calls it): a
+    /// root context's save carries one that applies the context's merge
+    /// policy. Nil: conflicts are the save's error.
+    public var conflictResolver: (any SaveConflictResolver)?
 
     public init(insertedObjects: [IncrementalStoreNode] = [], updatedObjects: [IncrementalStoreNode] = [],
-                deletedObjects: [IncrementalStoreNode] = [], lockedObjects: [IncrementalStoreNode] = []) {
+                deletedObjects: [IncrementalStoreNode] = [], lockedObjects: [IncrementalStoreNode] = [],
+                conflictResolver: (any SaveConflictResolver)? = nil) {
         self.insertedObjects = insertedObjects
         self.updatedObjects = updatedObjects
         self.deletedObjects = deletedObjects
         self.lockedObjects = lockedObjects
+        self.conflictResolver = conflictResolver
     }
 
     /// Whether the request changes nothing.

@@ -47,3 +47,27 @@ import Testing
         #expect(cached(cache, 5...9) == [7, 8, 9])
     }
 }
+
+/// Only the coordinator stores and drops cached rows: it drops those of its own
+/// saves without being told.
+@Suite struct CoordinatorRowCacheTests {
+    @Test(arguments: allStoreTypes)
+    func aSaveThroughTheCoordinatorDropsTheRowsItMadeStale(type: StoreType) throws {
+        let stack = try TestStack(type: type)
+        let ids = try stack.seedCompanies(["A", "B"])
+        let reader = stack.newContext()
+        // Faults fetched: their rows stay in the coordinator's cache.
+        try reader.performAndWait { _ = try reader.fetch(FetchRequest<Company>()) }
+        #expect(stack.coordinator.rowCacheStatistics.rows == 2)
+        let writer = stack.newContext()
+        try writer.performAndWait {
+            try #require(try writer.existingObject(with: ids[0]) as? Company).employees = 5
+            writer.delete(try writer.existingObject(with: ids[1]))
+            try writer.save()
+        }
+        #expect(stack.coordinator.rowCacheStatistics.rows == 0, "the updated and the deleted object's rows are gone")
+        // A context that takes any cached row, however old (the default), reads the saved one.
+        let fresh = stack.newContext()
+        #expect(try fresh.performAndWait { try #require(try fresh.existingObject(with: ids[0]) as? Company).employees } == 5)
+    }
+}

@@ -212,15 +212,15 @@ import Testing
         let graph = try GraphStack(type)
         _ = try graph.saveListings((0..<10).map { ("S\($0)", Double($0)) })
         // A coordinator that has not read these rows yet (the save may have left them cached).
-        graph.coordinator.rowCache.removeAll()
+        graph.coordinator.allObjectsMayHaveChanged()
         let context = graph.context()
         var request = try listRequest()
         request.includesPropertyValues = false
         request.returnsObjectsAsFaults = false   // ignored without property values, as in Core Data
-        let cached = graph.coordinator.rowCache.count
+        let cached = graph.coordinator.rowCacheStatistics.rows
         let (objects, statements) = try graph.countingStatements { try context.performAndWait { try context.fetch(request) } }
         #expect(context.performAndWait { objects.allSatisfy(\.isFault) })
-        #expect(graph.coordinator.rowCache.count == cached, "no row was read, so none was cached")
+        #expect(graph.coordinator.rowCacheStatistics.rows == cached, "no row was read, so none was cached")
         if type == .sqlite {
             #expect(statements.count == 1)
             #expect(statements.first?.hasPrefix("SELECT t0.Z_PK, t0.Z_ENT FROM") == true, "\(statements)")
@@ -236,10 +236,10 @@ import Testing
     @Test func withPropertyValuesTheRowsAreCachedAndFaultsFireWithoutAQuery() throws {
         let graph = try GraphStack(.sqlite)
         _ = try graph.saveListings((0..<10).map { ("S\($0)", Double($0)) })
-        graph.coordinator.rowCache.removeAll()
+        graph.coordinator.allObjectsMayHaveChanged()
         let context = graph.context()
         let objects = try context.performAndWait { try context.fetch(try listRequest()) }
-        #expect(graph.coordinator.rowCache.count == 4)
+        #expect(graph.coordinator.rowCacheStatistics.rows == 4)
         let (prices, fired) = graph.countingStatements { context.performAndWait { objects.map(\.price) } }
         #expect(prices == [9, 8, 7, 6])
         #expect(fired.isEmpty, "\(fired)")
@@ -288,7 +288,7 @@ import Testing
     func aSortedLimitedFetchWithPendingChangesReadsTheStoresBestRowsInOneQuery(type: StoreType) throws {
         let graph = try GraphStack(type)
         let stored = try graph.saveListings((0..<500).map { ("S\($0)", Double($0)) })
-        graph.coordinator.rowCache.removeAll()
+        graph.coordinator.allObjectsMayHaveChanged()
         let context = graph.context()
         var request = FetchRequest<Listing>(entityName: "Listing", predicate: try FetchPredicate(format: "price >= 10"))
         request.sortDescriptors = [FetchSort(key: "price", ascending: false), FetchSort(key: "symbol")]

@@ -19,6 +19,9 @@ final class JSONFileStore: PersistentStore {
     private let fileURL: URL
     private let model: ManagedObjectModel
     private let state = Mutex(Contents())
+    /// Held by a save from its first check to its last write (its write
+    /// transaction), while the context resolves its conflicts too; reads take `state` only.
+    private let writeLock = Mutex(())
     /// The UUID apart from the rows: `newObjectID(for:primaryKey:)` reads `identifier`
     /// while `state` is locked.
     private let uuid = Mutex("")
@@ -160,9 +163,20 @@ final class JSONFileStore: PersistentStore {
         }
     }
 
+    /// A save as the `SaveConflictResolver` contract says: attempts under the
+    /// write lock, each all or nothing, the conflicts resolved in between.
     private func execute(_ save: SaveChangesRequest) throws -> SaveResult {
         if isReadOnly { throw PersistentStoreError.readOnly(url: url) }
-        return try state.withLock { contents in
+        return try writeLock.withLock { _ in
+            try save.writeResolvingConflicts(attempt: apply, currentRows: { objectIDs in
+                let contents = state.withLock { $0 }
+                return try objectIDs.compactMap { try node(for: $0, in: contents) }
+            })
+        }
+    }
+
+    private func apply(_ save: SaveChangesRequest) throws -> SaveResult {
+        try state.withLock { contents in
             var next = contents
             var conflicts: [MergeConflict] = []
             for node in save.updatedObjects + save.deletedObjects + save.lockedObjects {

@@ -10,21 +10,20 @@ extension SQLiteStore {
     /// then inserts, then join-table rows and `Z_FOK_` ranks
     /// (SQLiteStore+Relationships.swift). Deletes come first so that a row
     /// taking over a deleted row's unique values does not trip its unique index.
-    /// A version mismatch rolls everything back and throws the conflicts; a
-    /// unique index refusing a row throws ``ObjectGraphError/uniquenessConflict(_:)``;
-    /// so does any SQLite error.
     ///
-    /// When the request meets conflicts and the saving context's merge policy
-    /// is not `.error`, the attempt is rolled back to a savepoint, the context
-    /// resolves the conflicts against the rows as they are now, and the
+    /// A version mismatch or a unique index refusing a row rolls the attempt
+    /// back to a savepoint; the request's ``SaveChangesRequest/conflictResolver``
+    /// settles the conflicts against the rows as they are now and the
     /// resolved request is written — all in the same transaction, so no other
-    /// writer can move the rows in between.
+    /// writer can move the rows in between (the ``SaveConflictResolver``
+    /// contract). Without a resolver, or when it throws, nothing is written and
+    /// the conflict (``ObjectGraphError/mergeConflict(_:)`` or
+    /// ``ObjectGraphError/uniquenessConflict(_:)``) or its error is thrown;
+    /// so is any SQLite error.
     ///
     /// With persistent history, the attempt that stands also writes its
     /// transaction and changes (SQLiteStore+History.swift) before the savepoint
-    /// is released, so a rolled-back or failed save leaves no history. Version conflicts (`Z_OPT`) and
-    /// uniqueness conflicts with rows saved since the context's own check are
-    /// resolved this way.
+    /// is released, so a rolled-back or failed save leaves no history.
     ///
     /// Values of attributes with external binary storage that go to files are
     /// written before the transaction commits; files of replaced or deleted
@@ -47,17 +46,13 @@ extension SQLiteStore {
         }
     }
 
-    /// The transaction of ``execute(_:in:)``, retried by rounds of conflict resolution.
+    /// The transaction of ``execute(_:in:)``: attempts, each under a savepoint,
+    /// until one stands or the conflicts are the save's error.
     private func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?, history: SQLiteHistoryLayout?,
                       author: String?, contextName: String?, schema: SQLiteSchema, files: ExternalDataFiles?) throws -> SaveResult {
         try write { connection in
             files?.beginAttempt()   // a stale snapshot runs this closure again
-            var request = request
-            // Inside the transaction the rows cannot move, so one resolution settles
-            // them; the bound only guards against a resolver that keeps conflicting.
-            var round = 0
-            while true {
-                round += 1
+            return try request.writeResolvingConflicts(attempt: { request in
                 try connection.execute("SAVEPOINT datastack_save")
                 do {
                     var result: SaveResult
@@ -75,32 +70,23 @@ extension SQLiteStore {
                     // Once, after the attempt that stands: a rolled-back attempt must not consume it.
                     try writeMetadataIfNeeded(connection)
                     return result
-                } catch ObjectGraphError.mergeConflict(let conflicts) where context != nil && !conflicts.isEmpty && round < 4 {
+                } catch let error as ObjectGraphError {
+                    // A conflict: the next attempt needs the transaction as it was
+                    // before this one, so a rollback that fails is the save's error.
                     try connection.execute("ROLLBACK TO datastack_save")
                     try connection.execute("RELEASE datastack_save")
                     files?.beginAttempt()
-                    let current = try currentRows(of: conflicts.map(\.objectID), schema: schema, connection: connection)
-                    guard let resolved = try context?.resolveConflictsDuringSave(conflicts, currentRows: current) else {
-                        throw ObjectGraphError.mergeConflict(conflicts)
-                    }
-                    request = resolved
-                } catch ObjectGraphError.uniquenessConflict(let conflicts) where context != nil && round < 4 {
-                    // A unique index refused a row that another writer saved after the
-                    // context checked: the context checks again, against rows that
-                    // cannot move now, and collapses the duplicates by its policy.
-                    try connection.execute("ROLLBACK TO datastack_save")
-                    try connection.execute("RELEASE datastack_save")
-                    files?.beginAttempt()
-                    guard let resolved = try context?.resolveUniquenessConflictsDuringSave() else {
-                        throw ObjectGraphError.uniquenessConflict(conflicts)
-                    }
-                    request = resolved
+                    throw error
                 } catch {
+                    // Dropped: the whole transaction is rolled back next (`write`),
+                    // and this error, not the rollback's, says why the save failed.
                     try? connection.execute("ROLLBACK TO datastack_save")
                     try? connection.execute("RELEASE datastack_save")
                     throw error
                 }
-            }
+            }, currentRows: { objectIDs in
+                try rows(of: objectIDs, schema: schema, connection: connection)
+            })
         }
     }
 

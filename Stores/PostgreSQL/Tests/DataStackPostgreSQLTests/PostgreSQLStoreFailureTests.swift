@@ -256,16 +256,8 @@ struct PostgreSQLStoreFailureTests {
         _ = try blocker.execute("BEGIN")
         _ = try blocker.execute("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = 16002 FOR UPDATE")
         let save = BackgroundSave(context)
-        let deadline = ContinuousClock.now + .seconds(10)
-        var waiting = false
-        while !waiting, ContinuousClock.now < deadline {
-            waiting = try blocker.execute("""
-                SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()
-                """).int64(row: 0, column: 0) == 1
-            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
-        }
         // Only row 16002 is held, and the save takes it after its inserts and update: they are written, uncommitted.
-        try #require(waiting, "the save never reached the history counter")
+        try #require(try blocker.waitUntilAnotherSessionWaitsForALock(), "the save never reached the history counter")
         try server.kill()
         blocker.close()
         guard let outcome = save.outcome(within: 20) else {
@@ -393,25 +385,3 @@ struct PostgreSQLStoreFailureTests {
     }
 }
 
-/// A save run on another thread, so that a test can act on the server while it runs.
-private final class BackgroundSave: @unchecked Sendable {
-    // @unchecked Sendable: `error` is written before `done` is signalled and read after it is waited for.
-    private var error: (any Error)?
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ context: ManagedObjectContext) {
-        DispatchQueue.global().async {
-            do {
-                try context.performAndWait { try context.save() }
-            } catch {
-                self.error = error
-            }
-            self.done.signal()
-        }
-    }
-
-    /// The save's error (`.some(nil)` when it succeeded), or nil when it has not returned within `seconds`.
-    func outcome(within seconds: Int) -> (any Error)?? {
-        done.wait(timeout: .now() + .seconds(seconds)) == .success ? .some(error) : nil
-    }
-}

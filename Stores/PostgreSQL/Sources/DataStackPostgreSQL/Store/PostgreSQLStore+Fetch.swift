@@ -39,6 +39,12 @@ extension PostgreSQLStore: BatchFaultingStore {
     /// so a batch of faults the coordinator fires together costs one round trip.
     public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         let layout = try layout
+        return try withConnection { try rows(of: objectIDs, layout: layout, locking: false, $0) }
+    }
+
+    /// The rows of these objects that exist, one query per table; `locking`
+    /// takes their row locks (`FOR UPDATE`) until the open transaction ends.
+    func rows(of objectIDs: [ObjectID], layout: StoreLayout, locking: Bool, _ connection: PostgreSQLConnection) throws -> [IncrementalStoreNode] {
         var keysByTable: [String: (entity: EntityDescription, keys: [Int64])] = [:]
         for id in objectIDs {
             guard let key = id.primaryKey else { continue }
@@ -47,8 +53,8 @@ extension PostgreSQLStore: BatchFaultingStore {
         var reader = layout.rowReader(storeIdentifier: identifier)
         var nodes: [IncrementalStoreNode] = []
         for (entity, keys) in keysByTable.values {
-            let sql = try layout.rowsQuery(for: entity)
-            let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray(keys))]) }
+            let sql = try layout.rowsQuery(for: entity) + (locking ? " FOR UPDATE" : "")
+            let result = try connection.execute(cached: sql, [PostgreSQLValue(layout.keyArray(keys))])
             nodes += try result.rows.map { try reader.node(from: $0) }
         }
         return nodes

@@ -10,67 +10,115 @@ extension PostgreSQLStore {
     /// then — with history — one history transaction, numbered last, and its
     /// `NOTIFY`. Any error rolls everything back: a save stands whole or not
     /// at all, on this machine and every other.
+    ///
+    /// Conflicts go to the request's resolver inside the transaction (the
+    /// ``ObjectGraph/SaveConflictResolver`` contract): the rows it resolves
+    /// against are read `FOR UPDATE`, so no other connection moves them before
+    /// this one commits — PostgreSQL locks rows, not the database. The first
+    /// attempt runs bare, and a conflict rolls the whole transaction back and
+    /// begins another (nothing else is in it yet); later attempts run under a
+    /// savepoint, so the rows locked for them stay locked. A save that meets
+    /// no conflict pays for no savepoint.
     func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
         try requireObjectSaves()
         let layout = try layout
         let (identifier, tracksHistory) = stateLock.withLock { (state.identifier, state.tracksHistory) }
-        let author = context?.transactionAuthor
-        let contextName = context?.name
+        let settings = SaveSettings(layout: layout, storeIdentifier: identifier, tracksHistory: tracksHistory,
+                              author: context?.transactionAuthor, contextName: context?.name)
         return try withConnection { connection in
             try connection.transaction {
-                let temporaries = request.insertedObjects.map(\.objectID).filter(\.isTemporaryID)
-                let permanentIDs = Dictionary(uniqueKeysWithValues: zip(temporaries, try permanentIDs(for: temporaries, connection)))
-                let permanent: (ObjectID) -> ObjectID = { permanentIDs[$0] ?? $0 }
-
-                // What history compares an update with: the rows as they are before this save writes them.
-                let before = tracksHistory && !request.updatedObjects.isEmpty
-                    ? try rowsBeforeSave(request.updatedObjects, layout: layout, connection) : [:]
-                var conflicts: [MergeConflict] = []
-                for node in request.deletedObjects {
-                    let statement = try layout.delete(node)
-                    if try run(statement, connection).affectedRowCount == 0 {
-                        conflicts.append(try conflict(for: node, layout: layout, connection))
-                    }
-                }
-                // Rows of one entity go many to a statement, each written only at its version;
-                // the statement returns the keys it wrote, and a node whose key is missing conflicts.
-                for (entity, nodes) in Self.grouped(request.updatedObjects) {
-                    for (statement, rows) in try layout.updateStatements(nodes, of: entity, permanent: permanent) {
-                        let result = try run(statement, for: Array(rows), connection)
-                        let written = Set(try result.rows.map { try $0.int64(at: 0) })
-                        for node in rows where !written.contains(node.objectID.primaryKey ?? 0) {
-                            conflicts.append(try conflict(for: node, layout: layout, connection))
+                var attempts = 0
+                return try request.writeResolvingConflicts(attempt: { request in
+                    attempts += 1
+                    if attempts > 1 { try connection.execute("SAVEPOINT datastack_save") }
+                    do {
+                        let result = try write(request, settings, connection)
+                        if attempts > 1 { try connection.execute("RELEASE SAVEPOINT datastack_save") }
+                        return result
+                    } catch let error as ObjectGraphError {
+                        // A conflict: the next attempt needs the transaction as it was
+                        // before this one, so a rollback that fails is the save's error.
+                        if attempts > 1 {
+                            try connection.execute("ROLLBACK TO SAVEPOINT datastack_save")
+                            try connection.execute("RELEASE SAVEPOINT datastack_save")
+                        } else {
+                            try connection.execute("ROLLBACK")
+                            try connection.execute("BEGIN")
                         }
+                        throw error
                     }
-                }
-                for node in request.lockedObjects {
-                    let current = try currentVersion(of: node.objectID, layout: layout, connection)
-                    if current != node.version {
-                        conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version, persistedSnapshotVersion: current))
-                    }
-                }
-                if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
-                // Rows of one entity go many to a statement: a round trip per statement, not per row.
-                for (entity, nodes) in Self.grouped(request.insertedObjects) {
-                    let keys = try nodes.map { node -> Int64 in
-                        guard let key = permanent(node.objectID).primaryKey else { throw ObjectGraphError.objectNotFound(node.objectID) }
-                        return key
-                    }
-                    for (statement, rows) in try layout.insertStatements(nodes, of: entity, primaryKeys: keys, permanent: permanent) {
-                        try run(statement, for: Array(rows), connection)
-                    }
-                }
-                for statement in layout.relationshipStatements(for: request, permanent: permanent) {
-                    _ = try run(statement, connection)
-                }
-                var result = SaveResult(permanentIDs: permanentIDs)
-                if tracksHistory {
-                    result.historyTokens = [try recordHistory(of: request, before: before, permanent: permanent, author: author,
-                                                              contextName: contextName, storeIdentifier: identifier, layout: layout, connection)]
-                }
-                return result
+                }, currentRows: { objectIDs in
+                    try rows(of: objectIDs, layout: layout, locking: true, connection)
+                })
             }
         }
+    }
+
+    /// What every attempt of one save needs besides its request.
+    private struct SaveSettings {
+        let layout: StoreLayout
+        let storeIdentifier: String
+        let tracksHistory: Bool
+        let author: String?
+        let contextName: String?
+    }
+
+    /// One attempt at a save, inside the caller's transaction; throws the
+    /// version conflicts it finds, or a uniqueness constraint's refusal.
+    private func write(_ request: SaveChangesRequest, _ save: SaveSettings, _ connection: PostgreSQLConnection) throws -> SaveResult {
+        let layout = save.layout
+        let temporaries = request.insertedObjects.map(\.objectID).filter(\.isTemporaryID)
+        let permanentIDs = Dictionary(uniqueKeysWithValues: zip(temporaries, try permanentIDs(for: temporaries, connection)))
+        let permanent: (ObjectID) -> ObjectID = { permanentIDs[$0] ?? $0 }
+
+        // What history compares an update with: the rows as they are before this save writes them.
+        let before = save.tracksHistory && !request.updatedObjects.isEmpty
+            ? try rowsBeforeSave(request.updatedObjects, layout: layout, connection) : [:]
+        var conflicts: [MergeConflict] = []
+        for node in request.deletedObjects {
+            let statement = try layout.delete(node)
+            if try run(statement, connection).affectedRowCount == 0 {
+                conflicts.append(try conflict(for: node, layout: layout, connection))
+            }
+        }
+        // Rows of one entity go many to a statement, each written only at its version;
+        // the statement returns the keys it wrote, and a node whose key is missing conflicts.
+        for (entity, nodes) in Self.grouped(request.updatedObjects) {
+            for (statement, rows) in try layout.updateStatements(nodes, of: entity, permanent: permanent) {
+                let result = try run(statement, for: Array(rows), connection)
+                let written = Set(try result.rows.map { try $0.int64(at: 0) })
+                for node in rows where !written.contains(node.objectID.primaryKey ?? 0) {
+                    conflicts.append(try conflict(for: node, layout: layout, connection))
+                }
+            }
+        }
+        for node in request.lockedObjects {
+            let current = try currentVersion(of: node.objectID, layout: layout, connection)
+            if current != node.version {
+                conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version, persistedSnapshotVersion: current))
+            }
+        }
+        if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
+        // Rows of one entity go many to a statement: a round trip per statement, not per row.
+        for (entity, nodes) in Self.grouped(request.insertedObjects) {
+            let keys = try nodes.map { node -> Int64 in
+                guard let key = permanent(node.objectID).primaryKey else { throw ObjectGraphError.objectNotFound(node.objectID) }
+                return key
+            }
+            for (statement, rows) in try layout.insertStatements(nodes, of: entity, primaryKeys: keys, permanent: permanent) {
+                try run(statement, for: Array(rows), connection)
+            }
+        }
+        for statement in layout.relationshipStatements(for: request, permanent: permanent) {
+            _ = try run(statement, connection)
+        }
+        var result = SaveResult(permanentIDs: permanentIDs)
+        if save.tracksHistory {
+            result.historyTokens = [try recordHistory(of: request, before: before, permanent: permanent, author: save.author,
+                                                      contextName: save.contextName, storeIdentifier: save.storeIdentifier,
+                                                      layout: layout, connection)]
+        }
+        return result
     }
 
     /// The rows of `updated` as they are now, with the members of each

@@ -19,9 +19,10 @@ import Foundation
 /// compiled by the same compiler and mean the same.
 ///
 /// - Saves are one transaction each, with optimistic locking on `Z_OPT`: a row
-///   whose version moved on makes the save throw
-///   ``ObjectGraph/ObjectGraphError/mergeConflict(_:)``, and the context's
-///   merge policy decides, as with SQLite.
+///   whose version moved on is a conflict, which the context's merge policy
+///   settles inside the transaction, as with SQLite
+///   (``ObjectGraph/SaveConflictResolver``); under `.error` the save throws
+///   ``ObjectGraph/ObjectGraphError/mergeConflict(_:)``.
 /// - With ``ObjectGraph/StoreOptions/persistentHistoryTracking`` every save also
 ///   records a history transaction (`ATRANSACTION`, `ACHANGE`) and sends its
 ///   number on the channel `datastack_history` (`NOTIFY`, delivered at commit).
@@ -67,7 +68,10 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let databaseURL: URL
     /// The URL errors name: ``databaseURL`` without its password.
     let reportedURL: URL
-    let connectionLock = NSLock()
+    /// Recursive: a save's conflict resolver reads the store on the saving
+    /// thread while the save holds the connection, and those reads belong in
+    /// its transaction (PostgreSQLStore+Save.swift).
+    let connectionLock = NSRecursiveLock()
     private var connection: PostgreSQLConnection?
     let stateLock = NSLock()
     var state = State()
