@@ -164,11 +164,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var hasChildContexts: Bool { childContextsExist.withLock { $0 } }
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     @exclusivity(unchecked) var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
+    #if DEBUG
     /// Members of to-many lists that changing one member at a time visited,
     /// moved or copied in this context (see ``ToManyMemberIndex``): a
     /// deterministic measure of that work, which tests use to check that
     /// building a to-many of n members through its inverse costs O(n).
+    /// Debug builds only: release builds neither keep nor count it.
     @exclusivity(unchecked) package var toManyMemberWork = 0
+    #endif
     /// The observer behind `automaticallyMergesChangesFromParent`.
     let automaticMergeObserver = Locked<ObserverToken?>(nil)
     /// Subscribers of `events`; shared with the iterating tasks.

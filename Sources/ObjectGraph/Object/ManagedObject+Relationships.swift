@@ -155,14 +155,13 @@ extension ManagedObject {
             // The loaded list is not kept here: a second reference to it would make
             // the in-place change copy it.
             _ = try objectIDs(for: inverse)
-            let work = managedObjectContext
             if let appended = withToManyMembers(at: inverse.index, { ids, members in members.append(source.objectID, to: &ids) }) {
-                work?.toManyMemberWork += 1
+                countToManyMemberWork(1)
                 if appended { noteSlotChanged() }
                 return
             }
             var ids = try objectIDs(for: inverse)
-            work?.toManyMemberWork += ids.count
+            countToManyMemberWork(ids.count)
             if !ids.contains(source.objectID) { ids.append(source.objectID) }
             writeSlot(.objects(ids), at: inverse.index)
         } else {
@@ -183,17 +182,16 @@ extension ManagedObject {
                 return
             }
             _ = try objectIDs(for: inverse)   // loaded first, not kept (see addInverse)
-            let work = managedObjectContext
             let keepingOrder = inverse.isOrdered
             if let moved = withToManyMembers(at: inverse.index, { ids, members in
                 members.remove(source, from: &ids, keepingOrder: keepingOrder)
             }) {
-                work?.toManyMemberWork += 1 + (moved ?? 0)
+                countToManyMemberWork(1 + (moved ?? 0))
                 if moved != nil { noteSlotChanged() }
                 return
             }
             let ids = try objectIDs(for: inverse)
-            work?.toManyMemberWork += ids.count
+            countToManyMemberWork(ids.count)
             guard ids.contains(source) else { return }
             writeSlot(.objects(ids.filter { $0 != source }), at: inverse.index)
         } else if case .object(source) = slotValue(at: inverse.index) {

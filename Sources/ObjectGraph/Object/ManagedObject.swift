@@ -203,21 +203,33 @@ open class ManagedObject {
             memberIndex = known
         } else if let built = ToManyMemberIndex(ids) {
             memberIndex = built
-            managedObjectContext?.toManyMemberWork += ids.count
+            countToManyMemberWork(ids.count)
         } else {
             storedSlots[index] = .objects(ids)
             return nil
         }
+        #if DEBUG
         // Counts the members copied when the list is reallocated: by growth
         // (amortized O(1) per append) or because something else still held it.
         let before = ids.withUnsafeBufferPointer { $0.baseAddress }
+        #endif
         let result = body(&ids, &memberIndex)
-        if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before {
-            managedObjectContext?.toManyMemberWork += ids.count
-        }
+        #if DEBUG
+        if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before { countToManyMemberWork(ids.count) }
+        #endif
         storedSlots[index] = .objects(ids)
         toManyMemberIndexes[index] = memberIndex
         return result
+    }
+
+    /// Adds `count` to the context's `toManyMemberWork`, which tests read, in
+    /// debug builds only: in a release build this is empty, and the to-many
+    /// paths do no work for the tests.
+    @inline(__always)
+    final func countToManyMemberWork(_ count: @autoclosure () -> Int) {
+        #if DEBUG
+        managedObjectContext?.toManyMemberWork += count()
+        #endif
     }
 
     // MARK: - State

@@ -5,8 +5,8 @@ import Testing
 /// A to-many built or changed one member at a time through its inverse
 /// (`pet.owner = owner`): linear work in the number of members, checked with
 /// the context's count of list members visited, moved or copied
-/// (`toManyMemberWork`), not with a clock; and the members, order and
-/// de-duplication the slower code kept.
+/// (`toManyMemberWork`, which debug builds keep), not with a clock; and the
+/// members, order and de-duplication the slower code kept.
 @Suite struct ToManyGrowthTests {
     /// The work of relating `count` new pets to `owner` through `pet.owner`.
     private func workOfAdding(_ count: Int, to owner: Owner, in context: ManagedObjectContext) -> (work: Int, pets: [Pet]) {

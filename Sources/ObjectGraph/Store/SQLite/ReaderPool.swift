@@ -40,8 +40,10 @@ final class ReaderPool: @unchecked Sendable {
     private var openCount = 0
     /// Reads holding a connection, of any opening.
     private var inUseCount = 0
-    /// Reads waiting for a connection at the maximum.
+    #if DEBUG
+    /// Reads waiting for a connection at the maximum: kept in debug builds only, for tests.
     private var waitingCount = 0
+    #endif
     private var isOpen = false
     /// Counts openings, so connections of an earlier one close when returned.
     private var opening = 0
@@ -98,11 +100,6 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    /// The number of connections open now (for tests).
-    var connectionCount: Int { condition.withLock { openCount } }
-    /// The number of reads waiting for a connection now (for tests).
-    var waitingReadCount: Int { condition.withLock { waitingCount } }
-
     /// Runs `body` with a connection of its own: an idle one, a new one from
     /// `open` while fewer than ``maximumCount`` are open, or else the first
     /// another read returns.
@@ -142,9 +139,7 @@ final class ReaderPool: @unchecked Sendable {
                 openCount += 1
                 reserved = opening
             } else {
-                waitingCount += 1
-                condition.wait()
-                waitingCount -= 1
+                waitForReturnedConnection()
             }
         }
         guard let reserved else { preconditionFailure("the loop ends only with a reserved slot") }
@@ -165,6 +160,15 @@ final class ReaderPool: @unchecked Sendable {
         }
         install(observer, version: version, on: pooled)
         return pooled
+    }
+
+    /// Waits, with `condition` locked, until a read returns its connection or the pool closes.
+    private func waitForReturnedConnection() {
+        #if DEBUG
+        waitingCount += 1
+        defer { waitingCount -= 1 }
+        #endif
+        condition.wait()
     }
 
     /// Takes the connection back; the caller's reference is consumed, so a
@@ -195,3 +199,13 @@ final class ReaderPool: @unchecked Sendable {
         PersistentStoreError(.ioFailure, url: url, message: "the store was removed from its coordinator")
     }
 }
+
+#if DEBUG
+// What tests read of the pool, in debug builds only: release builds carry no test surface.
+extension ReaderPool {
+    /// The number of connections open now.
+    var connectionCount: Int { condition.withLock { openCount } }
+    /// The number of reads waiting for a connection now.
+    var waitingReadCount: Int { condition.withLock { waitingCount } }
+}
+#endif
