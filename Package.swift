@@ -58,10 +58,12 @@ let package = Package(
             path: "Examples/TickerImport/App"
         ),
         // `datastack`: inspect, dump, history and migrate any Core Data store from the command line.
+        // packageAccess: false hides `package` members from it, so the compiler proves it uses public API only.
         .executableTarget(
             name: "DataStackTool",
-            dependencies: ["DataStack", "DataStackSupport"],
-            path: "Sources/DataStackTool"
+            dependencies: ["DataStack"],
+            path: "Sources/DataStackTool",
+            packageAccess: false
         ),
         // The fuzz targets (Fuzz/README.md): what each parser is fed, their seeds from
         // the fixtures, and `DataStackFuzz`, which replays inputs or, built by

@@ -73,7 +73,9 @@ struct DumpCommand: ToolCommand {
         let id = object.objectID
         if json {
             var values: [String: Any] = [:]
-            for attribute in attributes { values[attribute.name] = ValueFormat.json(object.slotValue(at: attribute.index)) }
+            for attribute in attributes {
+                values[attribute.name] = ValueFormat.json(try object.primitivePropertyValue(forKey: attribute.name))
+            }
             var related: [String: Any] = [:]
             for relationship in relationships { related[relationship.name] = try Self.json(relationship, of: object) }
             Output.standard.write(try JSONText.line([
@@ -82,7 +84,7 @@ struct DumpCommand: ToolCommand {
             ] as [String: Any]))
         } else {
             Output.standard.write("\(ValueFormat.text(id))  \(id.uriRepresentation().absoluteString)")
-            var rows = attributes.map { [$0.name, ValueFormat.text(object.slotValue(at: $0.index))] }
+            var rows = try attributes.map { [$0.name, ValueFormat.text(try object.primitivePropertyValue(forKey: $0.name))] }
             for relationship in relationships { rows.append([relationship.name, "→ " + (try Self.text(relationship, of: object))]) }
             TextTable.lines(rows, indent: "  ").forEach { Output.standard.write($0) }
             Output.standard.write("")
@@ -91,7 +93,7 @@ struct DumpCommand: ToolCommand {
 
     /// The IDs a relationship holds: in order for an ordered one, by key otherwise.
     private static func ids(_ relationship: RelationshipDescription, of object: ManagedObject) throws -> [ObjectID] {
-        let ids = try object.objectIDs(for: relationship)
+        let ids = try object.objectIDs(forRelationshipNamed: relationship.name)
         return relationship.isOrdered ? ids : ids.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
     }
 

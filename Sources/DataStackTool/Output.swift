@@ -82,7 +82,7 @@ enum JSONText {
 
     private static func write(_ value: Any, to out: inout String, indent: String?) throws {
         switch value {
-        case let string as String: JSONString.append(string, to: &out)
+        case let string as String: try append(string, to: &out)
         case let flag as Bool: out += flag ? "true" : "false"
         case let number as Int: out += String(number)
         case let number as Int64: out += String(number)
@@ -107,12 +107,26 @@ enum JSONText {
             if offset > 0 { out += "," }
             if let inner { out += "\n" + inner }
             if let key = member.key {
-                JSONString.append(key, to: &out)
+                try append(key, to: &out)
                 out += indent == nil ? ":" : ": "
             }
             try write(member.value, to: &out, indent: inner)
         }
         if let indent, !members.isEmpty { out += "\n" + indent }
         out += close
+    }
+
+    /// `string` as a JSON string: between quotes as it is when nothing in it
+    /// needs escaping (most text), otherwise as Foundation's JSON writer escapes it.
+    private static func append(_ string: String, to out: inout String) throws {
+        let needsEscaping = string.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        guard needsEscaping else {
+            out += "\""
+            out += string
+            out += "\""
+            return
+        }
+        let text = try JSONSerialization.data(withJSONObject: string, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+        out += String(decoding: text, as: UTF8.self)
     }
 }

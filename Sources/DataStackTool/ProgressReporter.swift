@@ -1,6 +1,6 @@
 import Foundation
 import DataStack
-import DataStackSupport
+import Synchronization
 
 /// Shows a migration's progress on standard error: a bar redrawn in place on
 /// a terminal, or, when standard error is a file or a pipe, one line per step
@@ -11,7 +11,7 @@ import DataStackSupport
 final class ProgressReporter: Sendable {
     private let drawsBar: Bool
     /// The last whole percentage shown; -1 before the first report.
-    private let shown = Locked(-1)
+    private let shown = Mutex(-1)
 
     init(drawsBar: Bool) {
         self.drawsBar = drawsBar

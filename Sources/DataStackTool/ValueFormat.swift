@@ -91,6 +91,6 @@ enum ValueFormat {
 
     /// A string in double quotes, escaped as a predicate literal.
     static func quoted(_ string: String) -> String {
-        PredicateFormatter.quoted(string)
+        FetchExpression.constant(.string(string)).description
     }
 }

@@ -51,6 +51,31 @@ extension ManagedObject {
         try value(forKey: key)
     }
 
+    /// The stored value of a property as the store holds it: the typed form
+    /// of ``primitiveValue(forKey:)``, for code that handles every entity alike
+    /// without the Swift types a model's classes use (an exporter, a dump, a
+    /// sync engine comparing values).
+    ///
+    /// An attribute gives its ``PropertyValue`` as saved: an integer of any
+    /// width as ``PropertyValue/integer(_:)``, a transformable attribute as its
+    /// stored bytes (``PropertyValue/data(_:)``), nil as ``PropertyValue/null``.
+    /// A to-one gives ``PropertyValue/object(_:)`` or ``PropertyValue/null``, a
+    /// to-many ``PropertyValue/objects(_:)`` (see ``objectIDs(forRelationshipNamed:)``).
+    /// Fires the fault if needed.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity
+    ///   lacks; ``FaultFulfillmentError`` when the object's values, or the
+    ///   to-many's members, cannot be read from the store.
+    public func primitivePropertyValue(forKey key: String) throws -> PropertyValue {
+        let property = try entity.property(forKey: key)
+        if let relationship = property as? RelationshipDescription {
+            let ids = try objectIDs(for: relationship)
+            return relationship.isToMany ? .objects(ids) : ids.first.map(PropertyValue.object) ?? .null
+        }
+        try loadValues()
+        return slots[property.index]
+    }
+
     /// Sets the stored value of a property without maintaining the inverse
     /// relationship. The change is still tracked and saved.
     public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {

@@ -49,6 +49,25 @@ extension ManagedObject {
         return try objectIDs(in: slots[relationship.index], for: relationship)
     }
 
+    /// The IDs of the objects a relationship holds (Core Data:
+    /// `objectIDs(forRelationshipNamed:)`), without making an object for any
+    /// of them: what an exporter, a sync engine or a diagnostic tool needs to
+    /// write references, where the objects themselves would only cost memory.
+    ///
+    /// An ordered to-many gives its IDs in order; an unordered one in no
+    /// particular order; a to-one gives zero or one ID. A to-many that is a
+    /// fault is loaded (one query, whatever its size), as reading it would.
+    ///
+    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` when the entity has
+    ///   no relationship of that name; ``FaultFulfillmentError`` when the object
+    ///   or the to-many cannot be read from the store.
+    public func objectIDs(forRelationshipNamed name: String) throws -> [ObjectID] {
+        guard let relationship = try entity.property(forKey: name) as? RelationshipDescription else {
+            throw ObjectGraphError.unknownKey(name, entity: entity.name)
+        }
+        return try objectIDs(for: relationship)
+    }
+
     /// Whether a relationship's value is not loaded yet (Core Data:
     /// `hasFault(forRelationshipNamed:)`): the object is a fault, or the
     /// to-many was never read. Never fires anything.

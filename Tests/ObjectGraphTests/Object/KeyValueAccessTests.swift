@@ -49,6 +49,35 @@ import Testing
         }
     }
 
+    /// The stored form, whatever Swift type the class declares, read again once saved.
+    @Test(arguments: allStoreTypes)
+    func primitivePropertyValuesAreWhatTheStoreHolds(type: StoreType) throws {
+        let stack = try TestStack(type: type, model: EngineTestModel.make())
+        let context = stack.newContext()
+        try context.performAndWait {
+            let gadget = Gadget(context: context)
+            for sample in Self.samples { try gadget.setValue(sample.value, forKey: sample.key) }
+            try context.save()
+            context.refresh(gadget, mergeChanges: false)
+            #expect(gadget.isFault)
+            func stored(_ key: String) throws -> PropertyValue { try gadget.primitivePropertyValue(forKey: key) }
+            #expect(try stored("small") == .integer(-7), "fires the fault")
+            #expect(try stored("large") == .integer(1 << 40))
+            #expect(try stored("weight") == .double(1.25))
+            #expect(try stored("name") == .string("Widget ✓"))
+            #expect(try stored("identifier") == .uuid(Self.uuid))
+            #expect(try stored("price") == .decimal(Decimal(string: "12.5")!))
+            #expect(try stored("nickname") == .null)
+            #expect(try stored("box") == .null)
+            guard case .data(let bytes) = try stored("tags") else {
+                Issue.record("a transformable attribute gives its stored bytes")
+                return
+            }
+            #expect(try TransformableCoding.decode(Tags.self, from: bytes) == Tags(names: ["a", "b"]))
+            #expect(throws: ObjectGraphError.self) { try stored("missing") }
+        }
+    }
+
     @Test func integersOfAnyWidthAndFloatsAreAcceptedWhereTheyFit() throws {
         let stack = try TestStack(type: .inMemory, model: EngineTestModel.make())
         let context = stack.newContext()

@@ -212,6 +212,44 @@ import Testing
         }
     }
 
+    @Test(arguments: allStoreTypes)
+    func objectIDsForARelationshipGiveItsMembersWithoutMakingObjects(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let id = try seedPlaylist(graph, titles: ["a", "b", "c"])
+        let context = graph.context()
+        let trackIDs = try context.performAndWait {
+            try fetchAll(Track.self, in: context, sortedBy: "title").map(\.objectID)
+        }
+        try context.performAndWait {
+            context.reset()
+            let playlist = try #require(context.existingObject(with: id) as? Playlist)
+            let registered = context.registeredObjectCount
+            #expect(try playlist.objectIDs(forRelationshipNamed: "tracks") == trackIDs, "an ordered to-many in order")
+            #expect(context.registeredObjectCount == registered, "no object was made for a member")
+            #expect(try !playlist.hasFault(forRelationshipNamed: "tracks"), "the to-many was loaded")
+            let track = try #require(context.existingObject(with: trackIDs[1]) as? Track)
+            #expect(try track.objectIDs(forRelationshipNamed: "playlist") == [id], "a to-one gives its one ID")
+            #expect(try Track(context: context).objectIDs(forRelationshipNamed: "playlist").isEmpty)
+            #expect(throws: ObjectGraphError.self) { try playlist.objectIDs(forRelationshipNamed: "name") }
+            #expect(throws: ObjectGraphError.self) { try playlist.objectIDs(forRelationshipNamed: "missing") }
+        }
+    }
+
+    @Test(arguments: allStoreTypes)
+    func primitivePropertyValuesOfRelationshipsAreTheirIDs(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let id = try seedPlaylist(graph, titles: ["a", "b"])
+        let context = graph.context()
+        try context.performAndWait {
+            let playlist = try #require(context.existingObject(with: id) as? Playlist)
+            let tracks = playlist.tracks
+            #expect(try playlist.primitivePropertyValue(forKey: "tracks") == .objects(tracks.map(\.objectID)))
+            #expect(try tracks[0].primitivePropertyValue(forKey: "playlist") == .object(id))
+            #expect(try Track(context: context).primitivePropertyValue(forKey: "playlist") == .null)
+            #expect(try Playlist(context: context).primitivePropertyValue(forKey: "tracks") == .objects([]))
+        }
+    }
+
     // MARK: - Prefetching
 
     private func seedLibrary(_ graph: GraphStack, playlists: Int, tracksEach: Int) throws {

@@ -6,12 +6,17 @@ extension FetchPredicate {
     /// collection operators and `ANY`/`ALL`/`NONE` get to-many key paths, and
     /// `@sum`/`@avg` get numbers.
     ///
+    /// A fetch makes the same checks; this lets a predicate that a person
+    /// typed (a search field, a command line) be checked against each entity
+    /// before anything is fetched, to tell them which key is wrong and where,
+    /// or to pick the entities a predicate fits.
+    ///
     /// Unsubstituted `$variables` are allowed here; evaluating or compiling throws for them.
     ///
     /// - Throws: ``FetchPredicateError`` naming the entity and the key, as in
     ///   "entity Ticker has no property 'prize'"; for a predicate built in code
     ///   deeper than ``maximumDepth``, saying so.
-    package func validate(for entity: EntityDescription) throws {
+    public func validate(for entity: EntityDescription) throws {
         do {
             try checkBounds()
             try PredicateValidator().check(expression, self: entity, variables: [:])

@@ -1,12 +1,10 @@
 import Foundation
 
-/// Strings as JSON text, one escaping for every JSON this package writes: the
-/// SQL compiler's array parameters (``PredicateSQLList``) and the `datastack`
-/// tool's output.
+/// Strings as JSON text, for the SQL compiler's array parameters (``PredicateSQLList``).
 package enum JSONString {
     /// Appends `string` in quotes, with quotes, backslashes and control
-    /// characters escaped (`\n`, `\r` and `\t` by their short forms, which a
-    /// reader of the tool's output meets most); every other character as is.
+    /// characters escaped (`\n`, `\r` and `\t` by their short forms); every
+    /// other character as is.
     package static func append(_ string: String, to json: inout String) {
         json += "\""
         for scalar in string.unicodeScalars {

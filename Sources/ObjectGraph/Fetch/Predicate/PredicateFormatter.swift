@@ -81,8 +81,9 @@ package enum PredicateFormatter {
         }
     }
 
-    /// A string as a predicate's quoted literal; also how the `datastack` tool
-    /// shows a string, so that what it prints can be pasted into `--where`.
+    /// A string as a predicate's quoted literal (the format of
+    /// `FetchExpression.constant(.string(_))`, which the `datastack` tool
+    /// prints strings in, so that they can be pasted into `--where`).
     package static func quoted(_ string: String) -> String {
         var out = "\""
         for scalar in string.unicodeScalars {

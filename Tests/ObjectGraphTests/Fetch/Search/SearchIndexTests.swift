@@ -32,6 +32,16 @@ import DataStackSQLite
         return ManagedObjectModel(entities: [document, memo, author])
     }
 
+    @Test func anEntitySaysWhichAttributesItsSearchReads() throws {
+        func names(_ entity: String, in model: ManagedObjectModel = Self.model()) throws -> [String] {
+            try #require(model.entitiesByName[entity]).searchIndexedAttributes.map(\.name)
+        }
+        #expect(try names("Document") == ["title"], "pages is marked, but is not a String")
+        #expect(try names("Memo") == ["title", "body"], "inherited ones first")
+        #expect(try names("Author") == ["bio"])
+        #expect(try names("Memo", in: Self.model(indexing: ["body"])) == ["body"])
+    }
+
     /// A store of `model` in `directory` with a few documents and memos saved.
     struct Library {
         let coordinator: PersistentStoreCoordinator
