@@ -285,7 +285,7 @@ struct RandomPredicateGenerator {
                 .randomElement(using: &random)!
             let modifier = toMany ? ["", "ANY ", "ALL ", "NONE "].randomElement(using: &random)! : ""
             let query = RandomPredicateData.searchQueries.randomElement(using: &random)!
-            return modifier + "\(key) MATCHES[search] " + (Bool.random(using: &random) ? argument(query) : PredicateFormatter.quoted(query))
+            return modifier + "\(key) MATCHES[search] " + (Bool.random(using: &random) ? argument(query) : QuotedString.predicateLiteral(query))
         case 0..<7:
             let (key, kind) = Self.attributes.randomElement(using: &random)!
             return scalarComparison(key, kind, using: &random)
@@ -379,7 +379,7 @@ struct RandomPredicateGenerator {
         switch kind {
         case .text:
             guard case .string(let text)? = RandomPredicateData.names.randomElement(using: &random) else { return "nil" }
-            return Bool.random(using: &random) ? argument(text) : PredicateFormatter.quoted(text)
+            return Bool.random(using: &random) ? argument(text) : QuotedString.predicateLiteral(text)
         case .number:
             switch RandomPredicateData.numbers.randomElement(using: &random)! {
             case .integer(let v): return Bool.random(using: &random) ? String(v) : argument(Int(v))
@@ -401,7 +401,7 @@ struct RandomPredicateGenerator {
             return argument(uuid)
         case .url:
             guard case .uri(let url)? = RandomPredicateData.urls.randomElement(using: &random) else { return "nil" }
-            return Bool.random(using: &random) ? argument(url) : PredicateFormatter.quoted(url.absoluteString)
+            return Bool.random(using: &random) ? argument(url) : QuotedString.predicateLiteral(url.absoluteString)
         case .blob:
             guard case .data(let bytes)? = RandomPredicateData.blobs.randomElement(using: &random) else { return "nil" }
             return argument(bytes)

@@ -68,39 +68,17 @@ package enum PredicateFormatter {
         case .null: return "nil"
         case .integer(let v): return String(v)
         case .double(let v):
-            return v.isFinite ? "\(v)" : "CAST(\(quoted("\(v)")), \"NSNumber\")"
+            return v.isFinite ? "\(v)" : "CAST(\(QuotedString.predicateLiteral("\(v)")), \"NSNumber\")"
         case .bool(let v): return v ? "TRUE" : "FALSE"
-        case .string(let v): return quoted(v)
+        case .string(let v): return QuotedString.predicateLiteral(v)
         case .date(let v): return "CAST(\(constant(.double(v.timeIntervalSinceReferenceDate))), \"NSDate\")"
-        case .data(let v): return "CAST(\(quoted(v.base64EncodedString())), \"NSData\")"
-        case .uuid(let v): return "CAST(\(quoted(v.uuidString)), \"NSUUID\")"
-        case .uri(let v): return "CAST(\(quoted(v.absoluteString)), \"NSURL\")"
-        case .decimal(let v): return "CAST(\(quoted(v.description)), \"NSDecimalNumber\")"
-        case .object(let id): return "CAST(\(quoted(id.uriRepresentation().absoluteString)), \"NSManagedObjectID\")"
+        case .data(let v): return "CAST(\(QuotedString.predicateLiteral(v.base64EncodedString())), \"NSData\")"
+        case .uuid(let v): return "CAST(\(QuotedString.predicateLiteral(v.uuidString)), \"NSUUID\")"
+        case .uri(let v): return "CAST(\(QuotedString.predicateLiteral(v.absoluteString)), \"NSURL\")"
+        case .decimal(let v): return "CAST(\(QuotedString.predicateLiteral(v.description)), \"NSDecimalNumber\")"
+        case .object(let id): return "CAST(\(QuotedString.predicateLiteral(id.uriRepresentation().absoluteString)), \"NSManagedObjectID\")"
         case .objects(let ids): return "{" + ids.map { constant(.object($0)) }.joined(separator: ", ") + "}"
         }
     }
 
-    /// A string as a predicate's quoted literal (the format of
-    /// `FetchExpression.constant(.string(_))`, which the `datastack` tool
-    /// prints strings in, so that they can be pasted into `--where`).
-    package static func quoted(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += "\\u{" + String(scalar.value, radix: 16) + "}"
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
 }

@@ -32,7 +32,7 @@ enum PredicateSQLList {
                 json += String(number)
             case .string(let string) where isText != false:
                 isText = true
-                JSONString.append(string, to: &json)
+                QuotedString.appendJSON(string, to: &json)
             default:
                 return nil
             }
