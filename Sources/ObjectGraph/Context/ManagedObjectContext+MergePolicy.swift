@@ -13,7 +13,7 @@ extension ManagedObjectContext {
         return try resolve(conflicts) { id in
             do {
                 return try coordinator.node(for: id, stalenessInterval: 0, in: self)
-            } catch ObjectGraphError.objectNotFound {
+            } catch ObjectGraphError.Code.objectNotFound {
                 return nil
             }
         }

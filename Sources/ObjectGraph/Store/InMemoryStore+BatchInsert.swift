@@ -12,7 +12,7 @@ extension InMemoryStore {
     ///
     /// That save checks the version of every upserted row, so a writer that
     /// moved one in between makes the batch throw
-    /// ``ObjectGraphError/mergeConflict(_:)`` with nothing changed. Rows a writer
+    /// ``ObjectGraphError/Code-swift.struct/mergeConflict`` with nothing changed. Rows a writer
     /// inserts in between are not checked again: this store keeps no unique
     /// index (contexts check constraints before they save).
     func executeBatchInsert(_ insert: StoreBatchInsert) throws -> BatchChanges {
@@ -44,7 +44,7 @@ extension InMemoryStore {
                 guard !key.contains(where: \.isNull), let holder = holders[position][key] else { continue }
                 var stored: IncrementalStoreNode?
                 if case .stored(let node) = holder { stored = node }
-                let refused = BatchRequestError.duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: key,
+                let refused = ObjectGraphError.duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: key,
                                                              row: rows.index, storedObjectID: stored?.objectID)
                 switch insert.onConflict {
                 case .fail:

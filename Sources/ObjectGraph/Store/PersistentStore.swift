@@ -22,9 +22,9 @@ import Foundation
 ///   change or none. A save gives each inserted object a permanent ID, returned
 ///   in the ``SaveResult``, and bumps each saved row's version by one; a row
 ///   whose version differs from the one in the request makes the whole save
-///   throw ``ObjectGraphError/mergeConflict(_:)``.
+///   throw ``ObjectGraphError/Code-swift.struct/mergeConflict``.
 /// - ``newValues(forObjectWith:in:)`` returns a row's values and version, or
-///   throws ``ObjectGraphError/objectNotFound(_:)``.
+///   throws ``ObjectGraphError/Code-swift.struct/objectNotFound``.
 /// - Calls may come from any thread; the store serializes them as it needs.
 ///
 /// ## Topics

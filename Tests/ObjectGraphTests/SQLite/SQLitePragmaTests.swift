@@ -29,7 +29,7 @@ import Testing
             try SQLitePragma.custom(name: name, value: "delete")
         }
         #expect(error?.name == name)
-        #expect(error?.reason.contains("StoreOptions.\(option)") == true)
+        #expect(error?.message.contains("StoreOptions.\(option)") == true)
     }
 
     @Test func wellKnownPragmasWriteTheStatementsSQLiteDocuments() throws {

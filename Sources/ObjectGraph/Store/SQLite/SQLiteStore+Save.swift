@@ -10,7 +10,7 @@ extension SQLiteStore {
     /// (SQLiteStore+Relationships.swift). Deletes come first so that a row
     /// taking over a deleted row's unique values does not trip its unique index.
     /// A version mismatch rolls everything back and throws the conflicts; a
-    /// unique index refusing a row throws ``ObjectGraphError/uniquenessConflict(_:)``;
+    /// unique index refusing a row throws ``ObjectGraphError/Code-swift.struct/uniquenessConflict``;
     /// so does any SQLite error.
     ///
     /// When the request meets conflicts and the saving context's merge policy
@@ -74,7 +74,8 @@ extension SQLiteStore {
                     // Once, after the attempt that stands: a rolled-back attempt must not consume it.
                     try writeMetadataIfNeeded(connection)
                     return result
-                } catch ObjectGraphError.mergeConflict(let conflicts) where context != nil && !conflicts.isEmpty && round < 4 {
+                } catch let error as ObjectGraphError where error.code == .mergeConflict && context != nil && !error.mergeConflicts.isEmpty && round < 4 {
+                    let conflicts = error.mergeConflicts
                     try connection.execute("ROLLBACK TO datastack_save")
                     try connection.execute("RELEASE datastack_save")
                     files?.beginAttempt()
@@ -83,7 +84,7 @@ extension SQLiteStore {
                         throw ObjectGraphError.mergeConflict(conflicts)
                     }
                     request = resolved
-                } catch ObjectGraphError.uniquenessConflict(let conflicts) where context != nil && round < 4 {
+                } catch let error as ObjectGraphError where error.code == .uniquenessConflict && context != nil && round < 4 {
                     // A unique index refused a row that another writer saved after the
                     // context checked: the context checks again, against rows that
                     // cannot move now, and collapses the duplicates by its policy.
@@ -91,7 +92,7 @@ extension SQLiteStore {
                     try connection.execute("RELEASE datastack_save")
                     files?.beginAttempt()
                     guard let resolved = try context?.resolveUniquenessConflictsDuringSave() else {
-                        throw ObjectGraphError.uniquenessConflict(conflicts)
+                        throw error
                     }
                     request = resolved
                 } catch {

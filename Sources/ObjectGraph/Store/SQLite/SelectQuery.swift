@@ -34,7 +34,7 @@ struct SelectQuery {
                 if let query = sort.relevanceQuery {
                     guard schema.dialect == .sqlite else {
                         throw FetchPredicateError(format: sort.keyPath.joined(separator: "."),
-                                                  reason: "a relevance sort needs a full-text index, which this store has not")
+                                                  message: "a relevance sort needs a full-text index, which this store has not")
                     }
                     bindings.append(.string(query.text))
                     expression = "DS_SEARCH_RELEVANCE(\(expression), ?\(bindings.count))"

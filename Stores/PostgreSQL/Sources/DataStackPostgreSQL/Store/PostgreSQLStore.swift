@@ -20,7 +20,7 @@ import Foundation
 ///
 /// - Saves are one transaction each, with optimistic locking on `Z_OPT`: a row
 ///   whose version moved on makes the save throw
-///   ``ObjectGraph/ObjectGraphError/mergeConflict(_:)``, and the context's
+///   ``ObjectGraph/ObjectGraphError/Code-swift.struct/mergeConflict``, and the context's
 ///   merge policy decides, as with SQLite.
 /// - With ``ObjectGraph/StoreOptions/persistentHistoryTracking`` every save also
 ///   records a history transaction (`ATRANSACTION`, `ACHANGE`) and sends its
