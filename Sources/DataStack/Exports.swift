@@ -2,3 +2,5 @@
 @_exported import ObjectGraph
 // The SQLite store's options (busy mode, journal mode, pragmas) are the driver's types.
 @_exported import DataStackSQLite
+// `CodedError` and `ErrorCode`, which every error type of every layer conforms to.
+@_exported import DataStackSupport

@@ -3,36 +3,45 @@ import Foundation
 /// An error of the stack itself: what went wrong during setup or reset, or
 /// what an import was asked that the model does not have.
 public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// The kind of failure.
-    public enum Code: String, Sendable {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = StackError
+        /// The code's name, as written in Swift (`"notInModel"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
         /// No model with that name was found in the bundle.
-        case modelNotFound
+        public static let modelNotFound = Code("modelNotFound")
         /// The default store location could not be created.
-        case cannotCreateStoreLocation
+        public static let cannotCreateStoreLocation = Code("cannotCreateStoreLocation")
         /// The stack is being set up or was set up already.
-        case alreadySetUp
+        public static let alreadySetUp = Code("alreadySetUp")
         /// The operation needs a stack that was set up.
-        case notSetUp
+        public static let notSetUp = Code("notSetUp")
         /// An entity or property the operation was given is not in the stack's model.
-        case notInModel
+        public static let notInModel = Code("notInModel")
         /// An upsert's keys are of another type than the attribute that holds them.
-        case keyTypeMismatch
+        public static let keyTypeMismatch = Code("keyTypeMismatch")
         /// The store URL's scheme names no registered store type (``ObjectGraph/StoreType/register(_:forURLScheme:)``).
-        case unknownStoreScheme
+        public static let unknownStoreScheme = Code("unknownStoreScheme")
         /// The stack was closed (``StackManager/close()``): it takes no new work.
-        case closed
+        public static let closed = Code("closed")
     }
 
+    /// The kind of failure.
     public var code: Code
+    /// What happened, in words; the error's ``description``.
     public var message: String
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, message: String) {
         self.code = code
         self.message = message
     }
 
     public var description: String { message }
 }
+
+extension StackError: CodedError {}
 
 extension StackError: LocalizedError {
     public var errorDescription: String? { description }

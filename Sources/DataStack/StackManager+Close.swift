@@ -85,8 +85,8 @@ extension StackManager {
     ///   ``StackError/Code/notSetUp`` before setup.
     func openSetup(for operation: String) throws -> Setup {
         let (setup, isClosed) = state.withLock { ($0.setup, $0.closing != nil) }
-        if isClosed { throw StackError(.closed, "\(operation) needs an open stack, and this one was closed (close())") }
-        guard let setup else { throw StackError(.notSetUp, "\(operation) needs a stack that was set up") }
+        if isClosed { throw StackError(.closed, message: "\(operation) needs an open stack, and this one was closed (close())") }
+        guard let setup else { throw StackError(.notSetUp, message: "\(operation) needs a stack that was set up") }
         return setup
     }
 }

@@ -135,7 +135,7 @@ extension StackManager {
                 }
             } catch let error as ObjectGraphError {
                 guard case .rebuildChunk(let attempts) = onConflict, attempt < attempts else { throw error }
-                switch error {
+                switch error.code {
                 case .mergeConflict, .uniquenessConflict: break
                 default: throw error
                 }

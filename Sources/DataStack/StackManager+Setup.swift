@@ -36,10 +36,10 @@ extension StackManager {
                       storeType: StoreType = .sqlite, options: StoreOptions = .stackDefaults) async throws {
         try state.withLock { state in
             if state.closing != nil {
-                throw StackError(.closed, "the stack was closed (close()); make a new StackManager to open the store again")
+                throw StackError(.closed, message: "the stack was closed (close()); make a new StackManager to open the store again")
             }
             if state.setup != nil || state.isSettingUp {
-                throw StackError(.alreadySetUp, "the stack is already set up; call resetPersistentStores() to start over")
+                throw StackError(.alreadySetUp, message: "the stack is already set up; call resetPersistentStores() to start over")
             }
             state.isSettingUp = true
         }
@@ -76,7 +76,7 @@ extension StackManager {
                       managedObjectClasses: [ManagedObject.Type] = [], options: StoreOptions = .stackDefaults) async throws {
         guard let url = bundle.url(forResource: name, withExtension: "xcdatamodeld")
                 ?? bundle.url(forResource: name, withExtension: "xcdatamodel") else {
-            throw StackError(.modelNotFound, "no model named \(name).xcdatamodeld or \(name).xcdatamodel in the bundle at \(bundle.bundlePath)")
+            throw StackError(.modelNotFound, message: "no model named \(name).xcdatamodeld or \(name).xcdatamodel in the bundle at \(bundle.bundlePath)")
         }
         let model = try ManagedObjectModel(contentsOf: url)
         model.bindManagedObjectClasses(managedObjectClasses)
@@ -150,7 +150,7 @@ extension StackManager {
     static func storeType(_ storeType: StoreType, for storeURL: URL?) throws -> StoreType {
         guard storeType == .sqlite, let scheme = storeURL?.scheme?.lowercased(), scheme != "file" else { return storeType }
         guard let registered = StoreType.registered(forURLScheme: scheme) else {
-            throw StackError(.unknownStoreScheme, "no store type is registered for \(scheme):// URLs; "
+            throw StackError(.unknownStoreScheme, message: "no store type is registered for \(scheme):// URLs; "
                              + "for PostgreSQL, import DataStackPostgreSQL and call PostgreSQLStore.register() before setup")
         }
         return registered

@@ -81,7 +81,7 @@ extension StackManager {
             let stored = try object.value(forKey: attribute)
             guard let value = key(stored, as: Key.self) else {
                 let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
-                throw StackError(.keyTypeMismatch, """
+                throw StackError(.keyTypeMismatch, message: """
                     \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
                     """)
             }
@@ -110,11 +110,11 @@ extension StackManager {
             // None, or several (a parent and a subentity sharing a class: the wrong one
             // would miss the other's rows and insert them again).
             let names = entities.map(\.name).sorted()
-            throw StackError(.notInModel, names.isEmpty ? "no entity of the model has the class \(type)"
+            throw StackError(.notInModel, message: names.isEmpty ? "no entity of the model has the class \(type)"
                 : "entities \(names.joined(separator: ", ")) all have the class \(type): name one class per entity to upsert")
         }
         guard entity.attributesByName[attribute] != nil else {
-            throw StackError(.notInModel, "entity \(entity.name) has no attribute \(attribute) to find existing objects by")
+            throw StackError(.notInModel, message: "entity \(entity.name) has no attribute \(attribute) to find existing objects by")
         }
         return entity
     }

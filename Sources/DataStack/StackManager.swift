@@ -113,7 +113,7 @@ public final class StackManager: Sendable {
     /// in the context). The default is false.
     ///
     /// A creator context's save refuses up front while this is true — it
-    /// throws ``ObjectGraphError/readOnly(_:)`` naming the main context, the
+    /// throws ``ObjectGraphError/Code-swift.struct/readOnly`` naming the main context, the
     /// creator keeps its changes and the main context gets none — because a
     /// context that saves on to the store checks its parents before pushing
     /// (see ``ManagedObjectContext/savesToPersistentStore``).
@@ -186,7 +186,7 @@ public final class StackManager: Sendable {
     /// the main context and on to disk in one call.
     ///
     /// While ``isMainContextReadOnly`` is true its `save()` throws
-    /// ``ObjectGraphError/readOnly(_:)`` before pushing anything, so the changes
+    /// ``ObjectGraphError/Code-swift.struct/readOnly`` before pushing anything, so the changes
     /// stay in the creator rather than in a main context that cannot save them.
     public func creatorContext() -> ManagedObjectContext {
         let context = ManagedObjectContext(concurrencyType: .mainQueue, parent: mainContext)

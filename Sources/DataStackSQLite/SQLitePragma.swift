@@ -51,15 +51,15 @@ public struct SQLitePragma: Sendable, Hashable {
     ///   `busy_timeout`, which ``StoreOptions`` sets with typed options.
     public static func custom(name: String, value: Value) throws(SQLitePragmaError) -> SQLitePragma {
         guard isName(name) else {
-            throw SQLitePragmaError(name: name, value: value.sql,
-                                    reason: "a pragma's name is letters, digits and '_', not starting with a digit")
+            throw SQLitePragmaError(.invalidName, name: name, value: value.sql,
+                                    message: "a pragma's name is letters, digits and '_', not starting with a digit")
         }
         guard isValue(value.sql) else {
-            throw SQLitePragmaError(name: name, value: value.sql,
-                                    reason: "a pragma's value is letters, digits, '_', '.' and '-' only")
+            throw SQLitePragmaError(.invalidValue, name: name, value: value.sql,
+                                    message: "a pragma's value is letters, digits, '_', '.' and '-' only")
         }
         if let option = typedOptions[name.lowercased()] {
-            throw SQLitePragmaError(name: name, value: value.sql, reason: "the store sets it from StoreOptions.\(option); set that instead")
+            throw SQLitePragmaError(.setByStoreOptions, name: name, value: value.sql, message: "the store sets it from StoreOptions.\(option); set that instead")
         }
         return SQLitePragma(checkedName: name, value: value)
     }

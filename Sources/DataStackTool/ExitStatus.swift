@@ -55,8 +55,7 @@ extension ExitStatus {
         case is FetchPredicateError:
             return .usage
         case let error as ObjectGraphError:
-            if case .unknownEntity = error { return .usage }
-            return .internalError
+            return error.code == .unknownEntity ? .usage : .internalError
         default:
             return .internalError
         }

@@ -17,7 +17,7 @@ import Synchronization
             ticker.symbol = "SCRATCH"
             do { try temporary.save(); return nil } catch { return error }
         }
-        #expect((error as? ObjectGraphError).map { if case .readOnly = $0 { true } else { false } } == true)
+        #expect((error as? ObjectGraphError)?.code == .readOnly)
         let mainCount = try await stack.mainContext.perform { try stack.mainContext.count(for: FetchRequest<Ticker>()) }
         #expect(mainCount == 0)
         #expect(try await countOnDisk(stack) == 0)

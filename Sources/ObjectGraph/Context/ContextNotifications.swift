@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 extension ManagedObjectContext {
     /// Posted by `processPendingChanges()` when registered objects changed; the
@@ -115,15 +116,38 @@ public struct ObjectsDidChange: Sendable, Equatable {
 
 /// A notification that does not carry the payload asked for.
 public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = NotificationPayloadError
+        /// The code's name, as written in Swift (`"wrongNotification"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The notification has another name than the payload's, or does not
+        /// carry the payload under the payload's key.
+        public static let wrongNotification = Code("wrongNotification")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The notification's name.
     public var name: Notification.Name
+    /// The payload type asked for.
     public var expected: String
 
     public init(name: Notification.Name, expected: String) {
+        self.code = .wrongNotification
         self.name = name
         self.expected = expected
     }
 
     public var description: String { "notification \(name.rawValue) does not carry a \(expected)" }
+}
+
+extension NotificationPayloadError: CodedError {}
+
+extension NotificationPayloadError: LocalizedError {
+    public var errorDescription: String? { description }
 }
 
 extension Notification {

@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// A fault, or a relationship fault, whose values could not be read from the
 /// store for a reason other than the row being gone: an I/O error, a damaged
@@ -26,6 +27,20 @@ import Foundation
 /// Only "the row does not exist" makes a fault inaccessible (see
 /// ``ManagedObjectContext/shouldDeleteInaccessibleFaults``).
 public struct FaultFulfillmentError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = FaultFulfillmentError
+        /// The code's name, as written in Swift (`"readFailed"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The store failed to read the object's row, or the relationship's
+        /// rows, for a reason other than the row being gone (``FaultFulfillmentError/underlying``).
+        public static let readFailed = Code("readFailed")
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// The object whose values, or whose relationship, could not be read.
     public var objectID: ObjectID
     /// The to-many relationship being loaded, or nil for the object's values.
@@ -37,6 +52,7 @@ public struct FaultFulfillmentError: Error, Sendable, CustomStringConvertible {
     public var changeWasDropped: Bool
 
     public init(objectID: ObjectID, relationshipName: String? = nil, underlying: any Error, changeWasDropped: Bool = false) {
+        self.code = .readFailed
         self.objectID = objectID
         self.relationshipName = relationshipName
         self.underlying = underlying
@@ -50,6 +66,8 @@ public struct FaultFulfillmentError: Error, Sendable, CustomStringConvertible {
         return text + ": \(underlying)"
     }
 }
+
+extension FaultFulfillmentError: CodedError {}
 
 extension FaultFulfillmentError: LocalizedError {
     public var errorDescription: String? { description }

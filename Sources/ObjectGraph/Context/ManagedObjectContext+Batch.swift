@@ -10,7 +10,7 @@ extension ManagedObjectContext {
     /// (`Z_OPT`) goes up by one, so a context that holds an older version of a
     /// row meets it as a merge conflict when it saves, as in Core Data;
     /// uniqueness constraints hold — a change that would give two rows the
-    /// same key throws ``ObjectGraphError/uniquenessConflict(_:)`` and changes
+    /// same key throws ``ObjectGraphError/Code-swift.struct/uniquenessConflict`` and changes
     /// nothing; a store that tracks persistent history records one transaction
     /// (author: ``transactionAuthor``) and one change per row.
     ///
@@ -27,22 +27,22 @@ extension ManagedObjectContext {
     /// an importer's saves into its main context, contexts with
     /// ``automaticallyMergesChangesFromParent``) then takes batches too.
     ///
-    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, ``ObjectGraphError/unknownKey(_:entity:)``,
-    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)`` (a constant or a computed
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownEntity``, ``ObjectGraphError/Code-swift.struct/unknownKey``,
+    ///   ``ObjectGraphError/Code-swift.struct/wrongValueType`` (a constant or a computed
     ///   value the attribute cannot hold), ``FetchExpressionError`` (arithmetic on something not a
-    ///   number), a ``BatchRequestError``, ``ObjectGraphError/uniquenessConflict(_:)``, or
+    ///   number), a ``ObjectGraphError``, ``ObjectGraphError/Code-swift.struct/uniquenessConflict``, or
     ///   ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
     @discardableResult
     public func execute(_ request: BatchUpdateRequest) throws -> BatchResult {
         assertOnQueue()
         let entity = try batchEntity(named: request.entityName)
-        guard !request.propertiesToUpdate.isEmpty else { throw BatchRequestError.nothingToUpdate(entity: entity.name) }
+        guard !request.propertiesToUpdate.isEmpty else { throw ObjectGraphError.nothingToUpdate(entity: entity.name) }
         let fetch = try batchFetch(entity: entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
         var values: [(attribute: AttributeDescription, value: FetchExpression)] = []
         for key in request.propertiesToUpdate.keys.sorted() {
             guard let new = request.propertiesToUpdate[key] else { continue }
             guard let attribute = try entity.property(forKey: key) as? AttributeDescription else {
-                throw BatchRequestError.notAnAttribute(key: key, entity: entity.name)
+                throw ObjectGraphError.notAnAttribute(key: key, entity: entity.name)
             }
             values.append((attribute, try Self.resolve(new, for: attribute, in: entity)))
         }
@@ -63,10 +63,10 @@ extension ManagedObjectContext {
     ///
     /// Versions, cached rows, history, the did-save notification and merging
     /// are as for ``execute(_:)-(BatchUpdateRequest)``. Object IDs of several
-    /// stores are refused (``BatchRequestError/severalStores(entity:stores:)``):
+    /// stores are refused (``ObjectGraphError/Code-swift.struct/severalStores``):
     /// one transaction cannot span them.
     ///
-    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a ``BatchRequestError``,
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownEntity``, a ``ObjectGraphError``,
     ///   or ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
     @discardableResult
     public func execute(_ request: BatchDeleteRequest) throws -> BatchResult {
@@ -85,7 +85,7 @@ extension ManagedObjectContext {
                 byStore[ObjectIdentifier(store), default: (store, [])].ids.append(id)
             }
             guard byStore.count <= 1 else {
-                throw BatchRequestError.severalStores(entity: ids.first?.entity.name ?? "", stores: byStore.count)
+                throw ObjectGraphError.severalStores(entity: ids.first?.entity.name ?? "", stores: byStore.count)
             }
             if let (store, ids) = byStore.values.first {
                 changes = try executeBatch(.delete(.objectIDs(ids)), on: try batchStore(store, entity: ids[0].entity))
@@ -108,7 +108,7 @@ extension ManagedObjectContext {
     /// context's ``mergePolicy``, as Core Data's batch insert follows the
     /// executing context's (there is no policy on the request itself):
     /// - ``MergePolicy/error`` (the default): the request fails with
-    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``
+    ///   ``ObjectGraphError/Code-swift.struct/duplicateKey``
     ///   and nothing is written.
     /// - ``MergePolicy/mergeByPropertyObjectTrump`` and ``MergePolicy/overwrite``:
     ///   an upsert. The values the row gives replace the holder's; the
@@ -123,7 +123,7 @@ extension ManagedObjectContext {
     /// A holder of another entity of the hierarchy (a `Truck` holding the plate
     /// a `Car` row brings) is never overwritten, as its row has other columns:
     /// under an object-trump policy the request fails with
-    /// ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``.
+    /// ``ObjectGraphError/Code-swift.struct/duplicateKey``.
     ///
     /// History, the coordinator's cached rows, the did-save notification (now
     /// with the inserted IDs, so a ``StackManager``'s main context and its
@@ -134,18 +134,18 @@ extension ManagedObjectContext {
     ///
     /// - Complexity: O(*n*) for *n* rows, each read, converted and written once;
     ///   the SQLite store keeps one row in memory at a time (plus the IDs it reports).
-    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, ``BatchRequestError/abstractEntity(_:)``,
-    ///   ``ObjectGraphError/unknownKey(_:entity:)``, ``BatchRequestError/notAnAttribute(key:entity:)``
-    ///   (a relationship), ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)`` and
-    ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)`` (a value),
-    ///   ``BatchRequestError/missingValue(key:entity:row:)``,
-    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``, or
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownEntity``, ``ObjectGraphError/Code-swift.struct/abstractEntity``,
+    ///   ``ObjectGraphError/Code-swift.struct/unknownKey``, ``ObjectGraphError/Code-swift.struct/notAnAttribute``
+    ///   (a relationship), ``ObjectGraphError/Code-swift.struct/wrongValueType`` and
+    ///   ``ObjectGraphError/Code-swift.struct/valueOutOfRange`` (a value),
+    ///   ``ObjectGraphError/Code-swift.struct/missingValue``,
+    ///   ``ObjectGraphError/Code-swift.struct/duplicateKey``, or
     ///   ``PersistentStoreError`` (a read-only store). Nothing is changed when it throws.
     @discardableResult
     public func execute(_ request: BatchInsertRequest) throws -> BatchResult {
         assertOnQueue()
         let entity = try batchEntity(named: request.entityName)
-        guard !entity.isAbstract else { throw BatchRequestError.abstractEntity(entity.name) }
+        guard !entity.isAbstract else { throw ObjectGraphError.abstractEntity(entity.name) }
         let onConflict: StoreBatchInsert.OnConflict = switch mergePolicy {
         case .error: .fail
         case .mergeByPropertyObjectTrump, .overwrite: .overwrite
@@ -182,7 +182,7 @@ extension ManagedObjectContext {
         do {
             try predicate?.validate(for: entity)
         } catch {
-            throw BatchRequestError.predicateDoesNotCompile(predicate: predicate?.description ?? "", entity: entity.name,
+            throw ObjectGraphError.predicateDoesNotCompile(predicate: predicate?.description ?? "", entity: entity.name,
                                                            reason: "\(error)")
         }
         return StoreFetch(entity: entity, predicate: predicate, sortDescriptors: [], fetchLimit: 0, fetchOffset: 0,
@@ -198,14 +198,14 @@ extension ManagedObjectContext {
             coordinator.managedObjectModel.entities(forConfigurationName: store.configurationName)
                 .contains { $0 === entity.rootEntity || $0 === entity }
         }
-        guard holding.count <= 1 else { throw BatchRequestError.severalStores(entity: entity.name, stores: holding.count) }
+        guard holding.count <= 1 else { throw ObjectGraphError.severalStores(entity: entity.name, stores: holding.count) }
         return try batchStore(try coordinator.store(for: entity), entity: entity)
     }
 
     private func batchStore(_ store: any PersistentStore, entity: EntityDescription) throws -> any BatchRequestStore {
         if store.isReadOnly { throw PersistentStoreError.readOnly(url: store.url) }
         guard let batching = store as? any BatchRequestStore else {
-            throw BatchRequestError.unsupportedStore(type: store.type.rawValue, entity: entity.name)
+            throw ObjectGraphError.unsupportedStore(type: store.type.rawValue, entity: entity.name)
         }
         return batching
     }
@@ -221,7 +221,7 @@ extension ManagedObjectContext {
             return .constant(converted)
         }
         guard try readsTheRowOnly(value.node, in: entity) else {
-            throw BatchRequestError.notComputedFromTheRow(key: attribute.name, entity: entity.name, expression: "\(value)")
+            throw ObjectGraphError.notComputedFromTheRow(key: attribute.name, entity: entity.name, expression: "\(value)")
         }
         let type = try value.check(for: entity, at: "propertiesToUpdate['\(attribute.name)']")
         guard let type, attribute.type.holds(computed: type) else {
@@ -235,7 +235,7 @@ extension ManagedObjectContext {
     /// there is no aggregate: an `UPDATE` sets each row on its own, so it can
     /// neither join another table nor reduce several rows.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``, as for any unknown key.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey``, as for any unknown key.
     private static func readsTheRowOnly(_ node: FetchExpression.Node, in entity: EntityDescription) throws -> Bool {
         switch node {
         case .constant:

@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 // MARK: - Pending changes, rollback, reset and refresh
@@ -84,7 +85,7 @@ extension ManagedObjectContext {
             let node: IncrementalStoreNode
             do {
                 node = try parentNode(for: id)
-            } catch ObjectGraphError.objectNotFound {
+            } catch ObjectGraphError.Code.objectNotFound {
                 // The row is gone: the object keeps its changes, and its save finds out.
                 return
             } catch {

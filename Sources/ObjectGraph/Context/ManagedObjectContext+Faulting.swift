@@ -1,3 +1,4 @@
+import DataStackSupport
 import Foundation
 
 // MARK: - Loading values from the parent store
@@ -17,7 +18,7 @@ extension ManagedObjectContext {
         let node: IncrementalStoreNode
         do {
             node = try parentNode(for: object.objectID)
-        } catch ObjectGraphError.objectNotFound {
+        } catch ObjectGraphError.Code.objectNotFound {
             markInaccessible(object)
             return
         } catch {
@@ -108,7 +109,7 @@ extension ManagedObjectContext {
             let stored = try coordinator.objectIDs(for: relationship, of: object.objectID, in: self)
             noteReadSucceeded(of: object.objectID)
             return overlayPendingChanges(on: stored, for: relationship, of: object.objectID)
-        } catch ObjectGraphError.objectNotFound(let id) where id == object.objectID {
+        } catch let error as ObjectGraphError where error.code == .objectNotFound && error.objectID == object.objectID {
             // The owner's row is gone: nothing relates to it any more.
             return []
         } catch {
@@ -155,7 +156,7 @@ extension ManagedObjectContext {
                 try objectIDs.compactMap { id in
                     do {
                         return try parent.currentNode(for: id)
-                    } catch ObjectGraphError.objectNotFound {
+                    } catch ObjectGraphError.Code.objectNotFound {
                         return nil
                     }
                 }

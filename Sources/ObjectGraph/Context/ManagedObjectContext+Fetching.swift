@@ -11,10 +11,10 @@ extension ManagedObjectContext {
     /// so aggregates, reflect saved state only, as in Core Data. Objects already
     /// registered come back as they are: a fetch never overwrites their values.
     ///
-    /// - Throws: ``ObjectGraphError/unknownEntity(_:)``, a predicate error for
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownEntity``, a predicate error for
     ///   a key the entity lacks, ``FetchExpressionError`` for expressions,
     ///   grouping or a having predicate that don't fit the entity,
-    ///   ``ObjectGraphError/wrongResultType(expected:requested:)``, or the store's error.
+    ///   ``ObjectGraphError/Code-swift.struct/wrongResultType``, or the store's error.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
         let fetch = try storeFetch(for: request)

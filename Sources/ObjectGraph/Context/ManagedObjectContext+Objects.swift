@@ -27,7 +27,7 @@ extension ManagedObjectContext {
 
     /// The object with this ID, with its values loaded; throws if no such row exists.
     ///
-    /// - Throws: ``ObjectGraphError/objectNotFound(_:)`` when neither the context nor its store has it.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/objectNotFound`` when neither the context nor its store has it.
     public func existingObject(with objectID: ObjectID) throws -> ManagedObject {
         assertOnQueue()
         if let object = registry[objectID] {

@@ -6,7 +6,7 @@ extension ManagedObjectContext {
     /// The relationships each key path of `relationshipKeyPathsForPrefetching`
     /// crosses, from `entity`.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key path that
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` for a key path that
     ///   does not lead through relationships.
     func prefetchPaths(_ keyPaths: [String], from entity: EntityDescription) throws -> [[RelationshipDescription]] {
         try keyPaths.map { keyPath in

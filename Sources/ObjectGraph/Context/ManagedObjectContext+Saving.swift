@@ -13,9 +13,9 @@ extension ManagedObjectContext {
     /// A root save gives inserted objects permanent IDs; a child's save leaves
     /// them temporary until the root saves.
     ///
-    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
-    ///   rule, ``ObjectGraphError/mergeConflict(_:)`` under the `.error` policy,
-    ///   ``ObjectGraphError/readOnly(_:)`` (for a context that saves on to the
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/validationFailed`` listing every broken
+    ///   rule, ``ObjectGraphError/Code-swift.struct/mergeConflict`` under the `.error` policy,
+    ///   ``ObjectGraphError/Code-swift.struct/readOnly`` (for a context that saves on to the
     ///   store, also when a parent is read-only: checked before anything is
     ///   pushed), ``FaultFulfillmentError`` when a read of an object the save
     ///   involves failed (see that type), or the store's error.
@@ -110,8 +110,8 @@ extension ManagedObjectContext {
         func collect(_ object: ManagedObject, _ validate: () throws -> Void) throws {
             do {
                 try validate()
-            } catch ObjectGraphError.validationFailed(let problems) {
-                errors.append(contentsOf: problems)
+            } catch let error as ObjectGraphError where error.code == .validationFailed {
+                errors.append(contentsOf: error.validationErrors)
             } catch let error as FaultFulfillmentError {
                 // Not a broken rule: the rules could not be checked.
                 throw error

@@ -12,7 +12,7 @@ import Foundation
 /// - the store is asked for a row holding the same values (one indexed query per
 ///   tuple), leaving out rows this context deletes or has changed;
 /// - with ``MergePolicy/error`` the save throws
-///   ``ObjectGraphError/uniquenessConflict(_:)`` and nothing changes; with the
+///   ``ObjectGraphError/Code-swift.struct/uniquenessConflict`` and nothing changes; with the
 ///   other policies the duplicates collapse into one object.
 ///
 /// A row another writer saves after this check is refused by the store (a
@@ -77,7 +77,7 @@ extension ManagedObjectContext {
     /// resolves conflicts with the merge policy.
     ///
     /// - Returns: the IDs of the duplicates removed, with their survivors.
-    /// - Throws: ``ObjectGraphError/uniquenessConflict(_:)`` under ``MergePolicy/error``.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/uniquenessConflict`` under ``MergePolicy/error``.
     func resolveUniquenessConflicts() throws -> [ObjectID: ManagedObject] {
         // Most models declare no constraints: then a save pays nothing here.
         guard persistentStoreCoordinator?.managedObjectModel.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) == true else {

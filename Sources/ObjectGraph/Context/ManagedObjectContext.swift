@@ -79,7 +79,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Whether the context keeps every registered object alive. The default is false.
     public var retainsRegisteredObjects = false
 
-    /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/readOnly(_:)``
+    /// Whether saving is refused: ``save()`` throws ``ObjectGraphError/Code-swift.struct/readOnly``
     /// and the changes stay in the context. The default is false.
     ///
     /// Unlike the other settings it may change while the context is in use,
@@ -97,7 +97,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// parent only, as in Core Data.
     ///
     /// Such a save checks its parents first: if one is ``isReadOnly``, it
-    /// throws ``ObjectGraphError/readOnly(_:)`` naming that parent before
+    /// throws ``ObjectGraphError/Code-swift.struct/readOnly`` naming that parent before
     /// pushing anything, so no change is left stuck in a parent that cannot
     /// save it.
     public var savesToPersistentStore = false

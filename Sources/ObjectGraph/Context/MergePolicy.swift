@@ -4,7 +4,7 @@
 /// A conflict is an object this context saves whose row version (`Z_OPT`) in
 /// the store is newer than the version the context read.
 public enum MergePolicy: Sendable, Equatable {
-    /// The save fails with ``ObjectGraphError/mergeConflict(_:)``; nothing is written.
+    /// The save fails with ``ObjectGraphError/Code-swift.struct/mergeConflict``; nothing is written.
     /// The default, as in Core Data (`NSErrorMergePolicy`).
     case error
     /// Property by property, the store's changed values win over the context's

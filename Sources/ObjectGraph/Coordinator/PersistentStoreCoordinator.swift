@@ -58,7 +58,7 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - configuration: the model configuration the store holds; nil for all entities.
     ///   - url: the store's location; nil for an in-memory store.
     ///   - options: how to open it. The default opens read-write, in WAL mode.
-    /// - Throws: ``ObjectGraphError/invalidModel(_:)`` for a broken model, or
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/invalidModel`` for a broken model, or
     ///   ``PersistentStoreError`` saying what is wrong with the location or the
     ///   file. A store that needs migrating and cannot be migrated throws
     ///   `.incompatibleModel` or `.migrationFailed` and is left as it was —
@@ -332,7 +332,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 for id in entry.ids {
                     do {
                         found.append(try entry.store.newValues(forObjectWith: id, in: context))
-                    } catch ObjectGraphError.objectNotFound {
+                    } catch ObjectGraphError.Code.objectNotFound {
                         // A row that is gone is left out, as a batching store leaves it out.
                     }
                 }

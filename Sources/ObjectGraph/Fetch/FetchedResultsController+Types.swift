@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 // The values a FetchedResultsController hands out: index paths, snapshots,
 // differences, section infos, its delegate protocol and its error.
@@ -219,18 +220,26 @@ extension FetchedResultsControllerDelegate {
 /// catch let error as FetchedResultsControllerError where error.code == .missingSortDescriptors { … }
 /// ```
 public struct FetchedResultsControllerError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = FetchedResultsControllerError
+        /// The code's name, as written in Swift (`"missingSortDescriptors"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
         /// The request has no sort descriptors; a list needs an order.
-        case missingSortDescriptors
+        public static let missingSortDescriptors = Code("missingSortDescriptors")
         /// The request's result type is not `.managedObject`.
-        case wrongResultType
+        public static let wrongResultType = Code("wrongResultType")
         /// The first sort descriptor does not group objects by the section key path.
-        case sectionsNotGrouped
+        public static let sectionsNotGrouped = Code("sectionsNotGrouped")
     }
 
+    /// The kind of failure.
     public var code: Code
     /// The request's entity.
     public var entityName: String
+    /// What is wrong, in words.
     public var message: String
 
     public init(_ code: Code, entityName: String, message: String) {
@@ -240,6 +249,12 @@ public struct FetchedResultsControllerError: Error, Sendable, Equatable, CustomS
     }
 
     public var description: String { "fetched results controller for \(entityName): \(message)" }
+}
+
+extension FetchedResultsControllerError: CodedError {}
+
+extension FetchedResultsControllerError: LocalizedError {
+    public var errorDescription: String? { description }
 }
 
 // MARK: - Checking a difference

@@ -47,10 +47,10 @@ extension ManagedObjectModel {
         do {
             try validate()
         } catch {
-            guard case .invalidModel(let problems) = error else {
+            guard error.code == .invalidModel else {
                 throw ModelLoadingError(.inconsistentModel, path: path, message: "\(error)")
             }
-            throw ModelLoadingError(.inconsistentModel, path: path, message: problems.joined(separator: "; "))
+            throw ModelLoadingError(.inconsistentModel, path: path, message: error.modelProblems.joined(separator: "; "))
         }
     }
 }

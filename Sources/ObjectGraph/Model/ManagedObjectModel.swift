@@ -88,7 +88,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
     /// Checks the model: unique names, resolvable destinations and inverses,
     /// uniqueness constraints over existing attributes.
     ///
-    /// - Throws: ``ObjectGraphError/invalidModel(_:)`` listing every problem found.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/invalidModel`` listing every problem found.
     public func validate() throws(ObjectGraphError) {
         prepareLayout()
         var problems: [String] = []

@@ -21,7 +21,7 @@ package struct ToOneKeyPath: Sendable {
 
     /// Resolves `keyPath` from `entity`.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``: naming the key
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey``: naming the key
     ///   and the entity it is read on when that entity has no such property;
     ///   naming the whole path and its root when a step before the last is not
     ///   a to-one relationship, or when the path is empty.

@@ -15,7 +15,7 @@ extension ManagedObject {
     /// bytes that are not a keyed archive come back as `Data`. Other
     /// transformable attributes give their stored bytes as `Data`.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key the entity
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` for a key the entity
     ///   lacks; ``FaultFulfillmentError`` when the object's values, or the
     ///   to-many's members, cannot be read from the store (an external binary
     ///   data file that is missing, too); ``TransformedValueError`` when a keyed
@@ -34,10 +34,10 @@ extension ManagedObject {
     /// Core Data writes; `Data` is stored as given, and any other `Encodable`
     /// value with ``TransformableCoding``.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``,
-    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``,
-    ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)``, or
-    ///   ``ObjectGraphError/differentContexts(key:entity:)``, or
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey``,
+    ///   ``ObjectGraphError/Code-swift.struct/wrongValueType``,
+    ///   ``ObjectGraphError/Code-swift.struct/valueOutOfRange``, or
+    ///   ``ObjectGraphError/Code-swift.struct/differentContexts``, or
     ///   ``FaultFulfillmentError`` when values it needs cannot be read. The
     ///   object is unchanged when it throws.
     public func setValue(_ value: Any?, forKey key: String) throws {

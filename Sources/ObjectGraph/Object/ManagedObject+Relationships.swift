@@ -75,7 +75,7 @@ extension ManagedObject {
     /// A to-many that is a fault costs one query to load, whatever its size; its
     /// destinations come back as faults.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` when the entity has no such relationship.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` when the entity has no such relationship.
     public func hasFault(forRelationshipNamed name: String) throws -> Bool {
         guard let relationship = try entity.property(forKey: name) as? RelationshipDescription else {
             throw ObjectGraphError.unknownKey(name, entity: entity.name)
@@ -93,7 +93,7 @@ extension ManagedObject {
     ///
     /// Everything that must be read is read before anything is written: when a
     /// read fails, it throws ``FaultFulfillmentError`` with nothing changed.
-    /// Objects of another context throw ``ObjectGraphError/differentContexts(key:entity:)``.
+    /// Objects of another context throw ``ObjectGraphError/Code-swift.struct/differentContexts``.
     package func setRelationship(_ relationship: RelationshipDescription, toObjects objects: [ManagedObject]) throws {
         try checkSameContext(objects, for: relationship)
         let old = try objectIDs(for: relationship)
@@ -120,7 +120,7 @@ extension ManagedObject {
         }
     }
 
-    /// Throws ``ObjectGraphError/differentContexts(key:entity:)`` unless every
+    /// Throws ``ObjectGraphError/Code-swift.struct/differentContexts`` unless every
     /// object lives in this object's context.
     package func checkSameContext(_ objects: [ManagedObject], for relationship: RelationshipDescription) throws {
         for object in objects where object.managedObjectContext !== managedObjectContext || managedObjectContext == nil {

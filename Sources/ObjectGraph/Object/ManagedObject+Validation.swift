@@ -9,7 +9,7 @@ extension ManagedObject {
     /// stores NaN as NULL, so it would read back as nil (or `0` through a
     /// non-optional typed property). Infinities are kept.
     ///
-    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` listing every broken
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/validationFailed`` listing every broken
     ///   rule; ``FaultFulfillmentError`` when values it checks cannot be read.
     public func validateValues() throws {
         try loadValues()
@@ -37,7 +37,7 @@ extension ManagedObject {
     /// Checks that no `.deny` relationship still holds objects. Objects that
     /// are deleted too (by the same save) do not count.
     ///
-    /// - Throws: ``ObjectGraphError/validationFailed(_:)`` naming the
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/validationFailed`` naming the
     ///   relationship; ``FaultFulfillmentError`` when it cannot be read.
     public func validateDeleteRules() throws {
         var errors: [ValidationError] = []

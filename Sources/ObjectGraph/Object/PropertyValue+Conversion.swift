@@ -21,7 +21,7 @@ extension PropertyValue {
     /// Integers of any width are accepted for integer and floating-point
     /// attributes (checked against the attribute's range), `Float` and `Double`
     /// for floating-point attributes, and `Encodable` values for transformable
-    /// ones. Anything else throws ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)``.
+    /// ones. Anything else throws ``ObjectGraphError/Code-swift.struct/wrongValueType``.
     package init(_ value: Any, for type: AttributeType, key: String, entity: String = "?") throws(ObjectGraphError) {
         func wrongType() -> ObjectGraphError {
             .wrongValueType(key: key, entity: entity, expected: type.valueDescription, actual: "\(Swift.type(of: value))")

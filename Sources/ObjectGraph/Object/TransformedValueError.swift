@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// A transformable attribute's stored bytes that its transformer cannot turn
 /// back into a value: a damaged keyed archive, or one holding a class that is
@@ -17,6 +18,20 @@ import Foundation
 /// read, so saving the object writes them back unchanged; setting a new value
 /// replaces them.
 public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = TransformedValueError
+        /// The code's name, as written in Swift (`"unreadableArchive"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The stored bytes are a damaged keyed archive, or one holding a class
+        /// that is not a Foundation value (``TransformedValueError/underlying`` says which).
+        public static let unreadableArchive = Code("unreadableArchive")
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// The object whose attribute was read.
     public var objectID: ObjectID
     /// The attribute's name.
@@ -28,6 +43,7 @@ public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
 
     /// Creates an error.
     public init(objectID: ObjectID, key: String, transformerName: String, underlying: KeyedArchiveError) {
+        self.code = .unreadableArchive
         self.objectID = objectID
         self.key = key
         self.transformerName = transformerName
@@ -39,6 +55,8 @@ public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
         "\(objectID.entity.name).\(key) of \(objectID): the stored \(transformerName) archive cannot be read: \(underlying)"
     }
 }
+
+extension TransformedValueError: CodedError {}
 
 extension TransformedValueError: LocalizedError {
     /// The same text as ``TransformedValueError/description``.
@@ -71,7 +89,7 @@ extension AttributeDescription {
         do {
             plist = try BinaryPropertyList.decode(bytes)
         } catch {
-            throw failure(KeyedArchiveError(code: .invalidPropertyList, path: "", message: error.message))
+            throw failure(KeyedArchiveError(.invalidPropertyList, path: "", message: error.message))
         }
         guard case .dictionary(let envelope) = plist, envelope["$archiver"] != nil else { return bytes }
         do {

@@ -9,7 +9,7 @@ extension InMemoryStore: BatchRequestStore {
     /// checked against every row of the hierarchy), and then written as one
     /// save. That save checks every row's version, so a writer that moved a
     /// row in between makes the batch throw
-    /// ``ObjectGraphError/mergeConflict(_:)`` with nothing changed.
+    /// ``ObjectGraphError/Code-swift.struct/mergeConflict`` with nothing changed.
     package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         switch request {
         case .update(let update):
@@ -71,7 +71,7 @@ extension InMemoryStore: BatchRequestStore {
         do {
             result = try execute(.fetch(fetch), in: nil)
         } catch {
-            throw BatchRequestError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
+            throw ObjectGraphError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
                                                            reason: "\(error)")
         }
         guard case .nodes(let nodes) = result else { throw unexpected(result, answering: "the rows of a batch request") }

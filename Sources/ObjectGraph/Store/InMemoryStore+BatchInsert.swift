@@ -13,8 +13,8 @@ extension InMemoryStore {
     /// That save checks the version of every upserted row and every
     /// uniqueness constraint again, so a writer that moved one row or
     /// inserted a key in between makes the batch throw
-    /// ``ObjectGraphError/mergeConflict(_:)`` or
-    /// ``ObjectGraphError/uniquenessConflict(_:)`` with nothing changed.
+    /// ``ObjectGraphError/Code-swift.struct/mergeConflict`` or
+    /// ``ObjectGraphError/Code-swift.struct/uniquenessConflict`` with nothing changed.
     func executeBatchInsert(_ insert: StoreBatchInsert) throws -> BatchChanges {
         let entity = insert.entity
         let constraints = try insert.constraints.map { owner, keys in
@@ -44,7 +44,7 @@ extension InMemoryStore {
                 guard !key.contains(where: \.isNull), let holder = holders[position][key] else { continue }
                 var stored: IncrementalStoreNode?
                 if case .stored(let node) = holder { stored = node }
-                let refused = BatchRequestError.duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: key,
+                let refused = ObjectGraphError.duplicateKey(entity: constraint.owner.name, constraint: constraint.keys, values: key,
                                                              row: rows.index, storedObjectID: stored?.objectID)
                 switch insert.onConflict {
                 case .fail:

@@ -26,10 +26,10 @@ import Foundation
 ///   The store hands its conflicts to the request's
 ///   ``SaveChangesRequest/conflictResolver`` inside its write transaction and
 ///   writes what that returns, as ``SaveConflictResolver`` lays out;
-///   without one, the whole save throws ``ObjectGraphError/mergeConflict(_:)``
-///   (or ``ObjectGraphError/uniquenessConflict(_:)``).
+///   without one, the whole save throws ``ObjectGraphError/Code-swift.struct/mergeConflict``
+///   (or ``ObjectGraphError/Code-swift.struct/uniquenessConflict``).
 /// - ``newValues(forObjectWith:in:)`` returns a row's values and version, or
-///   throws ``ObjectGraphError/objectNotFound(_:)``.
+///   throws ``ObjectGraphError/Code-swift.struct/objectNotFound``.
 /// - Calls may come from any thread; the store serializes them as it needs.
 ///
 /// ## Topics

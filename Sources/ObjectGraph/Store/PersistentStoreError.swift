@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// An error of a persistent store or of the coordinator's store management:
 /// what failed, and at which location.
@@ -11,49 +12,55 @@ import Foundation
 /// }
 /// ```
 public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// The kind of failure.
-    public enum Code: String, Sendable, Hashable {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = PersistentStoreError
+        /// The code's name, as written in Swift (`"incompatibleModel"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
         /// The file could not be opened or created (permissions, missing folder, full disk).
-        case cannotOpen
+        public static let cannotOpen = Code("cannotOpen")
         /// The file is not a SQLite database, or not a Core Data store.
-        case notAStore
+        public static let notAStore = Code("notAStore")
         /// The store was written with a model that differs from the coordinator's.
-        case incompatibleModel
+        public static let incompatibleModel = Code("incompatibleModel")
         /// The store or location refuses writes.
-        case readOnly
+        public static let readOnly = Code("readOnly")
         /// A store type that needs a location was given none.
-        case missingLocation
+        public static let missingLocation = Code("missingLocation")
         /// A store for this location is already added to the coordinator.
-        case alreadyAdded
+        public static let alreadyAdded = Code("alreadyAdded")
         /// The store is not one of the coordinator's.
-        case storeNotFound
+        public static let storeNotFound = Code("storeNotFound")
         /// The store type is not registered.
-        case unknownStoreType
+        public static let unknownStoreType = Code("unknownStoreType")
         /// Reading or writing the store failed.
-        case ioFailure
+        public static let ioFailure = Code("ioFailure")
         /// Migrating the store failed; the store is as it was.
-        case migrationFailed
+        public static let migrationFailed = Code("migrationFailed")
         /// Another connection (another coordinator or process) held the
         /// database's lock for longer than the store's ``BusyMode`` waits.
         /// Nothing was written; trying again later may succeed.
-        case busy
+        public static let busy = Code("busy")
         /// A history request went to a store that does not record persistent
         /// history: it was opened without ``StoreOptions/persistentHistoryTracking``,
         /// or its type keeps none.
-        case historyNotTracked
+        public static let historyNotTracked = Code("historyNotTracked")
         /// A history token names another store, or a transaction the store
         /// never wrote: it cannot bound this store's history.
-        case historyTokenMismatch
+        public static let historyTokenMismatch = Code("historyTokenMismatch")
         /// The history after the token was deleted (Core Data:
         /// `NSPersistentHistoryTokenExpiredError`, 134301): the caller has
         /// missed changes it can no longer read, and must refetch what it shows
         /// and start again from ``PersistentStoreCoordinator/currentPersistentHistoryToken(fromStores:)``.
-        case historyExpired
+        public static let historyExpired = Code("historyExpired")
         /// A history request of one kind was given to the other call: a fetch
         /// request to `deleteHistory`, or a delete request to `fetchHistory`.
-        case invalidHistoryRequest
+        public static let invalidHistoryRequest = Code("invalidHistoryRequest")
     }
 
+    /// The kind of failure.
     public var code: Code
     /// The store's location, when it has one.
     public var url: URL?
@@ -91,6 +98,8 @@ extension PersistentStoreError {
         PersistentStoreError(.readOnly, url: url, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not change")
     }
 }
+
+extension PersistentStoreError: CodedError {}
 
 extension PersistentStoreError: LocalizedError {
     public var errorDescription: String? { description }

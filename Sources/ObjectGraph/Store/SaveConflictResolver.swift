@@ -114,12 +114,14 @@ extension SaveChangesRequest {
             let conflicts: SaveConflicts
             do {
                 return try attempt(request)
-            } catch ObjectGraphError.mergeConflict(let found) where !found.isEmpty && attempts < Self.maximumConflictResolutionAttempts {
+            } catch let error as ObjectGraphError
+                        where error.code == .mergeConflict && !error.mergeConflicts.isEmpty && attempts < Self.maximumConflictResolutionAttempts {
+                let found = error.mergeConflicts
                 let rows = try currentRows(found.map(\.objectID))
                 conflicts = SaveConflicts(versionConflicts: found,
                                           currentRows: Dictionary(rows.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first }))
-            } catch ObjectGraphError.uniquenessConflict(let found) where attempts < Self.maximumConflictResolutionAttempts {
-                conflicts = SaveConflicts(uniquenessConflicts: found)
+            } catch let error as ObjectGraphError where error.code == .uniquenessConflict && attempts < Self.maximumConflictResolutionAttempts {
+                conflicts = SaveConflicts(uniquenessConflicts: error.uniquenessConflicts)
             }
             request = try resolver.resolve(conflicts)
             request.conflictResolver = resolver

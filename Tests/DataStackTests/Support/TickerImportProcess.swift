@@ -122,7 +122,7 @@ enum TickerStoreModel {
     /// One version by name: "TickerModel" (the first) or "TickerModel 2".
     static func version(_ name: String) throws -> ManagedObjectModel {
         guard let url = try ManagedObjectModel.versions(ofModelAt: bundleURL)[name] else {
-            throw StackError(.modelNotFound, "TickerModel.xcdatamodeld has no version \(name)")
+            throw StackError(.modelNotFound, message: "TickerModel.xcdatamodeld has no version \(name)")
         }
         return try ManagedObjectModel(contentsOf: url)
     }

@@ -44,7 +44,7 @@ import Testing
             let duplicate = Listing(context: context)
             duplicate.symbol = "ACME"
             let error = #expect(throws: ObjectGraphError.self) { try context.save() }
-            guard case .uniquenessConflict(let conflicts)? = error else {
+            guard error?.code == .uniquenessConflict, let conflicts = error?.uniquenessConflicts else {
                 Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
                 return
             }
@@ -58,7 +58,7 @@ import Testing
             let twin = Listing(context: context)
             twin.symbol = "NEW"
             let second = #expect(throws: ObjectGraphError.self) { try context.save() }
-            guard case .uniquenessConflict(let pair)? = second else {
+            guard second?.code == .uniquenessConflict, let pair = second?.uniquenessConflicts else {
                 Issue.record("expected a uniqueness conflict, got \(String(describing: second))")
                 return
             }
@@ -213,7 +213,7 @@ import Testing
             let truck = Truck(context: context)
             truck.plate = "P1"
             let error = #expect(throws: ObjectGraphError.self) { try context.save() }
-            guard case .uniquenessConflict(let conflicts)? = error else {
+            guard error?.code == .uniquenessConflict, let conflicts = error?.uniquenessConflicts else {
                 Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
                 return
             }

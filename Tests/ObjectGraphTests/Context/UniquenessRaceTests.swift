@@ -84,11 +84,11 @@ import DataStackSQLite
         let holder = try RawStore.open(graph.storeURL)
         let error = try saveWhileAnotherWriterCommits(context, holder: holder,
                                                       meanwhile: insertListing("ACME", name: "Theirs", price: 5))
-        guard case .uniquenessConflict(let conflicts)? = error as? ObjectGraphError else {
+        guard let conflict = error as? ObjectGraphError, conflict.code == .uniquenessConflict else {
             Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
             return
         }
-        #expect(conflicts.first?.entityName == "Listing")
+        #expect(conflict.uniquenessConflicts.first?.entityName == "Listing")
         context.performAndWait { #expect(context.insertedObjects.count == 1) }
     }
 

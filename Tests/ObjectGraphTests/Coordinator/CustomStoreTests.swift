@@ -105,7 +105,7 @@ import ObjectGraph
             stale.employees = 2
             return #expect(throws: ObjectGraphError.self) { try second.save() }
         }
-        guard case .mergeConflict(let conflicts)? = error else {
+        guard error?.code == .mergeConflict, let conflicts = error?.mergeConflicts else {
             Issue.record("expected a merge conflict, got \(String(describing: error))")
             return
         }

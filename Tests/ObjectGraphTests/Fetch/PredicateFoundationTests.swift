@@ -58,18 +58,18 @@ extension Company {
         let arithmetic = #expect(throws: FetchPredicateError.self) {
             try FetchPredicate(#Predicate<Company> { $0.employees + 1 > 2 }, entity: company)
         }
-        #expect(arithmetic?.reason?.contains("Arithmetic") == true, "\(String(describing: arithmetic))")
+        #expect(arithmetic?.message.contains("Arithmetic") == true, "\(String(describing: arithmetic))")
         #expect(arithmetic?.format == "#Predicate<Company>")
 
         let plain = #expect(throws: FetchPredicateError.self) {
             try FetchPredicate(#Predicate<Company> { $0.plainConstant == 7 }, entity: company)
         }
-        #expect(plain?.reason?.contains("not a @Managed property of entity Company") == true, "\(String(describing: plain))")
+        #expect(plain?.message.contains("not a @Managed property of entity Company") == true, "\(String(describing: plain))")
 
         let coalesce = #expect(throws: FetchPredicateError.self) {
             try FetchPredicate(#Predicate<Company> { ($0.name ?? "") == "A" }, entity: company)
         }
-        #expect(coalesce?.reason?.contains("??") == true, "\(String(describing: coalesce))")
+        #expect(coalesce?.message.contains("??") == true, "\(String(describing: coalesce))")
     }
 
     @Test(arguments: allStoreTypes)

@@ -59,7 +59,7 @@ import Testing
                 }
             }
             #expect(thrown != nil, "\(nesting) × \(depth) parsed")
-            #expect(thrown?.reason == "the predicate nests more than 32 levels deep", "\(nesting) × \(depth)")
+            #expect(thrown?.message == "the predicate nests more than 32 levels deep", "\(nesting) × \(depth)")
             #expect(thrown?.offset == nesting.offset, "\(nesting) × \(depth)")
         }
     }
@@ -79,7 +79,7 @@ import Testing
             predicate = try FetchPredicate(format: format)
         } catch {
             // A CAST of a CAST never converts: refused, for that, not for its depth.
-            #expect((error as? FetchPredicateError)?.reason == "the value can't be cast to NSNumber", "\(nesting): \(error)")
+            #expect((error as? FetchPredicateError)?.message == "the value can't be cast to NSNumber", "\(nesting): \(error)")
             return
         }
         // Nested braces and CASTs are refused by the evaluator and the compiler with an
@@ -150,7 +150,7 @@ import Testing
                     let data = PredicateTestData()
                     data.add("Company", 1, ["name": .string("a")])
                     func reason(_ body: () throws -> Void) -> String {
-                        do { try body(); return "no error" } catch { return (error as? FetchPredicateError)?.reason ?? "\(error)" }
+                        do { try body(); return "no error" } catch { return (error as? FetchPredicateError)?.message ?? "\(error)" }
                     }
                     let description = predicate.description
                     return [
@@ -188,7 +188,7 @@ import Testing
         var array: Any = [1]
         for _ in 0..<200 { array = [array] }
         let error = #expect(throws: FetchPredicateError.self) { try FetchPredicate(format: "name IN %@", array) }
-        #expect(error?.reason == "the predicate nests more than 32 levels deep")
+        #expect(error?.message == "the predicate nests more than 32 levels deep")
         #expect(error?.offset == 8)
     }
 
@@ -199,7 +199,7 @@ import Testing
     @Test func aKeyPathLongerThanTheLimitIsRefusedAtTheKeyThatPassesIt() throws {
         let long = Array(repeating: "parent", count: 200_000).joined(separator: ".") + ".name == 'a'"
         let error = #expect(throws: FetchPredicateError.self) { try FetchPredicate(format: long) }
-        #expect(error?.reason == "the key path has more than 64 keys")
+        #expect(error?.message == "the key path has more than 64 keys")
         #expect(error?.offset == 64 * 7)
 
         let keys = Array(repeating: "parent", count: 63) + ["name"]
@@ -211,15 +211,15 @@ import Testing
     @Test func aKeyPathLongerThanTheLimitIsRefusedAfterACollectionOperatorAndForK() throws {
         let path = Array(repeating: "parent", count: 200_000).joined(separator: ".")
         let aggregate = #expect(throws: FetchPredicateError.self) { try FetchPredicate(format: "children.@max.\(path) > 1") }
-        #expect(aggregate?.reason == "the key path has more than 64 keys")
+        #expect(aggregate?.message == "the key path has more than 64 keys")
         #expect(aggregate?.offset == "children.@max.".count + 64 * 7)
 
         let argument = #expect(throws: FetchPredicateError.self) { try FetchPredicate(format: "%K == 1", path) }
-        #expect(argument?.reason == "the key path given for %K has more than 64 keys")
+        #expect(argument?.message == "the key path given for %K has more than 64 keys")
 
         let built = FetchPredicate(expression: .comparison(lhs: .keyPath(Array(repeating: "parent", count: 200_000)), op: .equal,
                                                            rhs: .constant(.null), options: [], modifier: .direct))
         let validation = #expect(throws: FetchPredicateError.self) { try built.validate(for: predicateEntity("Company")) }
-        #expect(validation?.reason == "the key path has more than 64 keys")
+        #expect(validation?.message == "the key path has more than 64 keys")
     }
 }

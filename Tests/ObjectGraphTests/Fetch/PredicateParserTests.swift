@@ -120,7 +120,7 @@ private func parseError(_ format: String, _ arguments: Any?...) -> FetchPredicat
         #expect(parseError("x == 0x")?.offset == 7)
         #expect(parseError("x == 12abc")?.offset == 7)
         #expect(parseError("x == 1e")?.offset == 7)
-        #expect(parseError("x == 0xFFFFFFFFFFFFFFFFFF")?.reason != nil)
+        #expect(parseError("x == 0xFFFFFFFFFFFFFFFFFF")?.code == .invalidPredicate)
     }
 
     @Test func stringsTakeEitherQuoteAndEscapes() throws {
@@ -241,7 +241,7 @@ private func parseError(_ format: String, _ arguments: Any?...) -> FetchPredicat
             Issue.record("expected an error")
         } catch let error as FetchPredicateError {
             #expect(error.offset == 8)
-            #expect(error.reason?.contains("unsupported argument type NSObject for $limit") == true)
+            #expect(error.message.contains("unsupported argument type NSObject for $limit") == true)
         }
     }
 
@@ -283,7 +283,7 @@ private func parseError(_ format: String, _ arguments: Any?...) -> FetchPredicat
             }
             #expect(error.offset == offset, "\(format): \(error)")
             #expect(error.expected == expected, "\(format): \(error)")
-            #expect(error.reason == nil)
+            #expect(error.code == .syntaxError)
             #expect(error.format == format)
         }
     }
@@ -291,21 +291,21 @@ private func parseError(_ format: String, _ arguments: Any?...) -> FetchPredicat
     @Test func errorDescriptionNamesOffsetFormatAndExpectation() {
         let error = parseError("price > AND x")
         #expect(error?.description == "bad predicate at offset 8 in 'price > AND x': expected a value")
-        let semantic = FetchPredicateError(format: "prize > 5", reason: "entity Ticker has no property 'prize'")
+        let semantic = FetchPredicateError(format: "prize > 5", message: "entity Ticker has no property 'prize'")
         #expect(semantic.description == "bad predicate 'prize > 5': entity Ticker has no property 'prize'")
     }
 
     @Test func argumentErrorsGiveTheOffsetAndTheReason() {
         #expect(parseError("a == %@ AND b == %@", 1)?.offset == 17)
-        #expect(parseError("a == %@ AND b == %@", 1)?.reason == "%@ has no argument (1 given)")
-        #expect(parseError("a == %@", NSObject())?.reason == "unsupported argument type NSObject for %@")
-        #expect(parseError("a == %@", [NSObject()])?.reason == "unsupported argument type NSObject for %@")
-        #expect(parseError("%K == 1", 5)?.reason == "unsupported argument type Int for %K; it takes a key path string")
+        #expect(parseError("a == %@ AND b == %@", 1)?.message == "%@ has no argument (1 given)")
+        #expect(parseError("a == %@", NSObject())?.message == "unsupported argument type NSObject for %@")
+        #expect(parseError("a == %@", [NSObject()])?.message == "unsupported argument type NSObject for %@")
+        #expect(parseError("%K == 1", 5)?.message == "unsupported argument type Int for %K; it takes a key path string")
         #expect(parseError("%K == 1", "a..b")?.offset == 0)
-        #expect(parseError("a == %d", "x")?.reason == "unsupported argument type String for %d; it takes an integer")
-        #expect(parseError("a == %f", "x")?.reason == "unsupported argument type String for %f; it takes a number")
-        #expect(parseError("a MATCHES '('")?.reason == "the regular expression '(' does not compile")
-        #expect(parseError("a == CAST('x', 'NSUUID')")?.reason == "the value can't be cast to NSUUID")
+        #expect(parseError("a == %d", "x")?.message == "unsupported argument type String for %d; it takes an integer")
+        #expect(parseError("a == %f", "x")?.message == "unsupported argument type String for %f; it takes a number")
+        #expect(parseError("a MATCHES '('")?.message == "the regular expression '(' does not compile")
+        #expect(parseError("a == CAST('x', 'NSUUID')")?.message == "the value can't be cast to NSUUID")
         #expect(parseError("a == 1", 2) == nil)   // extra arguments are ignored, as NSPredicate does
     }
 

@@ -99,7 +99,7 @@ private func compile(_ format: String, _ arguments: Any?..., entity: String = "C
                 _ = try compile(format)
                 return nil
             } catch let error as FetchPredicateError {
-                return error.reason
+                return error.message
             } catch {
                 return "\(error)"
             }

@@ -121,8 +121,8 @@ import Testing
                 _ = ManagedObject(entity: author, insertInto: context)
                 return try #require(throws: ObjectGraphError.self, "\(loaded.loader)") { try context.save() }
             }
-            guard case .validationFailed(let problems) = error else { Issue.record("\(loaded.loader): \(error)"); continue }
-            #expect(problems.contains { $0.objectID.entityName == "Author" }, "\(loaded.loader): \(error)")
+            guard error.code == .validationFailed else { Issue.record("\(loaded.loader): \(error)"); continue }
+            #expect(error.validationErrors.contains { $0.objectID.entityName == "Author" }, "\(loaded.loader): \(error)")
         }
     }
 
@@ -257,9 +257,9 @@ import Testing
         while true {
             do {
                 return try context.save()
-            } catch ObjectGraphError.validationFailed(let problems) {
-                let invalid = problems.compactMap { context.registeredObject(for: $0.objectID) }.filter { !$0.isDeleted }
-                guard !invalid.isEmpty else { throw ObjectGraphError.validationFailed(problems) }
+            } catch let error as ObjectGraphError where error.code == .validationFailed {
+                let invalid = error.validationErrors.compactMap { context.registeredObject(for: $0.objectID) }.filter { !$0.isDeleted }
+                guard !invalid.isEmpty else { throw error }
                 for object in invalid {
                     refused.insert(object.entity.name)
                     context.delete(object)

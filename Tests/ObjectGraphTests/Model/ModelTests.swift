@@ -166,7 +166,7 @@ import Testing
             ]),
         ])
         let error = #expect(throws: ObjectGraphError.self) { try model.validate() }
-        guard case .invalidModel(let problems)? = error else { Issue.record("expected invalidModel, got \(String(describing: error))"); return }
+        guard error?.code == .invalidModel, let problems = error?.modelProblems else { Issue.record("expected invalidModel, got \(String(describing: error))"); return }
         #expect(problems.count == 2)
         let description = "\(try #require(error))"
         #expect(description.contains("Company.boss"))
@@ -251,7 +251,7 @@ import Testing
     /// The problems of the `invalidModel` error `body` must throw.
     private func invalidModelProblems(_ body: () throws -> Void) throws -> [String] {
         let error = #expect(throws: ObjectGraphError.self) { try body() }
-        guard case .invalidModel(let problems)? = error else {
+        guard error?.code == .invalidModel, let problems = error?.modelProblems else {
             Issue.record("expected invalidModel, got \(String(describing: error))")
             return []
         }

@@ -48,7 +48,7 @@ import Testing
             try second.setValue(-5, forKey: "score")
 
             let error = #expect(throws: ObjectGraphError.self) { try context.save() }
-            guard case .validationFailed(let errors)? = error else { Issue.record("got \(String(describing: error))"); return }
+            guard error?.code == .validationFailed, let errors = error?.validationErrors else { Issue.record("got \(String(describing: error))"); return }
             let found = Set(errors.map { "\($0.objectID == first.objectID ? "first" : "second").\($0.key ?? "")" })
             #expect(found == ["first.name", "first.score", "first.code", "first.ratio", "second.score"])
             #expect(errors.first { $0.key == "name" }?.reason == "a value is required")
@@ -139,7 +139,7 @@ import Testing
 
     private func validationErrors(_ body: () throws -> Void) throws -> [ValidationError] {
         let error = #expect(throws: ObjectGraphError.self) { try body() }
-        guard case .validationFailed(let errors)? = error else {
+        guard error?.code == .validationFailed, let errors = error?.validationErrors else {
             Issue.record("expected validationFailed, got \(String(describing: error))")
             return []
         }

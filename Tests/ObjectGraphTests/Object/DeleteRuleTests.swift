@@ -138,7 +138,7 @@ import Testing
             context.delete(owner)
             #expect(owner.isDeleted)
             let error = #expect(throws: ObjectGraphError.self) { try context.save() }
-            guard case .validationFailed(let problems)? = error else {
+            guard error?.code == .validationFailed, let problems = error?.validationErrors else {
                 Issue.record("expected a validation failure, got \(String(describing: error))")
                 return
             }

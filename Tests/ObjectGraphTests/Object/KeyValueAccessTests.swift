@@ -138,11 +138,8 @@ import Testing
             try gadget.setValue(UInt64(Int64.max), forKey: "large")
             #expect(try gadget.value(forKey: "large") as? Int == Int.max)
             let error = #expect(throws: ObjectGraphError.self) { try gadget.setValue(UInt64.max, forKey: "large") }
-            guard case .valueOutOfRange(let key, let entity, let value, let type)? = error else {
-                Issue.record("expected valueOutOfRange, got \(String(describing: error))")
-                return
-            }
-            #expect(key == "large" && entity == "Gadget" && value == String(UInt64.max) && type == .integer64)
+            #expect(error == .valueOutOfRange(key: "large", entity: "Gadget", value: String(UInt64.max), type: .integer64))
+            #expect(error?.key == "large" && error?.entityName == "Gadget")
         }
     }
 

@@ -30,7 +30,7 @@ import DataStackSQLite
             try SQLitePragma.custom(name: name, value: "delete")
         }
         #expect(error?.name == name)
-        #expect(error?.reason.contains("StoreOptions.\(option)") == true)
+        #expect(error?.message.contains("StoreOptions.\(option)") == true)
     }
 
     @Test func wellKnownPragmasWriteTheStatementsSQLiteDocuments() throws {

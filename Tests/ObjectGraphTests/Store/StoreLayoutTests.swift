@@ -77,7 +77,7 @@ import DataStackSQLite
     @Test func whatADialectCannotWriteIsThePredicatesError() throws {
         let layout = try StoreLayout(model: model, configurationName: nil, dialect: NoStringTests())
         let error = try #require(throws: FetchPredicateError.self) { _ = try layout.query(for: fetch("name BEGINSWITH %@", "A")) }
-        #expect(error.reason == "this database has no BEGINSWITH")
+        #expect(error.message == "this database has no BEGINSWITH")
         // What it can write, it writes: SQLite's spelling, through the defaults.
         let query = try layout.query(for: fetch("name == %@", "A"))
         #expect(query.sql.contains("?1"))

@@ -7,7 +7,7 @@ import Foundation
 /// The rules, per relationship of each deleted row, as a context applies
 /// them to objects:
 /// - `deny`: a destination refuses the whole request
-///   (``BatchRequestError/deleteDenied(objectID:relationship:)``).
+///   (``ObjectGraphError/Code-swift.struct/deleteDenied``).
 /// - `cascade`: the destinations are deleted too, and their rules apply in
 ///   turn. Each row is visited once, so a cycle ends and the work is bounded
 ///   by the rows reached.
@@ -74,7 +74,7 @@ package struct BatchDeletePlan {
                     guard !destinations.isEmpty else { continue }
                     switch relationship.deleteRule {
                     case .deny:
-                        throw BatchRequestError.deleteDenied(objectID: row.objectID,
+                        throw ObjectGraphError.deleteDenied(objectID: row.objectID,
                                                              relationship: "\(row.objectID.entity.name).\(relationship.name)")
                     case .cascade:
                         cascaded += destinations.filter { deletedIDs.insert($0).inserted }

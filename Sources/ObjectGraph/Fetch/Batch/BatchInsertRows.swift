@@ -49,11 +49,11 @@ package struct BatchInsertRows {
     /// Reads the next row into ``values`` and ``given``.
     ///
     /// - Returns: `false` when there are no more rows.
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)``,
-    ///   ``BatchRequestError/notAnAttribute(key:entity:)`` for a relationship,
-    ///   ``ObjectGraphError/wrongValueType(key:entity:expected:actual:)`` or
-    ///   ``ObjectGraphError/valueOutOfRange(key:entity:value:type:)`` for a value,
-    ///   ``BatchRequestError/missingValue(key:entity:row:)`` for a non-optional
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey``,
+    ///   ``ObjectGraphError/Code-swift.struct/notAnAttribute`` for a relationship,
+    ///   ``ObjectGraphError/Code-swift.struct/wrongValueType`` or
+    ///   ``ObjectGraphError/Code-swift.struct/valueOutOfRange`` for a value,
+    ///   ``ObjectGraphError/Code-swift.struct/missingValue`` for a non-optional
     ///   attribute left without a value.
     package mutating func next() throws -> Bool {
         guard !finished else { return false }
@@ -114,11 +114,11 @@ package struct BatchInsertRows {
                     for position in given.indices where !given[position] {
                         values[position] = defaults[position]
                         if !isOptional[position] && values[position].isNull {
-                            throw BatchRequestError.missingValue(key: names[position], entity: entityName, row: index)
+                            throw ObjectGraphError.missingValue(key: names[position], entity: entityName, row: index)
                         }
                     }
                     for position in given.indices where given[position] && !isOptional[position] && values[position].isNull {
-                        throw BatchRequestError.missingValue(key: names[position], entity: entityName, row: index)
+                        throw ObjectGraphError.missingValue(key: names[position], entity: entityName, row: index)
                     }
                 }
             }
@@ -185,7 +185,7 @@ package struct BatchInsertRows {
     private func checkKey(_ key: String) throws {
         switch try entity.property(forKey: key) {
         case is RelationshipDescription:
-            throw BatchRequestError.notAnAttribute(key: key, entity: entityName)
+            throw ObjectGraphError.notAnAttribute(key: key, entity: entityName)
         case let attribute as AttributeDescription where attribute.isTransient:
             return
         default:

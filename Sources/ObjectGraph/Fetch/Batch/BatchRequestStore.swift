@@ -38,7 +38,7 @@ package struct StoreBatchInsert: Sendable {
     /// What a row does whose unique key is already held, by a stored row or
     /// an earlier row of the same request (from the context's merge policy).
     package enum OnConflict: Sendable, Equatable {
-        /// The request fails with ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``.
+        /// The request fails with ``ObjectGraphError/Code-swift.struct/duplicateKey``.
         case fail
         /// The row's given values replace the holder's (an upsert): object trump.
         case overwrite

@@ -35,7 +35,7 @@ import Foundation
 ///
 /// A value is computed from the row's own attributes only: an aggregate or a
 /// key path through a relationship throws
-/// ``BatchRequestError/notComputedFromTheRow(key:entity:expression:)``, since an
+/// ``ObjectGraphError/Code-swift.struct/notComputedFromTheRow``, since an
 /// SQL `UPDATE` sets each row on its own and cannot join another table.
 public struct BatchUpdateRequest: Sendable {
     /// The entity whose rows change.

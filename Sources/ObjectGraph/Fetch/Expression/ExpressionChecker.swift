@@ -17,7 +17,7 @@ struct ExpressionChecker {
     let entity: EntityDescription
 
     func error(_ code: FetchExpressionError.Code, _ location: String, _ reason: String) -> FetchExpressionError {
-        FetchExpressionError(code, entity: entity.name, location: location, reason: reason)
+        FetchExpressionError(code, entityName: entity.name, location: location, message: reason)
     }
 
     /// The type of the expression's value; nil for an object (a key path ending

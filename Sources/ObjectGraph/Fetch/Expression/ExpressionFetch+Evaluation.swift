@@ -34,7 +34,7 @@ extension ExpressionFetch {
             if fetch.fetchLimit > 0 { results = Array(results.prefix(fetch.fetchLimit)) }
             return results
         } catch let problem as PredicateProblem {
-            throw FetchExpressionError(.needsNumbers, entity: fetch.entity.name, location: "propertiesToFetch", reason: problem.reason)
+            throw FetchExpressionError(.needsNumbers, entityName: fetch.entity.name, location: "propertiesToFetch", message: problem.reason)
         }
     }
 

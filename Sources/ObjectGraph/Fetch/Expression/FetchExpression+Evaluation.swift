@@ -14,7 +14,7 @@ extension FetchExpression {
         do {
             return try node.value(in: ExpressionGroup(rows: [subject])).propertyValue(as: type)
         } catch let problem as PredicateProblem {
-            throw FetchExpressionError(.needsNumbers, entity: entity, location: "expression \(self)", reason: problem.reason)
+            throw FetchExpressionError(.needsNumbers, entityName: entity, location: "expression \(self)", message: problem.reason)
         }
     }
 }

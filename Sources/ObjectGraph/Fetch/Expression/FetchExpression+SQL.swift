@@ -20,7 +20,7 @@ extension FetchExpression {
             let value = try compiler.expression(node, context)
             return (value.sql, root.from, compiler.bindings)
         } catch let problem as PredicateProblem {
-            throw FetchExpressionError(.unknownKeyPath, entity: entity.name, location: "expression \(self)", reason: problem.reason)
+            throw FetchExpressionError(.unknownKeyPath, entityName: entity.name, location: "expression \(self)", message: problem.reason)
         }
     }
 }

@@ -35,7 +35,7 @@ extension FetchPredicate {
         do {
             self.init(expression: try translator.condition(predicate.expression))
         } catch let problem as PredicateProblem {
-            throw FetchPredicateError(format: "#Predicate<\(Root.self)>", reason: problem.reason)
+            throw FetchPredicateError(format: "#Predicate<\(Root.self)>", message: problem.reason)
         }
     }
 }

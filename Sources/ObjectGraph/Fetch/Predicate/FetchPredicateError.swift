@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// A predicate that could not be parsed, built, checked against an entity, or
 /// evaluated: the format, where in it, and what was wrong.
@@ -11,44 +12,64 @@ import Foundation
 /// }
 /// ```
 ///
-/// A syntax error has an ``expected`` text. Other errors (an unknown key, a
-/// missing or unsupported argument) have a ``reason`` instead. ``offset``
-/// counts characters from the start of ``format``; it is -1 when the problem
-/// has no single place in the text (a key given with `%K`, for example).
-public struct FetchPredicateError: Error, Sendable, Equatable {
+/// A syntax error (``Code-swift.struct/syntaxError``) has an ``expected`` text,
+/// and its ``message`` is "expected …". Other errors (an unknown key, a missing
+/// or unsupported argument) have only a ``message``. ``offset`` counts
+/// characters from the start of ``format``; it is -1 when the problem has no
+/// single place in the text (a key given with `%K`, for example).
+public struct FetchPredicateError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = FetchPredicateError
+        /// The code's name, as written in Swift (`"syntaxError"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The format does not parse: ``FetchPredicateError/expected`` names what
+        /// should have come at ``FetchPredicateError/offset``.
+        public static let syntaxError = Code("syntaxError")
+        /// The predicate parses but cannot be built, checked against the entity or
+        /// evaluated: an unknown key, a missing or unsupported argument, a regular
+        /// expression that does not compile, an operator a store cannot run.
+        public static let invalidPredicate = Code("invalidPredicate")
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// The predicate's format string (or, for a predicate built in code, its description).
     public var format: String
     /// The character position of the problem in ``format``, or -1 if there is none.
     public var offset: Int
-    /// What the parser expected at ``offset``; empty when ``reason`` says what went wrong.
+    /// What the parser expected at ``offset``; empty unless the code is ``Code-swift.struct/syntaxError``.
     public var expected: String
-    /// What is wrong, for errors that are not a syntax error; nil for syntax errors.
-    public var reason: String?
+    /// What is wrong, in words (`"entity Ticker has no property 'prize'"`, `"expected a value"`).
+    public var message: String
 
     /// A syntax error: `expected` names what should have come at `offset`.
     public init(format: String, offset: Int, expected: String) {
+        self.code = .syntaxError
         self.format = format
         self.offset = offset
         self.expected = expected
-        self.reason = nil
+        self.message = "expected " + expected
     }
 
-    /// Any other error: `reason` says what is wrong (`"entity Ticker has no property 'prize'"`).
-    public init(format: String, offset: Int = -1, reason: String) {
+    /// Any other error: `message` says what is wrong (`"entity Ticker has no property 'prize'"`).
+    public init(_ code: Code = .invalidPredicate, format: String, offset: Int = -1, message: String) {
+        self.code = code
         self.format = format
         self.offset = offset
         self.expected = ""
-        self.reason = reason
+        self.message = message
+    }
+
+    /// `bad predicate at offset <offset> in '<format>': <message>`.
+    public var description: String {
+        (offset >= 0 ? "bad predicate at offset \(offset) in '\(format)'" : "bad predicate '\(format)'") + ": " + message
     }
 }
 
-extension FetchPredicateError: CustomStringConvertible {
-    public var description: String {
-        let place = offset >= 0 ? "bad predicate at offset \(offset) in '\(format)'" : "bad predicate '\(format)'"
-        if let reason { return place + ": " + reason }
-        return place + ": expected " + expected
-    }
-}
+extension FetchPredicateError: CodedError {}
 
 extension FetchPredicateError: LocalizedError {
     public var errorDescription: String? { description }
@@ -68,7 +89,7 @@ struct PredicateProblem: Error {
 
     /// The public error, pointing at the first whole-word occurrence of `key` in `format`.
     func error(format: String) -> FetchPredicateError {
-        FetchPredicateError(format: format, offset: key.flatMap { Self.offset(of: $0, in: format) } ?? -1, reason: reason)
+        FetchPredicateError(format: format, offset: key.flatMap { Self.offset(of: $0, in: format) } ?? -1, message: reason)
     }
 
     private static func offset(of key: String, in format: String) -> Int? {

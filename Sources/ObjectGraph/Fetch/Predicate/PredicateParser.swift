@@ -71,7 +71,7 @@ struct PredicateParser {
     private func publicError(_ error: SyntaxError) -> FetchPredicateError {
         let offset = Self.characterOffset(ofScalar: error.offset, in: format)
         if let reason = error.reason {
-            return FetchPredicateError(format: format, offset: offset, reason: reason)
+            return FetchPredicateError(format: format, offset: offset, message: reason)
         }
         return FetchPredicateError(format: format, offset: offset, expected: error.expected)
     }

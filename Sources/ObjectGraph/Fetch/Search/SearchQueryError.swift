@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// A search query that could not be parsed: the query, where in it, and what was wrong.
 ///
@@ -12,26 +13,45 @@ import Foundation
 ///
 /// ``offset`` counts characters (`Character`s, as `query.count` does) from the
 /// start of ``query``.
-public struct SearchQueryError: Error, Sendable, Hashable {
+public struct SearchQueryError: Error, Sendable, CustomStringConvertible, Hashable {
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = SearchQueryError
+        /// The code's name, as written in Swift (`"syntaxError"`).
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The query does not parse: an unclosed group or phrase, an operator
+        /// without the words it joins.
+        public static let syntaxError = Code("syntaxError")
+        /// The query parses but has no word to search for (only operators,
+        /// punctuation or nothing at all).
+        public static let noWords = Code("noWords")
+    }
+
+    /// The kind of failure.
+    public var code: Code
     /// The query's text, as given to ``SearchQuery/init(_:)``.
     public var query: String
     /// The character position of the problem in ``query``.
     public var offset: Int
-    /// What is wrong, for example `"expected ')' closing the group opened at offset 6"`.
-    public var reason: String
+    /// What is wrong, in words, for example `"expected ')' closing the group opened at offset 6"`.
+    public var message: String
 
-    public init(query: String, offset: Int, reason: String) {
+    public init(_ code: Code, query: String, offset: Int, message: String) {
+        self.code = code
         self.query = query
         self.offset = offset
-        self.reason = reason
+        self.message = message
+    }
+
+    /// `bad search query at offset <offset> in '<query>': <message>`.
+    public var description: String {
+        "bad search query at offset \(offset) in '\(query)': \(message)"
     }
 }
 
-extension SearchQueryError: CustomStringConvertible {
-    public var description: String {
-        "bad search query at offset \(offset) in '\(query)': \(reason)"
-    }
-}
+extension SearchQueryError: CodedError {}
 
 extension SearchQueryError: LocalizedError {
     public var errorDescription: String? { description }

@@ -45,15 +45,17 @@ struct SearchQueryParser {
     /// - Throws: ``SearchQueryError`` for a syntax error, or when no atom has a token.
     static func parse(_ text: String) throws(SearchQueryError) -> SearchNode {
         var parser = SearchQueryParser(text: text, lexemes: try lex(text))
-        let root = try parser.parseOr()
-        let rest = parser.lexemes[parser.position]
-        if case .closeParenthesis = rest.kind {
-            throw parser.error(at: rest.start, "')' has no '(' to close")
+        do throws(Failure) {
+            let root = try parser.parseOr()
+            let rest = parser.lexemes[parser.position]
+            if case .closeParenthesis = rest.kind {
+                throw parser.error(at: rest.start, "')' has no '(' to close")
+            }
+            guard let root else { throw parser.noWords() }
+            return root
+        } catch {
+            throw SearchQueryError(error.code, query: text, offset: parser.offset(of: error.index), message: error.message)
         }
-        guard let root else {
-            throw SearchQueryError(query: text, offset: 0, reason: "the search query has no words to search for")
-        }
-        return root
     }
 
     private init(text: String, lexemes: [Lexeme]) {
@@ -64,7 +66,7 @@ struct SearchQueryParser {
     // MARK: - Grammar
 
     /// `or := and ( "OR" and )*`
-    private mutating func parseOr() throws(SearchQueryError) -> SearchNode? {
+    private mutating func parseOr() throws(Failure) -> SearchNode? {
         var operands = [try parseAnd(after: nil)]
         while case .or = peek.kind {
             let op = advance()
@@ -74,7 +76,7 @@ struct SearchQueryParser {
     }
 
     /// `and := not ( ["AND"] not )*`: words side by side mean AND.
-    private mutating func parseAnd(after op: Lexeme?) throws(SearchQueryError) -> SearchNode? {
+    private mutating func parseAnd(after op: Lexeme?) throws(Failure) -> SearchNode? {
         var operands = [try parseNot(after: op)]
         while true {
             switch peek.kind {
@@ -95,7 +97,7 @@ struct SearchQueryParser {
     /// is nothing to subtract from. When the right side has none, it is its
     /// left side. `a NOT b NOT c` is `a NOT (b OR c)`, as FTS5 reads it
     /// (`(a NOT b) NOT c`), one level deep however long the chain.
-    private mutating func parseNot(after op: Lexeme?) throws(SearchQueryError) -> SearchNode? {
+    private mutating func parseNot(after op: Lexeme?) throws(Failure) -> SearchNode? {
         let lhs = try parsePrimary(after: op)
         var excluded: [SearchNode?] = []
         while case .not = peek.kind {
@@ -109,7 +111,7 @@ struct SearchQueryParser {
     /// `primary := word ["*"] | '"' phrase '"' ["*"] | "(" query ")"`
     ///
     /// - Parameter op: the operator just before, if any, for the error when the primary is missing.
-    private mutating func parsePrimary(after op: Lexeme?) throws(SearchQueryError) -> SearchNode? {
+    private mutating func parsePrimary(after op: Lexeme?) throws(Failure) -> SearchNode? {
         let lexeme = advance()
         switch lexeme.kind {
         case .word(let word, let isPrefix):
@@ -147,7 +149,7 @@ struct SearchQueryParser {
             if let group = openGroups.last {
                 throw error(at: lexeme.start, "expected ')' closing the group opened at offset \(offset(of: group.start))")
             }
-            throw SearchQueryError(query: text, offset: 0, reason: "the search query has no words to search for")
+            throw noWords()
         }
     }
 
@@ -211,7 +213,7 @@ struct SearchQueryParser {
             case "\"":
                 guard let close = scalars[index...].firstIndex(of: "\"") else {
                     let offset = text[..<start].count
-                    throw SearchQueryError(query: text, offset: offset, reason: "unclosed '\"': the phrase that starts here needs a closing '\"'")
+                    throw SearchQueryError(.syntaxError, query: text, offset: offset, message: "unclosed '\"': the phrase that starts here needs a closing '\"'")
                 }
                 lexemes.append(Lexeme(kind: .phrase(String(scalars[index..<close])), start: start))
                 index = scalars.index(after: close)
@@ -245,11 +247,25 @@ struct SearchQueryParser {
         text[..<index].count
     }
 
-    private func error(at index: String.Index, _ reason: String) -> SearchQueryError {
-        SearchQueryError(query: text, offset: offset(of: index), reason: reason)
+    /// A failure of the grammar, where it happened and what it is; ``parse(_:)``
+    /// makes it a ``SearchQueryError``. Smaller than the public error (it has no
+    /// copy of the query), because the recursion keeps room for a thrown error in
+    /// each of its frames, and the depth limit's stack budget counts that room.
+    private struct Failure: Error {
+        var code: SearchQueryError.Code
+        var index: String.Index
+        var message: String
     }
 
-    private func missingRightSide(of op: Lexeme) -> SearchQueryError {
+    private func error(at index: String.Index, _ message: String) -> Failure {
+        Failure(code: .syntaxError, index: index, message: message)
+    }
+
+    private func noWords() -> Failure {
+        Failure(code: .noWords, index: text.startIndex, message: "the search query has no words to search for")
+    }
+
+    private func missingRightSide(of op: Lexeme) -> Failure {
         let keyword = op.keyword ?? ""
         return error(at: op.start, "\(keyword) needs a word after it: a \(keyword) b")
     }

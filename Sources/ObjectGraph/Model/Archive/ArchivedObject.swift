@@ -49,14 +49,14 @@ package struct ArchivedObject: Sendable {
         case .dictionary(let fields):
             guard let reference = fields["$class"] else {
                 let what = fields["$classname"] != nil ? "is a class description, not an object" : "has no $class"
-                throw KeyedArchiveError(code: .missingClass, path: path, message: "object \(uid.map { "UID \($0)" } ?? "") \(what)")
+                throw KeyedArchiveError(.missingClass, path: path, message: "object \(uid.map { "UID \($0)" } ?? "") \(what)")
             }
             let description = try archive.classDescription(reference, path: path)
             className = description.name
             classChain = description.chain
             self.fields = fields
         case .array:
-            throw KeyedArchiveError(code: .wrongType, path: path,
+            throw KeyedArchiveError(.wrongType, path: path,
                                     message: "$objects entry \(uid ?? 0) is an array, not an object or a scalar")
         default:
             className = nil
@@ -160,7 +160,7 @@ package struct ArchivedObject: Sendable {
             if case .string(let string) = archive.objects[uid] { return string }
             fallthrough
         default:
-            throw KeyedArchiveError(code: .wrongType, path: "\(path).NS.string",
+            throw KeyedArchiveError(.wrongType, path: "\(path).NS.string",
                                     message: "expected a string, found \(inner.kindDescription)")
         }
     }
@@ -188,7 +188,7 @@ package struct ArchivedObject: Sendable {
         let keys = try references("NS.keys")
         let values = try references("NS.objects")
         guard keys.count == values.count else {
-            throw KeyedArchiveError(code: .wrongType, path: path,
+            throw KeyedArchiveError(.wrongType, path: path,
                                     message: "NS.keys has \(keys.count) entries but NS.objects has \(values.count)")
         }
         return named(zip(keys, values))
@@ -199,23 +199,23 @@ package struct ArchivedObject: Sendable {
     /// The error for this object holding something other than `expected`.
     func wrongType(_ expected: String) -> KeyedArchiveError {
         let found = className.map { "an object of class \($0)" } ?? value.kindDescription
-        return KeyedArchiveError(code: .wrongType, path: path, message: "expected \(expected), found \(found)")
+        return KeyedArchiveError(.wrongType, path: path, message: "expected \(expected), found \(found)")
     }
 
     /// The objects an inline array of UIDs under `key` refers to; `$null` elements are an error.
     private func references(_ key: String) throws(KeyedArchiveError) -> [ArchivedObject] {
         let base = "\(path).\(key)"
         guard let list = fields[key] else {
-            throw KeyedArchiveError(code: .wrongType, path: path, message: "\(className ?? "object") has no \(key)")
+            throw KeyedArchiveError(.wrongType, path: path, message: "\(className ?? "object") has no \(key)")
         }
         guard case .array(let items) = list else {
-            throw KeyedArchiveError(code: .wrongType, path: base, message: "expected an array of UIDs, found \(list.kindDescription)")
+            throw KeyedArchiveError(.wrongType, path: base, message: "expected an array of UIDs, found \(list.kindDescription)")
         }
         var result: [ArchivedObject] = []
         result.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
             guard let object = try archive.resolve(item, path: "\(base)[\(index)]") else {
-                throw KeyedArchiveError(code: .invalidReference, path: "\(base)[\(index)]",
+                throw KeyedArchiveError(.invalidReference, path: "\(base)[\(index)]",
                                         message: "a collection element refers to $null")
             }
             result.append(object)
@@ -225,16 +225,16 @@ package struct ArchivedObject: Sendable {
 
     private func knownKeysEntries() throws(KeyedArchiveError) -> [(key: ArchivedObject, value: ArchivedObject)] {
         guard let mapping = try object("searchMapping") else {
-            throw KeyedArchiveError(code: .wrongType, path: path, message: "NSKnownKeysDictionary1 has no searchMapping")
+            throw KeyedArchiveError(.wrongType, path: path, message: "NSKnownKeysDictionary1 has no searchMapping")
         }
         guard let keys = try mapping.objects("keys") else {
-            throw KeyedArchiveError(code: .wrongType, path: mapping.path, message: "the mapping strategy has no keys")
+            throw KeyedArchiveError(.wrongType, path: mapping.path, message: "the mapping strategy has no keys")
         }
         guard let values = try objects("values") else {
-            throw KeyedArchiveError(code: .wrongType, path: path, message: "NSKnownKeysDictionary1 has no values")
+            throw KeyedArchiveError(.wrongType, path: path, message: "NSKnownKeysDictionary1 has no values")
         }
         guard keys.count == values.count else {
-            throw KeyedArchiveError(code: .wrongType, path: path,
+            throw KeyedArchiveError(.wrongType, path: path,
                                     message: "searchMapping has \(keys.count) keys but values has \(values.count)")
         }
         let emptyToken = try string("emptyToken").map(PropertyListValue.string)

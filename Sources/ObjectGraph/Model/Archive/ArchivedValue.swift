@@ -94,7 +94,7 @@ extension ArchivedValue {
         private mutating func decode(_ object: ArchivedObject) throws(KeyedArchiveError) -> ArchivedValue {
             let path = object.path
             guard budget > 0 else {
-                throw KeyedArchiveError(code: .tooComplex, path: path,
+                throw KeyedArchiveError(.tooComplex, path: path,
                                         message: "shared objects expand to more values than the archive's \(archive.objects.count) objects can hold")
             }
             budget -= 1
@@ -106,17 +106,17 @@ extension ArchivedValue {
             case .data(let data): return .data(data)
             case .date(let date): return .date(date)
             case .uid, .array:
-                throw KeyedArchiveError(code: .wrongType, path: path,
+                throw KeyedArchiveError(.wrongType, path: path,
                                         message: "$objects entry \(object.uid ?? 0) is \(object.value.kindDescription), not an object or a scalar")
             case .dictionary:
                 break
             }
             let uid = object.uid ?? 0
             guard !visiting.contains(uid) else {
-                throw KeyedArchiveError(code: .tooComplex, path: path, message: "object UID \(uid) contains itself")
+                throw KeyedArchiveError(.tooComplex, path: path, message: "object UID \(uid) contains itself")
             }
             guard visiting.count < Self.maximumDepth else {
-                throw KeyedArchiveError(code: .tooComplex, path: path, message: "values nest deeper than \(Self.maximumDepth)")
+                throw KeyedArchiveError(.tooComplex, path: path, message: "values nest deeper than \(Self.maximumDepth)")
             }
             visiting.insert(uid)
             defer { visiting.remove(uid) }
@@ -153,7 +153,7 @@ extension ArchivedValue {
             case "NSUUID":
                 guard let bytes = try object.data("NS.uuidbytes") else { throw missing("NS.uuidbytes", in: object) }
                 guard bytes.count == 16 else {
-                    throw KeyedArchiveError(code: .wrongType, path: "\(path).NS.uuidbytes",
+                    throw KeyedArchiveError(.wrongType, path: "\(path).NS.uuidbytes",
                                             message: "a UUID of \(bytes.count) bytes, not 16")
                 }
                 let b = [UInt8](bytes)
@@ -165,7 +165,7 @@ extension ArchivedValue {
                 return .double(try decimal(object))
             default:
                 let chain = object.classChain.dropFirst().joined(separator: ", ")
-                throw KeyedArchiveError(code: .unsupportedClass, path: path,
+                throw KeyedArchiveError(.unsupportedClass, path: path,
                                         message: "class \"\(object.className ?? "?")\"\(chain.isEmpty ? "" : " (superclasses: \(chain))") is not a Foundation value class")
             }
         }
@@ -184,12 +184,12 @@ extension ArchivedValue {
             var base: URL?
             if let reference = object.fields["NS.base"], reference != .uid(0) {
                 guard case .url(let url) = try decode(reference, path: "\(object.path).NS.base") else {
-                    throw KeyedArchiveError(code: .wrongType, path: "\(object.path).NS.base", message: "the base is not an NSURL")
+                    throw KeyedArchiveError(.wrongType, path: "\(object.path).NS.base", message: "the base is not an NSURL")
                 }
                 base = url
             }
             guard let url = URL(string: relative, relativeTo: base) else {
-                throw KeyedArchiveError(code: .wrongType, path: "\(object.path).NS.relative", message: "\"\(relative)\" is not a URL")
+                throw KeyedArchiveError(.wrongType, path: "\(object.path).NS.relative", message: "\"\(relative)\" is not a URL")
             }
             return url.absoluteURL
         }
@@ -202,7 +202,7 @@ extension ArchivedValue {
             }
             let littleEndian = try object.integer("NS.mantissa.bo") ?? 1 == 1
             guard (0...4).contains(length), bytes.count >= Int(length) * 2, (-128...127).contains(exponent) else {
-                throw KeyedArchiveError(code: .unsupportedClass, path: object.path,
+                throw KeyedArchiveError(.unsupportedClass, path: object.path,
                                         message: "an NSDecimalNumber of \(length) mantissa words (exponent \(exponent)) does not fit a double exactly enough to read")
             }
             let b = [UInt8](bytes)
@@ -217,7 +217,7 @@ extension ArchivedValue {
         }
 
         private func missing(_ key: String, in object: ArchivedObject) -> KeyedArchiveError {
-            KeyedArchiveError(code: .wrongType, path: object.path, message: "\(object.className ?? "object") has no \(key)")
+            KeyedArchiveError(.wrongType, path: object.path, message: "\(object.className ?? "object") has no \(key)")
         }
     }
 }

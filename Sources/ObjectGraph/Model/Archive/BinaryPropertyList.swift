@@ -81,7 +81,7 @@ extension BinaryPropertyList {
             let n = bytes.count
             guard n >= Self.headerSize + Self.trailerSize + 1,
                   bytes[0..<8].elementsEqual("bplist00".utf8) else {
-                throw PropertyListError(code: .notBinaryPropertyList,
+                throw PropertyListError(.notBinaryPropertyList,
                                         message: n >= 8 && bytes[0..<6].elementsEqual("bplist".utf8)
                                             ? "header \"\(String(decoding: bytes[0..<8], as: UTF8.self))\" at offset 0 is not \"bplist00\""
                                             : "data (\(n) bytes) does not start with \"bplist00\" at offset 0 followed by objects and a 32-byte trailer")
@@ -93,7 +93,7 @@ extension BinaryPropertyList {
             let top = Self.bigEndian(bytes, at: trailer + 16, size: 8)
             let tableStart = Self.bigEndian(bytes, at: trailer + 24, size: 8)
             func invalid(_ message: String) -> PropertyListError {
-                PropertyListError(code: .invalidTrailer, message: "trailer at offset \(trailer): \(message)")
+                PropertyListError(.invalidTrailer, message: "trailer at offset \(trailer): \(message)")
             }
             guard (1...8).contains(offsetSize) else { throw invalid("offset size \(offsetSize) is not 1 to 8") }
             guard (1...8).contains(referenceSize) else { throw invalid("object reference size \(referenceSize) is not 1 to 8") }
@@ -125,7 +125,7 @@ extension BinaryPropertyList {
             let entry = offsetTableStart + index * offsetSize   // bounded by the init's checks
             let offset = Self.bigEndian(bytes, at: entry, size: offsetSize)
             guard offset >= UInt64(Self.headerSize), offset < UInt64(offsetTableStart) else {
-                throw PropertyListError(code: .outOfBounds,
+                throw PropertyListError(.outOfBounds,
                                         message: "object \(index): offset \(offset) is outside the objects (8 to \(offsetTableStart - 1))")
             }
             return Int(offset)
@@ -137,10 +137,10 @@ extension BinaryPropertyList {
                 return cached
             }
             guard !inProgress.contains(index) else {
-                throw PropertyListError(code: .cycle, message: "object \(index) contains itself")
+                throw PropertyListError(.cycle, message: "object \(index) contains itself")
             }
             guard depth <= BinaryPropertyList.maximumDepth else {
-                throw PropertyListError(code: .tooComplex,
+                throw PropertyListError(.tooComplex,
                                         message: "object \(index): containers nest deeper than \(BinaryPropertyList.maximumDepth)")
             }
             inProgress.insert(index)
@@ -154,7 +154,7 @@ extension BinaryPropertyList {
         /// Counts `size` values against the budget.
         private mutating func spend(_ size: Int, index: Int) throws(PropertyListError) {
             guard size <= budget else {
-                throw PropertyListError(code: .tooComplex,
+                throw PropertyListError(.tooComplex,
                                         message: "object \(index): shared containers expand to more values than \(bytes.count) bytes can hold")
             }
             budget -= size
@@ -183,7 +183,7 @@ extension BinaryPropertyList {
         /// An error about object `index`, which starts at byte `start`: every
         /// message about an object names both, so they read alike.
         private func objectError(_ code: PropertyListError.Code, _ message: String, index: Int, start: Int) -> PropertyListError {
-            PropertyListError(code: code, message: "object \(index) at offset \(start): \(message)")
+            PropertyListError(code, message: "object \(index) at offset \(start): \(message)")
         }
 
         private func unknownMarker(at start: Int, index: Int) -> PropertyListError {

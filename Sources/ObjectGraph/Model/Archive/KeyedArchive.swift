@@ -42,7 +42,7 @@ public struct KeyedArchive: Sendable {
         do {
             root = try BinaryPropertyList.decode(data)
         } catch {
-            throw KeyedArchiveError(code: .invalidPropertyList, path: "", message: error.message)
+            throw KeyedArchiveError(.invalidPropertyList, path: "", message: error.message)
         }
         try self.init(propertyList: root)
     }
@@ -50,7 +50,7 @@ public struct KeyedArchive: Sendable {
     /// Reads the envelope of an archive already decoded as a property list.
     package init(propertyList root: PropertyListValue) throws(KeyedArchiveError) {
         func invalid(_ message: String) -> KeyedArchiveError {
-            KeyedArchiveError(code: .notKeyedArchive, path: "", message: message)
+            KeyedArchiveError(.notKeyedArchive, path: "", message: message)
         }
         guard case .dictionary(let envelope) = root else {
             throw invalid("the property list is \(root.kindDescription), not an archive's dictionary")
@@ -89,7 +89,7 @@ public struct KeyedArchive: Sendable {
     /// The root value (`$top.root`) as a Foundation value.
     package func rootValue() throws(KeyedArchiveError) -> ArchivedValue {
         guard let value = top["root"] else {
-            throw KeyedArchiveError(code: .notKeyedArchive, path: "", message: "$top has no \"root\" (keys: \(topKeys.joined(separator: ", ")))")
+            throw KeyedArchiveError(.notKeyedArchive, path: "", message: "$top has no \"root\" (keys: \(topKeys.joined(separator: ", ")))")
         }
         var decoder = ArchivedValue.Decoder(archive: self)
         return try decoder.decode(value, path: "root")
@@ -107,12 +107,12 @@ public struct KeyedArchive: Sendable {
         case .uid(let uid):
             guard uid != 0 else { return nil }
             guard uid < objects.count else {
-                throw KeyedArchiveError(code: .invalidReference, path: path,
+                throw KeyedArchiveError(.invalidReference, path: path,
                                         message: "UID \(uid) is past the end of $objects (\(objects.count) entries)")
             }
             return try ArchivedObject(archive: self, uid: uid, value: objects[uid], path: path)
         case .array, .dictionary:
-            throw KeyedArchiveError(code: .invalidReference, path: path,
+            throw KeyedArchiveError(.invalidReference, path: path,
                                     message: "expected a UID or an inline scalar, found \(value.kindDescription)")
         default:
             return try ArchivedObject(archive: self, uid: nil, value: value, path: path)
@@ -122,15 +122,15 @@ public struct KeyedArchive: Sendable {
     /// The class name and superclass chain of the class description a `$class` value refers to.
     func classDescription(_ reference: PropertyListValue, path: String) throws(KeyedArchiveError) -> (name: String, chain: [String]) {
         guard case .uid(let uid) = reference else {
-            throw KeyedArchiveError(code: .missingClass, path: path,
+            throw KeyedArchiveError(.missingClass, path: path,
                                     message: "$class is \(reference.kindDescription), not a UID")
         }
         guard uid > 0, uid < objects.count else {
-            throw KeyedArchiveError(code: .invalidReference, path: path,
+            throw KeyedArchiveError(.invalidReference, path: path,
                                     message: "$class UID \(uid) is not an entry of $objects (1 to \(objects.count - 1))")
         }
         guard case .dictionary(let description) = objects[uid], case .string(let name) = description["$classname"] else {
-            throw KeyedArchiveError(code: .missingClass, path: path,
+            throw KeyedArchiveError(.missingClass, path: path,
                                     message: "$class UID \(uid) is not a class description with a $classname")
         }
         var chain: [String] = []

@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// An `NSKeyedArchiver` archive that cannot be read: what is wrong, and the path
 /// of the object where it is ("root.NSEntities[3].NSProperties.name").
@@ -14,41 +15,29 @@ import Foundation
 /// A malformed property list underneath comes as ``Code-swift.struct/invalidPropertyList``
 /// with the ``PropertyListError``'s message.
 public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The kind of failure. A struct rather than an enum so kinds can be added
-    /// without breaking exhaustive switches.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        let raw: UInt8
-        let name: String
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = KeyedArchiveError
+        /// The code's name, as written in Swift (`"unsupportedClass"`).
+        public let description: String
+        private init(_ name: String) { description = name }
 
         /// The bytes are not a binary property list (see ``PropertyListError``).
-        public static let invalidPropertyList = Code(raw: 1, name: "invalidPropertyList")
+        public static let invalidPropertyList = Code("invalidPropertyList")
         /// The property list is not an `NSKeyedArchiver` archive: `$archiver`,
         /// `$version`, `$top` or `$objects` is missing or wrong.
-        public static let notKeyedArchive = Code(raw: 2, name: "notKeyedArchive")
+        public static let notKeyedArchive = Code("notKeyedArchive")
         /// A UID points past the end of `$objects`, or a value that should be a
         /// reference is not one.
-        public static let invalidReference = Code(raw: 3, name: "invalidReference")
+        public static let invalidReference = Code("invalidReference")
         /// A key holds a value of another type than the reader expects.
-        public static let wrongType = Code(raw: 4, name: "wrongType")
+        public static let wrongType = Code("wrongType")
         /// An object has no `$class`, or its class description has no `$classname`.
-        public static let missingClass = Code(raw: 5, name: "missingClass")
+        public static let missingClass = Code("missingClass")
         /// A value's class is not one of the Foundation value classes ``ArchivedValue`` reads.
-        public static let unsupportedClass = Code(raw: 6, name: "unsupportedClass")
+        public static let unsupportedClass = Code("unsupportedClass")
         /// A value contains itself, nests too deep, or expands into far more values than the archive holds.
-        public static let tooComplex = Code(raw: 7, name: "tooComplex")
-
-        /// The code's name, as written in Swift (`"unsupportedClass"`).
-        public var description: String { name }
-
-        /// Codes are equal when they are the same kind of failure.
-        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.raw == rhs.raw }
-        /// Hashes the kind of failure.
-        public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
-
-        /// Matches an error of this code: `catch KeyedArchiveError.Code.unsupportedClass`.
-        public static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? KeyedArchiveError)?.code == code
-        }
+        public static let tooComplex = Code("tooComplex")
     }
 
     /// The kind of failure.
@@ -60,7 +49,7 @@ public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvert
     public var message: String
 
     /// Creates an error.
-    public init(code: Code, path: String, message: String) {
+    public init(_ code: Code, path: String, message: String) {
         self.code = code
         self.path = path
         self.message = message
@@ -70,4 +59,10 @@ public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String {
         path.isEmpty ? "keyed archive: \(message)" : "keyed archive: \(path): \(message)"
     }
+}
+
+extension KeyedArchiveError: CodedError {}
+
+extension KeyedArchiveError: LocalizedError {
+    public var errorDescription: String? { description }
 }

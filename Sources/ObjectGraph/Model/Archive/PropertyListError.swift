@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// A binary property list that cannot be read: what is wrong, and at which byte
 /// offset or object index.
@@ -13,41 +14,29 @@ import Foundation
 ///
 /// The reader never traps on bad input: every failure comes back as this error.
 public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The kind of failure. A struct rather than an enum so kinds can be added
-    /// without breaking exhaustive switches.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        let raw: UInt8
-        let name: String
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = PropertyListError
+        /// The code's name, as written in Swift (`"unsupportedClass"`).
+        public let description: String
+        private init(_ name: String) { description = name }
 
         /// The data does not start with `bplist00`, or is too short for a trailer.
-        public static let notBinaryPropertyList = Code(raw: 1, name: "notBinaryPropertyList")
+        public static let notBinaryPropertyList = Code("notBinaryPropertyList")
         /// The trailer's sizes, counts or offsets are impossible for the data's length.
-        public static let invalidTrailer = Code(raw: 2, name: "invalidTrailer")
+        public static let invalidTrailer = Code("invalidTrailer")
         /// An offset, a length or a reference points outside the data or the object table.
-        public static let outOfBounds = Code(raw: 3, name: "outOfBounds")
+        public static let outOfBounds = Code("outOfBounds")
         /// An object has an unknown marker, or a marker with an impossible size.
-        public static let invalidObject = Code(raw: 4, name: "invalidObject")
+        public static let invalidObject = Code("invalidObject")
         /// An object is well formed but has no ``PropertyListValue`` (null, fill,
         /// a 128-bit integer beyond `Int64`, a non-string dictionary key).
-        public static let unsupportedValue = Code(raw: 5, name: "unsupportedValue")
+        public static let unsupportedValue = Code("unsupportedValue")
         /// A container contains itself, directly or through other containers.
-        public static let cycle = Code(raw: 6, name: "cycle")
+        public static let cycle = Code("cycle")
         /// Containers are nested deeper than the reader's limit, or the shared
         /// containers would expand into far more values than the data holds.
-        public static let tooComplex = Code(raw: 7, name: "tooComplex")
-
-        /// The code's name, as written in Swift (`"unsupportedClass"`).
-        public var description: String { name }
-
-        /// Codes are equal when they are the same kind of failure.
-        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.raw == rhs.raw }
-        /// Hashes the kind of failure.
-        public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
-
-        /// Matches an error of this code: `catch PropertyListError.Code.cycle`.
-        public static func ~= (code: Code, error: any Error) -> Bool {
-            (error as? PropertyListError)?.code == code
-        }
+        public static let tooComplex = Code("tooComplex")
     }
 
     /// The kind of failure.
@@ -56,11 +45,17 @@ public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvert
     public var message: String
 
     /// Creates an error.
-    public init(code: Code, message: String) {
+    public init(_ code: Code, message: String) {
         self.code = code
         self.message = message
     }
 
     /// `binary property list: <message>`.
     public var description: String { "binary property list: \(message)" }
+}
+
+extension PropertyListError: CodedError {}
+
+extension PropertyListError: LocalizedError {
+    public var errorDescription: String? { description }
 }

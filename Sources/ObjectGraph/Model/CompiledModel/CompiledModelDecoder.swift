@@ -156,7 +156,7 @@ struct CompiledModelDecoder: ArchivedModelReader {
                 try (tuple.asElements()).map { part in
                     if let name = try part.textValue() { return name }
                     if let name = try part.string("NSPropertyName") { return name }
-                    throw KeyedArchiveError(code: .wrongType, path: part.path, message: "a uniqueness constraint part is neither a name nor a property")
+                    throw KeyedArchiveError(.wrongType, path: part.path, message: "a uniqueness constraint part is neither a name nor a property")
                 }
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import DataStackSupport
 
 /// An Xcode model file that cannot be loaded: what is wrong, in which file, and on
 /// which line.
@@ -20,11 +21,12 @@ import Foundation
 /// The description contains names from the model, never attribute values other than
 /// the offending one, so it can be logged.
 public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equatable {
-    /// The kind of failure. A struct with static members rather than an enum, so that
-    /// new kinds can be added without breaking callers' `switch` statements.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
+    /// The kind of failure (see ``ErrorCode``).
+    public struct Code: ErrorCode {
+        public typealias Failure = ModelLoadingError
+        /// The code's name, as written in Swift (`"unknownAttributeType"`).
+        public let description: String
+        private init(_ name: String) { description = name }
 
         /// The file or folder does not exist or cannot be read.
         public static let unreadable = Code("unreadable")
@@ -56,8 +58,6 @@ public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equat
         /// `elements` file whose keyed archive or compression is damaged, or does
         /// not have the shape of a model.
         public static let malformedArchive = Code("malformedArchive")
-
-        public var description: String { name }
     }
 
     /// The kind of failure.
@@ -89,6 +89,8 @@ public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equat
         return "\(location): \(message)"
     }
 }
+
+extension ModelLoadingError: CodedError {}
 
 extension ModelLoadingError: LocalizedError {
     public var errorDescription: String? { description }

@@ -21,7 +21,7 @@ extension StoreLayout {
     /// before the save with the members of ``relationshipsComparedByHistory(in:)``
     /// (nil when it could not be read: every property counts).
     ///
-    /// - Throws: ``ObjectGraphError/noStore(entity:)`` for an entity the layout does not hold.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/noStore`` for an entity the layout does not hold.
     public func historyColumns(of node: IncrementalStoreNode, before: IncrementalStoreNode?,
                                permanent: (ObjectID) -> ObjectID) throws -> Data {
         guard let entity = history.entities[ObjectIdentifier(node.objectID.entity)] else {

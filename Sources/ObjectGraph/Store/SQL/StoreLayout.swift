@@ -67,7 +67,7 @@ public struct StoreLayout: Sendable {
 
     /// `Z_ENT` of `entity`.
     ///
-    /// - Throws: ``ObjectGraphError/noStore(entity:)`` for an entity the layout does not hold.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/noStore`` for an entity the layout does not hold.
     public func number(of entity: EntityDescription) throws -> Int64 {
         try schema.mapping(for: entity).number
     }
@@ -146,7 +146,7 @@ public struct StoreLayout: Sendable {
     /// The `Z_PK, Z_ENT` of a row of `entity` (or a subentity) whose `keys`
     /// hold the values of parameters 1, 2…: a uniqueness constraint's lookup.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key without a column.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` for a key without a column.
     public func rowLookupQuery(for entity: EntityDescription, keys: [String]) throws -> String {
         try schema.rowLookupSQL(entity, keys: keys)
     }

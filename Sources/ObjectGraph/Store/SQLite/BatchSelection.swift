@@ -19,7 +19,7 @@ struct BatchSelection: Sendable {
     /// The condition's parameters, numbered `?1`… in it.
     let bindings: [PropertyValue]
 
-    /// - Throws: ``BatchRequestError/predicateDoesNotCompile(predicate:entity:reason:)``.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/predicateDoesNotCompile``.
     init(_ fetch: StoreFetch, schema: SQLiteSchema) throws {
         let mapping = try schema.mapping(for: fetch.entity)
         table = mapping.table
@@ -37,7 +37,7 @@ struct BatchSelection: Sendable {
                 bindings = compiled.bindings
             }
         } catch {
-            throw BatchRequestError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
+            throw ObjectGraphError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
                                                            reason: "\(error)")
         }
         condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")

@@ -30,14 +30,14 @@ struct ExpressionSelectQuery {
                 context.values[column.name] = value
             }
         } catch let problem as PredicateProblem {
-            throw FetchExpressionError(.unknownKeyPath, entity: fetch.entity.name, location: "propertiesToFetch", reason: problem.reason)
+            throw FetchExpressionError(.unknownKeyPath, entityName: fetch.entity.name, location: "propertiesToFetch", message: problem.reason)
         }
         var groups: [String] = []
         for expression in expressions.groupBy {
             do {
                 groups.append(try compiler.expression(expression.node, context).sql)
             } catch let problem as PredicateProblem {
-                throw FetchExpressionError(.unknownKeyPath, entity: fetch.entity.name, location: "propertiesToGroupBy", reason: problem.reason)
+                throw FetchExpressionError(.unknownKeyPath, entityName: fetch.entity.name, location: "propertiesToGroupBy", message: problem.reason)
             }
         }
         var having: String?

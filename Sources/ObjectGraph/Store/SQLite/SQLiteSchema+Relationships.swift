@@ -199,7 +199,7 @@ extension SQLiteSchema {
     /// The `Z_PK, Z_ENT` of a row of `entity` (or a subentity) whose `keys`
     /// hold the values of parameters 1, 2…: the lookup of a uniqueness constraint.
     ///
-    /// - Throws: ``ObjectGraphError/unknownKey(_:entity:)`` for a key without a column.
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` for a key without a column.
     func rowLookupSQL(_ entity: EntityDescription, keys: [String]) throws -> String {
         let mapping = try mapping(for: entity)
         var conditions: [String] = []

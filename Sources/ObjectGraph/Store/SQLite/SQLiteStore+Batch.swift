@@ -117,7 +117,7 @@ extension SQLiteStore: BatchRequestStore {
         do {
             query = try SelectQuery(fetch: fetch, schema: schema)
         } catch {
-            throw BatchRequestError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
+            throw ObjectGraphError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
                                                            reason: "\(error)")
         }
         let statement = try connection.cachedStatement(query.sql)

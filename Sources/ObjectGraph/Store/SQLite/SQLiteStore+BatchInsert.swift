@@ -18,7 +18,7 @@ extension SQLiteStore {
     /// Uniqueness constraints are kept by the entity's unique indexes, which
     /// the statement meets as SQLite's conflict clauses:
     /// - fail: a plain `INSERT`; the index refusing a row becomes
-    ///   ``BatchRequestError/duplicateKey(entity:constraint:values:row:storedObjectID:)``,
+    ///   ``ObjectGraphError/Code-swift.struct/duplicateKey``,
     ///   naming the holder found by its values.
     /// - overwrite: `INSERT … ON CONFLICT (key) DO UPDATE SET` the columns the
     ///   row gives (one statement per set of given columns), bumping `Z_OPT`
@@ -218,7 +218,7 @@ private struct BatchInsertWriter {
     /// The error for a row a unique index refused: the first constraint whose
     /// values the row shares with a row of the table, and that row when it was
     /// stored before the request (nil when none is found: the caller rethrows).
-    private func duplicateKey() throws -> BatchRequestError? {
+    private func duplicateKey() throws -> ObjectGraphError? {
         guard let holder = try statements.holder(of: rows) else { return nil }
         let entity = schema.entitiesByNumber[holder.entityNumber] ?? mapping.entity
         return .duplicateKey(entity: holder.constraint.owner.name, constraint: holder.constraint.keys,

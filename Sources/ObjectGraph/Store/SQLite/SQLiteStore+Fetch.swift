@@ -64,7 +64,7 @@ extension SQLiteStore {
     /// per table and 500 keys (`Z_PK IN (…)`), not one per row — a save that
     /// records history reads every updated row before writing it.
     ///
-    /// - Throws: ``ObjectGraphError/noStore(entity:)`` for an ID of an entity
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/noStore`` for an ID of an entity
     ///   this store does not hold.
     func rows(of objectIDs: [ObjectID], schema: SQLiteSchema, connection: Connection) throws -> [IncrementalStoreNode] {
         var byTable: [String: [Int64]] = [:]

@@ -17,8 +17,8 @@ extension SQLiteStore {
     /// resolved request is written — all in the same transaction, so no other
     /// writer can move the rows in between (the ``SaveConflictResolver``
     /// contract). Without a resolver, or when it throws, nothing is written and
-    /// the conflict (``ObjectGraphError/mergeConflict(_:)`` or
-    /// ``ObjectGraphError/uniquenessConflict(_:)``) or its error is thrown;
+    /// the conflict (``ObjectGraphError/Code-swift.struct/mergeConflict`` or
+    /// ``ObjectGraphError/Code-swift.struct/uniquenessConflict``) or its error is thrown;
     /// so is any SQLite error.
     ///
     /// With persistent history, the attempt that stands also writes its

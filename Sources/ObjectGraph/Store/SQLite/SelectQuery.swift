@@ -35,7 +35,7 @@ struct SelectQuery {
                     let parameter = schema.dialect.placeholder(bindings.count + 1)
                     guard let relevance = schema.dialect.searchRelevance(of: expression, query: parameter) else {
                         throw FetchPredicateError(format: sort.keyPath.joined(separator: "."),
-                                                  reason: "a relevance sort needs a full-text index, which this store has not")
+                                                  message: "a relevance sort needs a full-text index, which this store has not")
                     }
                     bindings.append(.string(query.text))
                     expression = relevance

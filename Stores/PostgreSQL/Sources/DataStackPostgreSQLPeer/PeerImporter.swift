@@ -47,7 +47,7 @@ struct PeerImporter {
             do {
                 try context.save()
                 return (value, attempt)
-            } catch ObjectGraphError.mergeConflict where attempt < 1_000 {
+            } catch ObjectGraphError.Code.mergeConflict where attempt < 1_000 {
                 // Discard the stale increment; the next read fires the fault from the store.
                 context.refresh(counter, mergeChanges: false)
             }
@@ -64,7 +64,7 @@ struct PeerImporter {
         try counter.setValue(0, forKey: "value")
         do {
             try context.save()
-        } catch ObjectGraphError.uniquenessConflict {
+        } catch ObjectGraphError.Code.uniquenessConflict {
             context.rollback()
             guard try !context.fetch(PeerModel.counterRequest).isEmpty else {
                 throw PeerError("creating the shared counter met a uniqueness conflict, yet there is no counter")

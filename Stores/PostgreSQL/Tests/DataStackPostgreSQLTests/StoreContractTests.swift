@@ -201,7 +201,7 @@ struct StoreContractTests {
             return glbx.objectID
         }
         let error = stale.performAndWait { #expect(throws: ObjectGraphError.self) { try stale.save() } }
-        guard case .mergeConflict(let conflicts)? = error else {
+        guard error?.code == .mergeConflict, let conflicts = error?.mergeConflicts else {
             Issue.record("expected a merge conflict, got \(String(describing: error))")
             return
         }

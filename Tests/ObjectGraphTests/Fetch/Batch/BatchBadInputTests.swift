@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: allStoreTypes)
     func aRelationshipIsNotAnAttribute(type: StoreType) throws {
         let request = try update(["quotes": nil])
-        #expect(try failure(on: type) { try $0.execute(request) } as? BatchRequestError == .notAnAttribute(key: "quotes", entity: "Listing"))
+        #expect(try failure(on: type) { try $0.execute(request) } as? ObjectGraphError == .notAnAttribute(key: "quotes", entity: "Listing"))
     }
 
     @Test(arguments: allStoreTypes)
@@ -63,7 +63,7 @@ import Testing
         let arithmetic = try update(["price": .keyPath("symbol") * 2])
         let notNumbers = try failure(on: type) { try $0.execute(arithmetic) } as? FetchExpressionError
         #expect(notNumbers?.code == .needsNumbers && notNumbers?.location == "propertiesToUpdate['price']", "\(String(describing: notNumbers))")
-        #expect(notNumbers?.reason.contains("symbol is string") == true, "\(String(describing: notNumbers))")
+        #expect(notNumbers?.message.contains("symbol is string") == true, "\(String(describing: notNumbers))")
         // A computed value the attribute cannot hold is the wrong type, as a constant is.
         let onText = try update(["symbol": .keyPath("price") * 2])
         #expect(try failure(on: type) { try $0.execute(onText) } as? ObjectGraphError
@@ -82,10 +82,10 @@ import Testing
         ]
         for (entity, key, value) in values {
             let request = try update([key: value], entity: entity)
-            #expect(try failure(on: type) { try $0.execute(request) } as? BatchRequestError
+            #expect(try failure(on: type) { try $0.execute(request) } as? ObjectGraphError
                 == .notComputedFromTheRow(key: key, entity: entity, expression: "\(value)"))
         }
-        #expect(BatchRequestError.notComputedFromTheRow(key: "value", entity: "Quote", expression: "(listing.price * 2)").description
+        #expect(ObjectGraphError.notComputedFromTheRow(key: "value", entity: "Quote", expression: "(listing.price * 2)").description
             == "the new value of Quote.value, (listing.price * 2), must be computed from the row's own attributes: "
             + "a batch update cannot join another table or aggregate rows")
     }
@@ -95,13 +95,13 @@ import Testing
         for format in ["prize > 1", "price > $limit"] {
             let request = try update(["price": 1], where: format)
             let error = try failure(on: type) { try $0.execute(request) }
-            guard case .predicateDoesNotCompile(let predicate, let entity, _) = error as? BatchRequestError else {
+            guard let error = error as? ObjectGraphError, error.code == .predicateDoesNotCompile else {
                 Issue.record("\(format): \(String(describing: error))")
                 continue
             }
-            #expect(entity == "Listing" && predicate.contains(format.prefix(5)), "\(predicate)")
+            #expect(error.entityName == "Listing" && error.message.contains(format.prefix(5)), "\(error)")
             let delete = BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing", predicate: try FetchPredicate(format: format)))
-            #expect(try failure(on: type) { try $0.execute(delete) } is BatchRequestError, "\(format)")
+            #expect((try failure(on: type) { try $0.execute(delete) } as? ObjectGraphError)?.code == .predicateDoesNotCompile, "\(format)")
         }
     }
 
@@ -140,14 +140,14 @@ import Testing
             do { _ = try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": 1])) } catch { return error }
             return nil
         }
-        #expect(error as? BatchRequestError == .unsupportedStore(type: "JSONFile", entity: "Listing"))
+        #expect(error as? ObjectGraphError == .unsupportedStore(type: "JSONFile", entity: "Listing"))
     }
 
     @Test(arguments: allStoreTypes)
     func anUpdateThatSetsNothing(type: StoreType) throws {
         let request = try update([:])
         let error = try failure(on: type) { try $0.execute(request) }
-        #expect(error as? BatchRequestError == .nothingToUpdate(entity: "Listing"), "\(String(describing: error))")
+        #expect(error as? ObjectGraphError == .nothingToUpdate(entity: "Listing"), "\(String(describing: error))")
     }
 
     /// Two stores hold the entity (or the IDs): one transaction cannot span them,
@@ -168,7 +168,7 @@ import Testing
             }
         }
         for error in errors {
-            #expect(error as? BatchRequestError == .severalStores(entity: "Listing", stores: 2), "\(String(describing: error))")
+            #expect(error as? ObjectGraphError == .severalStores(entity: "Listing", stores: 2), "\(String(describing: error))")
         }
     }
 

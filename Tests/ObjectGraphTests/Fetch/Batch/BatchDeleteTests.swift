@@ -149,7 +149,7 @@ import Testing
             return (lonely.objectID, keeper.objectID)
         }
         let before = try graph.rows()
-        #expect(throws: BatchRequestError.deleteDenied(objectID: keeper, relationship: "Owner.pets")) {
+        #expect(throws: ObjectGraphError.deleteDenied(objectID: keeper, relationship: "Owner.pets")) {
             try deleteAll("Owner", where: "TRUEPREDICATE", in: graph)
         }
         #expect(try graph.rows() == before)

@@ -178,9 +178,13 @@ import Testing
             } catch { return error }
             return nil
         }
-        #expect(error as? BatchRequestError == .duplicateKey(entity: "Listing", constraint: ["symbol"], values: [.string("A")], row: 1,
+        #expect(error as? ObjectGraphError == .duplicateKey(entity: "Listing", constraint: ["symbol"], values: [.string("A")], row: 1,
                                                              storedObjectID: ids[0]), "\(String(describing: error))")
-        #expect((error as? BatchRequestError)?.description.contains("(symbol) = (\"A\")") == true)
+        #expect((error as? ObjectGraphError)?.description.contains("(symbol) = (\"A\")") == true)
+        // What the error names is readable without parsing its text.
+        let refused = try #require(error as? ObjectGraphError)
+        #expect(refused.code == .duplicateKey && refused.entityName == "Listing" && refused.row == 1)
+        #expect(refused.uniquenessConflicts == [UniquenessConflict(entityName: "Listing", constraint: ["symbol"], objectIDs: [], databaseObjectID: ids[0])])
         #expect(try graph.rows() == before)
         if type == .sqlite { #expect(try SQLiteReference(graph.storeURL).dump() == dump) }
     }
@@ -197,7 +201,7 @@ import Testing
             } catch { return error }
             return nil
         }
-        #expect(error as? BatchRequestError == .duplicateKey(entity: "Seat", constraint: ["row", "number"], values: [.string("a"), .integer(1)],
+        #expect(error as? ObjectGraphError == .duplicateKey(entity: "Seat", constraint: ["row", "number"], values: [.string("a"), .integer(1)],
                                                              row: 2, storedObjectID: nil), "\(String(describing: error))")
         #expect(try graph.count("Seat") == 0)
     }
@@ -243,11 +247,12 @@ import Testing
         let graph = try GraphStack(type)
         let stored = try graph.saveListings([("A", 10), ("B", 20)])
         let failing = graph.context(.error)
-        #expect(throws: BatchRequestError.self) {
+        let refused = #expect(throws: ObjectGraphError.self) {
             try failing.performAndWait {
                 try failing.execute(BatchInsertRequest(entityName: "Listing", objects: [["symbol": "C"], ["symbol": "A"]]))
             }
         }
+        #expect(refused?.code == .duplicateKey)
         let context = graph.context(.mergeByPropertyObjectTrump)
         var request = BatchInsertRequest(entityName: "Listing", objects: [["symbol": "A", "price": 11], ["symbol": "D", "price": 4]])
         request.resultType = .objectIDs
@@ -313,7 +318,7 @@ import Testing
             do { _ = try context.execute(BatchInsertRequest(entityName: "Car", objects: [["plate": "Y"], ["plate": "X", "seats": 9]])) } catch { return error }
             return nil
         }
-        #expect(error as? BatchRequestError == .duplicateKey(entity: "Vehicle", constraint: ["plate"], values: [.string("X")], row: 1,
+        #expect(error as? ObjectGraphError == .duplicateKey(entity: "Vehicle", constraint: ["plate"], values: [.string("X")], row: 1,
                                                              storedObjectID: truck), "\(String(describing: error))")
         #expect(try graph.rows() == before)
     }
@@ -365,9 +370,10 @@ import Testing
         let context = PersistentHistoryTests.context(coordinator)
         let dump = try SQLiteReference(url).dump()
         context.performAndWait {
-            _ = #expect(throws: BatchRequestError.self) {
+            let refused = #expect(throws: ObjectGraphError.self) {
                 _ = try context.execute(BatchInsertRequest(entityName: "Listing", objects: [["symbol": "A"], ["symbol": "A"]]))
             }
+            #expect(refused?.code == .duplicateKey)
         }
         #expect(try SQLiteReference(url).dump() == dump)
     }
@@ -402,22 +408,22 @@ import Testing
         let good: [String: any Sendable] = ["symbol": "OK"]
         #expect(try failure(on: type, BatchInsertRequest(entityName: "Nothing", objects: [good])) as? ObjectGraphError
             == .unknownEntity("Nothing"))
-        #expect(try failure(on: type, BatchInsertRequest(entityName: "Vehicle", objects: [["plate": "V"]])) as? BatchRequestError
+        #expect(try failure(on: type, BatchInsertRequest(entityName: "Vehicle", objects: [["plate": "V"]])) as? ObjectGraphError
             == .abstractEntity("Vehicle"))
         #expect(try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [good, ["symbol": "C", "prize": 1]])) as? ObjectGraphError
             == .unknownKey("prize", entity: "Listing"))
         #expect(try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [good, ["symbol": "C", "quotes": [Int]()]]))
-            as? BatchRequestError == .notAnAttribute(key: "quotes", entity: "Listing"))
+            as? ObjectGraphError == .notAnAttribute(key: "quotes", entity: "Listing"))
         #expect(try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [good, ["symbol": "C", "price": "cheap"]]))
             as? ObjectGraphError == .wrongValueType(key: "price", entity: "Listing", expected: AttributeType.double.valueDescription, actual: "String"))
         #expect(try failure(on: type, BatchInsertRequest(entityName: "Seat", objects: [["row": "r", "number": Int64.max]]))
             as? ObjectGraphError == .valueOutOfRange(key: "number", entity: "Seat", value: String(Int64.max), type: .integer32))
         let missing = try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [good, ["price": 3]]))
-        #expect(missing as? BatchRequestError == .missingValue(key: "symbol", entity: "Listing", row: 1))
-        #expect((missing as? BatchRequestError)?.description
+        #expect(missing as? ObjectGraphError == .missingValue(key: "symbol", entity: "Listing", row: 1))
+        #expect((missing as? ObjectGraphError)?.description
             == "row 1 of the batch insert gives no value for Listing.symbol, which is not optional and has no default")
         let noSymbol: String? = nil
-        #expect(try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [["symbol": noSymbol]])) as? BatchRequestError
+        #expect(try failure(on: type, BatchInsertRequest(entityName: "Listing", objects: [["symbol": noSymbol]])) as? ObjectGraphError
             == .missingValue(key: "symbol", entity: "Listing", row: 0))
         // A handler's bad row fails the same way, after rows already written in the transaction.
         let handler = BatchInsertRequest(entityName: "Listing") { index, row in

@@ -78,8 +78,8 @@ import Testing
         holder.performAndWait {
             listing.name = "stale"
             #expect { try holder.save() } throws: { error in
-                guard case ObjectGraphError.mergeConflict(let conflicts) = error else { return false }
-                return conflicts.map(\.persistedSnapshotVersion) == [2]
+                guard let error = error as? ObjectGraphError, error.code == .mergeConflict else { return false }
+                return error.mergeConflicts.map(\.persistedSnapshotVersion) == [2]
             }
         }
     }
@@ -92,7 +92,8 @@ import Testing
         let context = graph.context()
         #expect { try context.performAndWait { try context.execute(BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["symbol": "SAME"])) } }
             throws: { error in
-                guard case ObjectGraphError.uniquenessConflict(let conflicts) = error else { return false }
+                guard let error = error as? ObjectGraphError, error.code == .uniquenessConflict else { return false }
+                let conflicts = error.uniquenessConflicts
                 return conflicts.first?.constraint == ["symbol"] && conflicts.first?.entityName == "Listing"
             }
         #expect(try graph.rows() == before)
@@ -227,11 +228,11 @@ final class SaveLog: @unchecked Sendable {
         }
         switch type {
         case .sqlite:
-            guard case ObjectGraphError.uniquenessConflict(let conflicts)? = outcome else {
+            guard let conflict = outcome as? ObjectGraphError, conflict.code == .uniquenessConflict else {
                 Issue.record("expected a uniqueness conflict, got \(String(describing: outcome))")
                 return
             }
-            #expect(conflicts.first?.constraint == ["row", "number"])
+            #expect(conflict.uniquenessConflicts.first?.constraint == ["row", "number"])
             #expect(try graph.rows() == before)
             #expect(numbers == [1, 2, 3])
         default:

@@ -20,7 +20,7 @@ import Testing
             #expect(throws: FetchExpressionError.self, sourceLocation: sourceLocation) { try context.fetch(request) }
         }
         #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
-        #expect(error?.entity == "StockUpdate", sourceLocation: sourceLocation)
+        #expect(error?.entityName == "StockUpdate", sourceLocation: sourceLocation)
         #expect(error?.location == location, sourceLocation: sourceLocation)
         #expect(error?.description.contains(text) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
     }
@@ -51,7 +51,7 @@ import Testing
             #expect(throws: FetchExpressionError.self) { try context.fetch(request) }
         }
         #expect(error?.code == .unknownKeyPath)
-        #expect(error?.reason.contains("to-many") == true)
+        #expect(error?.message.contains("to-many") == true)
     }
 
     @Test(arguments: allStoreTypes)

@@ -27,7 +27,7 @@ import DataStackSQLite
                 return error
             }
         }
-        #expect(error == SearchQueryError(query: text, offset: 16, reason: "groups nest more than 16 deep"))
+        #expect(error == SearchQueryError(.syntaxError, query: text, offset: 16, message: "groups nest more than 16 deep"))
     }
 
     /// 16 groups, alternating OR, AND and NOT so that none merges with the

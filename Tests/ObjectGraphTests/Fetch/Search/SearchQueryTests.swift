@@ -130,14 +130,14 @@ private func queryError(_ text: String) -> SearchQueryError? {
         ]
         for (text, offset, reason) in cases {
             let error = queryError(text)
-            #expect(error == SearchQueryError(query: text, offset: offset, reason: reason), "\(text)")
+            #expect(error == SearchQueryError(reason.hasPrefix("the search query has no words") ? .noWords : .syntaxError, query: text, offset: offset, message: reason), "\(text)")
         }
     }
 
     @Test func offsetsCountCharactersNotScalars() {
         // "e" + U+0301 is one character; 🇫🇷 (two scalars, no token) is one character.
         #expect(queryError("e\u{301} \"x")?.offset == 2)
-        #expect(queryError("🇫🇷 OR") == SearchQueryError(query: "🇫🇷 OR", offset: 2, reason: "OR needs a word after it: a OR b"))
+        #expect(queryError("🇫🇷 OR") == SearchQueryError(.syntaxError, query: "🇫🇷 OR", offset: 2, message: "OR needs a word after it: a OR b"))
         #expect(queryError("\"\u{301}apple")?.offset == 0)
         #expect(queryError("🇫🇷🇫🇷 (apple")?.offset == 9)
     }
@@ -417,7 +417,7 @@ private func queryError(_ text: String) -> SearchQueryError? {
             do {
                 query = try SearchQuery(text)
             } catch {
-                #expect(error.reason == "the search query has no words to search for", "\(text): \(error)")
+                #expect(error.message == "the search query has no words to search for", "\(text): \(error)")
                 dropped += 1
                 continue
             }

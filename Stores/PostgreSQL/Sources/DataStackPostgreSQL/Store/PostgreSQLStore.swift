@@ -22,7 +22,7 @@ import Foundation
 ///   whose version moved on is a conflict, which the context's merge policy
 ///   settles inside the transaction, as with SQLite
 ///   (``ObjectGraph/SaveConflictResolver``); under `.error` the save throws
-///   ``ObjectGraph/ObjectGraphError/mergeConflict(_:)``.
+///   ``ObjectGraph/ObjectGraphError/Code-swift.struct/mergeConflict``.
 /// - With ``ObjectGraph/StoreOptions/persistentHistoryTracking`` every save also
 ///   records a history transaction (`ATRANSACTION`, `ACHANGE`) and sends its
 ///   number on the channel `datastack_history` (`NOTIFY`, delivered at commit).
