@@ -114,10 +114,11 @@ struct MergePolicyContractTests {
             try fresh.setValue("NEW", forKey: "symbol")
             return #expect(throws: ObjectGraphError.self) { try mine.save() }
         }
-        guard case .mergeConflict(let conflicts)? = error else {
+        guard let error, error.code == .mergeConflict else {
             Issue.record("expected a merge conflict, got \(String(describing: error))")
             return
         }
+        let conflicts = error.mergeConflicts
         #expect(conflicts.map(\.objectSnapshotVersion) == [1])
         #expect(conflicts.map(\.persistedSnapshotVersion) == [2])
         let check = try context(kind, seeded)
