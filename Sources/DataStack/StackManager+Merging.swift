@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 // MARK: - Merging writer saves into the main context

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// The dual-coordinator "writer + main" Core Data stack, in the RTCoreDataStack style.
 ///

@@ -1,5 +1,5 @@
 import CSQLite
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// One open SQLite database connection, with its statement cache and transactions.

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A pragma refused by ``SQLitePragma/custom(name:value:)``: its name, its
 /// value, and what is wrong with them.

@@ -12,13 +12,19 @@
 /// statements, a coordinator's rows and the compiled regular expressions of
 /// `MATCHES`. It is a value type without a lock; each owner confines or
 /// locks it as it does its other state.
-package struct ClockCache<Key: Hashable, Value> {
+@_spi(DataStackInternal) public struct ClockCache<Key: Hashable, Value> {
     @usableFromInline struct Entry {
-        var value: Value
+        @usableFromInline var value: Value
         /// The entry's slot on the clock.
-        var slot: Int
+        @usableFromInline var slot: Int
         /// Read since the hand last passed it.
-        var referenced = false
+        @usableFromInline var referenced: Bool
+
+        @inlinable init(value: consuming Value, slot: Int, referenced: Bool = false) {
+            self.value = value
+            self.slot = slot
+            self.referenced = referenced
+        }
     }
 
     @usableFromInline var entries: [Key: Entry] = [:]
@@ -29,24 +35,24 @@ package struct ClockCache<Key: Hashable, Value> {
     @usableFromInline var hand = 0
 
     /// The most values kept.
-    package let capacity: Int
+    public let capacity: Int
 
     /// A cache that keeps at most `capacity` values (at least one).
-    @inlinable package init(capacity: Int) {
+    @inlinable public init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     /// How many values the cache holds.
-    @inlinable package var count: Int { entries.count }
+    @inlinable public var count: Int { entries.count }
 
     /// Whether the cache holds no value.
-    @inlinable package var isEmpty: Bool { entries.isEmpty }
+    @inlinable public var isEmpty: Bool { entries.isEmpty }
 
     /// The value for `key`, marked as read so that the hand spares it once.
     ///
     /// - Complexity: One hash of the key.
     @inline(__always)
-    @inlinable package mutating func value(forKey key: Key) -> Value? {
+    @inlinable public mutating func value(forKey key: Key) -> Value? {
         guard let index = entries.index(forKey: key) else { return nil }
         entries.values[index].referenced = true
         return entries.values[index].value
@@ -59,7 +65,7 @@ package struct ClockCache<Key: Hashable, Value> {
     /// - Complexity: One hash of a new key while the cache has room (a large
     ///   fetch filling it); past capacity, amortized O(1) steps of the hand.
     @inline(__always)   // a row cache calls it per fetched row: specialized in place, it costs a dictionary insert
-    @inlinable package mutating func updateValue(_ value: consuming Value, forKey key: Key) {
+    @inlinable public mutating func updateValue(_ value: consuming Value, forKey key: Key) {
         let room = slots.count < capacity
         let newSlot = room ? slots.count : -1
         // The entry is made in the call, so it is moved into the dictionary, not copied.
@@ -93,17 +99,17 @@ package struct ClockCache<Key: Hashable, Value> {
     }
 
     /// Removes the value for `key`; its slot goes stale, for the hand to reuse.
-    @inlinable package mutating func removeValue(forKey key: Key) {
+    @inlinable public mutating func removeValue(forKey key: Key) {
         entries[key] = nil
     }
 
     /// Removes the values whose keys satisfy `isRemoved`, in one pass over the cache.
-    @inlinable package mutating func removeValues(where isRemoved: (Key) throws -> Bool) rethrows {
+    @inlinable public mutating func removeValues(where isRemoved: (Key) throws -> Bool) rethrows {
         entries = try entries.filter { try !isRemoved($0.key) }
     }
 
     /// Removes every value.
-    @inlinable package mutating func removeAll() {
+    @inlinable public mutating func removeAll() {
         entries.removeAll()
         slots.removeAll()
         hand = 0
@@ -111,7 +117,7 @@ package struct ClockCache<Key: Hashable, Value> {
 
     /// Makes room for `count` values in total without resizing on the way,
     /// bounded by ``capacity``.
-    @inlinable package mutating func reserveCapacity(_ count: Int) {
+    @inlinable public mutating func reserveCapacity(_ count: Int) {
         entries.reserveCapacity(min(capacity, count))
     }
 }

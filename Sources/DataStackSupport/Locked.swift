@@ -14,20 +14,20 @@ import Foundation
 /// The one lock of the package's shared state: its shape is `Mutex`'s
 /// (`withLock` lends the value `inout` for the closure's duration), so the
 /// two read alike.
-package final class Locked<Value>: @unchecked Sendable {
+@_spi(DataStackInternal) public final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched while `lock` is held, and
     // it goes in and out as `sending`, as with `Mutex`.
     @usableFromInline let lock = NSLock()
     @usableFromInline var value: Value
 
     @inlinable
-    package init(_ value: sending Value) {
+    public init(_ value: sending Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, holding the lock.
     @inlinable @inline(__always)
-    package func withLock<Result, Failure: Error>(
+    public func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         lock.lock()

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import DataStack
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// `StackManager.close()`: saves in progress finish, the write-ahead log is
 /// folded into the store's file, and the stack takes no new work.

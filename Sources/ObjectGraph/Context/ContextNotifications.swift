@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 extension ManagedObjectContext {
     /// Posted by `processPendingChanges()` when registered objects changed; the

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A fault, or a relationship fault, whose values could not be read from the
 /// store for a reason other than the row being gone: an I/O error, a damaged

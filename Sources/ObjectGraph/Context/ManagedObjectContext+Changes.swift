@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 // MARK: - Pending changes, rollback, reset and refresh

@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 // MARK: - Merging other contexts' saves

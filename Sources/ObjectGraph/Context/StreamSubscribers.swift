@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 
 /// The continuations of the `AsyncStream`s handed out for one source of

@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// The rows a coordinator has read recently, shared by all its contexts: a

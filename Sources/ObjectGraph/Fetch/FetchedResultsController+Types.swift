@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 // The values a FetchedResultsController hands out: index paths, snapshots,
 // differences, section infos, its delegate protocol and its error.

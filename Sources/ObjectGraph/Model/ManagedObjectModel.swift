@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// A set of entities: the schema of an object graph (Core Data: `NSManagedObjectModel`).

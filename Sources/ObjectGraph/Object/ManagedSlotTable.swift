@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Synchronization
 
 /// An entity's map from `@Managed` storages to slot indexes, read without a

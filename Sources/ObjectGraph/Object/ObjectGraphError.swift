@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// An error of the model, object or context layer, batch requests included:
 /// what went wrong, and where.

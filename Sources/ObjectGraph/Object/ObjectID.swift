@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 import Synchronization
 

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A transformable attribute's stored bytes that its transformer cannot turn
 /// back into a value: a damaged keyed archive, or one holding a class that is

@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// A store that keeps its rows in memory (Core Data: `NSInMemoryStoreType`).

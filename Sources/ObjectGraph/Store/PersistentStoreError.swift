@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// An error of a persistent store or of the coordinator's store management:
 /// what failed, and at which location.

@@ -1,5 +1,5 @@
 import DataStackSQLite
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// A kind of persistent store, and how to make one (Core Data: `NSPersistentStore.StoreType`).

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import DataStack
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// The ticker model the stack tests share.
 final class Ticker: ManagedObject {

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
 
 /// Several private-queue contexts on two coordinators of one file, saving,

@@ -1,6 +1,6 @@
 @testable import ObjectGraph
 import Testing
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
 
 /// The one eviction policy of the package's caches, and the statement cache that uses it.

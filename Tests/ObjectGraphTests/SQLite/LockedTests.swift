@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// `Locked`, the lock of the package's shared state: turns exclude each
 /// other, and a turn that throws gives the lock back with its changes kept.

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A dictionary fetch whose expressions, grouping or having predicate don't
 /// fit the entity: what is wrong, and in which part of the request.

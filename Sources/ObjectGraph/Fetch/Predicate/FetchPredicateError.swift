@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A predicate that could not be parsed, built, checked against an entity, or
 /// evaluated: the format, where in it, and what was wrong.

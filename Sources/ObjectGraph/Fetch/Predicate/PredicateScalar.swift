@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// A value as SQLite sees it: the in-memory evaluator compares these, so that

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A search query that could not be parsed: the query, where in it, and what was wrong.
 ///

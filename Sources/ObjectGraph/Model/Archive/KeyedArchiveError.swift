@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// An `NSKeyedArchiver` archive that cannot be read: what is wrong, and the path
 /// of the object where it is ("root.NSEntities[3].NSProperties.name").

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A binary property list that cannot be read: what is wrong, and at which byte
 /// offset or object index.

@@ -1,5 +1,5 @@
 import Foundation
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// An Xcode model file that cannot be loaded: what is wrong, in which file, and on
 /// which line.

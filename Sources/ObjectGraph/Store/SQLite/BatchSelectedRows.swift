@@ -1,4 +1,4 @@
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// The keys and IDs of the rows a batch selects, read on one of the store's

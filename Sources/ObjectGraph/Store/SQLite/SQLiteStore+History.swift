@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
 import Foundation
 

@@ -1,3 +1,5 @@
+@_spi(DataStackInternal) import DataStackSupport
+
 // MARK: - Statement tracing
 
 extension SQLiteStore {

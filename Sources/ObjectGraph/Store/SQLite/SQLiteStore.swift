@@ -1,5 +1,5 @@
 import DataStackSQLite
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 
 /// A store in a SQLite file, in Core Data's own format (Core Data: `NSSQLiteStoreType`).

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSupport
+@_spi(DataStackInternal) import DataStackSupport
 
 /// Property lists and keyed archives built to cost far more than their size:
 /// trailers claiming millions of objects, shared objects with thousands of
