@@ -123,11 +123,13 @@ private func deliver(_ signal: Int32, to process: pid_t) {
 }
 
 /// What a child wrote so far, appended by the thread that reads its pipe.
-// @unchecked Sendable: `data` and `ended` are only touched while `condition` is locked.
+// @unchecked Sendable: `data`, `ended` and `changes` are only touched while `condition` is locked.
 private final class OutputLog: @unchecked Sendable {
     private let condition = NSCondition()
     private var data = Data()
     private var ended = false
+    /// Counts the changes, so that a wait knows whether one came.
+    private var changes = 0
 
     func append(_ chunk: Data) { changing { $0.data.append(chunk) } }
     /// The child closed its stdout: no more output comes.
@@ -137,21 +139,29 @@ private final class OutputLog: @unchecked Sendable {
     var hasEnded: Bool { condition.withLock { ended } }
 
     /// Blocks until `isDone` holds for the output so far, woken by each change;
-    /// false when the output ended or `deadline` passed first.
+    /// false when the output ended or `deadline` passed first. `isDone` runs
+    /// outside the lock, so it may read the child's output again.
     func wait(until deadline: ContinuousClock.Instant, _ isDone: (Data, _ ended: Bool) -> Bool) -> Bool {
-        condition.withLock {
-            while !isDone(data, ended) {
-                let left = deadline - ContinuousClock.now
-                guard !ended, left > .zero else { return false }
-                _ = condition.wait(until: Date(timeIntervalSinceNow: left.seconds))
+        while true {
+            let (data, ended, seen) = condition.withLock { (self.data, self.ended, changes) }
+            if isDone(data, ended) { return true }
+            if ended { return false }
+            let changed = condition.withLock {
+                while changes == seen {
+                    let left = deadline - ContinuousClock.now
+                    guard left > .zero else { return false }
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: left.seconds))
+                }
+                return true
             }
-            return true
+            if !changed { return isDone(contents, hasEnded) }
         }
     }
 
     private func changing(_ change: (OutputLog) -> Void) {
         condition.withLock {
             change(self)
+            changes += 1
             condition.broadcast()
         }
     }
