@@ -56,7 +56,8 @@ import DataStack
                                               stderr: directory.url.appendingPathComponent("stderr-\(round).txt"))
             // A quarter of the kills land in the first moments (opening, creating
             // the schema, the first save); the rest after a few reported saves,
-            // a random moment into the next.
+            // a random moment into the next. (Behaviour under test: the sleeps
+            // below place the kill at a random moment.)
             if random.next() % 4 == 0 {
                 usleep(UInt32(random.next() % 250_000))
             } else {

@@ -132,7 +132,8 @@ import DataStack
         let before = importer.waitForLines(SaveLine.self, count: 4, timeout: deadline - .now)
         try #require(before.count >= 4, "\(before.count) saves reported; stderr: \(importer.stderrText)")
         // A moment into a later save: writing it, committing it, or reporting it.
-        // (A blocking sleep, as the waits: the kill must not wait for a free thread of the pool.)
+        // (Behaviour under test: the kill lands at a random moment. A blocking
+        // sleep, as the waits: the kill must not wait for a free thread of the pool.)
         usleep(UInt32.random(in: 0..<20_000))
         importer.kill()
         #expect(importer.wasKilled)
@@ -212,10 +213,17 @@ private final class MoversScreen: Sendable {
     /// Waits until the main context has merged the store's last committed transaction.
     func waitUntilItMergedEverythingCommitted(before deadline: ContinuousClock.Instant,
                                               sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        var head = try stack.mainCoordinator.currentPersistentHistoryToken()
-        while stack.lastMergedHistoryToken != head && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-            head = try stack.mainCoordinator.currentPersistentHistoryToken()
+        // The writer stopped: the head no longer moves.
+        let head = try stack.mainCoordinator.currentPersistentHistoryToken()
+        while true {
+            let seen = recorder.arrivals.count
+            // The bookmark moves at the end of the main-queue block that posts
+            // a merge: once a block queued after it ran, it has moved.
+            await stack.mainContext.perform {}
+            if stack.lastMergedHistoryToken == head { break }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, await recorder.wait(until: "a merge of the store's last transaction", seconds: left.seconds,
+                                                    sourceLocation: sourceLocation, { $0.count > seen }) else { break }
         }
         try #require(stack.lastMergedHistoryToken == head,
                      "merged up to \(String(describing: stack.lastMergedHistoryToken)), the store is at \(String(describing: head))",

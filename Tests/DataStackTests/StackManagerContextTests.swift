@@ -125,13 +125,17 @@ import Synchronization
     @Test func cancelledImportStopsAfterASavedChunkAndLosesNothingReported() async throws {
         let (stack, _) = try await makeStack()
         let log = ProgressLog()
+        let thirdChunkSaved = Signal()
         let task = Task {
             try await stack.performImport(0..<1_000_000, chunkSize: 100, { index, context in
                 let ticker = Ticker(context: context)
                 ticker.symbol = "C\(index)"
-            }, progress: { log.append($0) })
+            }, progress: {
+                log.append($0)
+                if log.values.count >= 3 { thirdChunkSaved.fire() }
+            })
         }
-        while log.values.count < 3 { try await Task.sleep(for: .milliseconds(1)) }
+        await thirdChunkSaved.wait(for: "the import's third saved chunk")
         task.cancel()
         let outcome = await task.result
         #expect(throws: CancellationError.self) { try outcome.get() }

@@ -162,7 +162,7 @@ import DataStack
     }
 
     @Test func savesOfMainAndItsChildrenNeverComeBackAsMerges() async throws {
-        let (stack, _) = try await makeStack()
+        let (stack, directory) = try await makeStack()
         let recorder = MergeRecorder(stack)
         let main = stack.mainContext
         try await main.perform {
@@ -176,18 +176,21 @@ import DataStack
             ticker.symbol = "CREATED"
             try creator.save()
         }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(recorder.all.isEmpty)
+        // Another writer's save afterwards is merged after anything the saves
+        // above would have brought back: if its merge is the only one, they brought none.
+        try await mergeMarkerFromAnotherStack(recorder, directory: directory)
+        #expect(recorder.all.count == 1)
     }
 
     @Test func eachImporterSaveIsMergedOnce() async throws {
-        let (stack, _) = try await makeStack()
+        let (stack, directory) = try await makeStack()
         let recorder = MergeRecorder(stack)
         for round in 0..<5 { _ = try await importTickers(stack, count: 3, prefix: "R\(round)-") }
         let merges = await recorder.wait(for: 5)
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(recorder.all.count == 5)
         #expect(Set(merges.flatMap(\.save.insertedObjectIDs)).count == 15)
+        // Another writer's save is merged after any second merge of the five would have.
+        try await mergeMarkerFromAnotherStack(recorder, directory: directory)
+        #expect(recorder.all.count == 6)
     }
 
     @Test func trackedChildContextsSeeMergedChanges() async throws {
@@ -199,18 +202,15 @@ import DataStack
         #expect(child.parent === stack.mainContext)
         let before = try await child.perform { (try child.existingObject(with: id) as! Ticker).price }
         #expect(before == 0)
+        let childMerged = Signal.notification(ManagedObjectContext.objectsDidChangeNotification, from: child)
         let importer = stack.importerContext()
         try await importer.perform {
             (try importer.existingObject(with: id) as! Ticker).price = 7
             try importer.save()
         }
         await recorder.wait(for: 2)
-        var after = 0.0
-        for _ in 0..<200 {
-            after = try await child.perform { (try child.existingObject(with: id) as! Ticker).price }
-            if after == 7 { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await childMerged.wait(for: "the merge reaching the tracked child")
+        let after = try await child.perform { (try child.existingObject(with: id) as! Ticker).price }
         #expect(after == 7)
     }
 }

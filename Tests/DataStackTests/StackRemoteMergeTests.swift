@@ -26,14 +26,15 @@ import Testing
     }
 
     /// Waits for `count` merges that came from the other stack.
-    private func remoteMerges(_ recorder: MergeRecorder, count: Int) async -> [StackDidMerge] {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let merges = recorder.all.filter { if case .otherProcess = $0.source { true } else { false } }
-            if merges.count >= count { return merges }
-            try? await Task.sleep(for: .milliseconds(5))
+    private func remoteMerges(_ recorder: MergeRecorder, count: Int,
+                              sourceLocation: SourceLocation = #_sourceLocation) async -> [StackDidMerge] {
+        @Sendable func remote(_ merges: [StackDidMerge]) -> [StackDidMerge] {
+            merges.filter { if case .otherProcess = $0.source { true } else { false } }
         }
-        return recorder.all.filter { if case .otherProcess = $0.source { true } else { false } }
+        await recorder.wait(until: "\(count) merges from the other stack", sourceLocation: sourceLocation) {
+            remote($0.map(\.merge)).count >= count
+        }
+        return remote(recorder.all)
     }
 
     @Test func eachStackWritesWithItsOwnAuthorAndFollowsHistory() async throws {
@@ -199,10 +200,7 @@ import Testing
             let last = try #require(try b.writerCoordinator.currentPersistentHistoryToken())
             #expect(try b.writerCoordinator.deleteHistory(.deleteHistory(before: last)) == 3)
         }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !recorderA.all.contains(where: { $0.source == .expiredHistory }) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await recorderA.wait(until: "a merge of expired history") { $0.contains { $0.merge.source == .expiredHistory } }
         let reset = try #require(recorderA.all.first { $0.source == .expiredHistory })
         #expect(reset.refreshedObjectIDs == Set(inA))
         #expect(a.lastMergedHistoryToken == (try b.writerCoordinator.currentPersistentHistoryToken()))
@@ -225,9 +223,9 @@ import Testing
                         try importer.save()
                     }
                     let written = try b.writerCoordinator.currentPersistentHistoryToken()
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    while a.state.withLock({ $0.lastReadHistoryToken }) != written && ContinuousClock.now < deadline {
-                        Thread.sleep(forTimeInterval: 0.002)
+                    // The main queue is held on purpose here; the read is seen only in the stack's state.
+                    waitUntilBlocking("the history read while the main queue is busy", deadline: .seconds(10)) {
+                        a.state.withLock { $0.lastReadHistoryToken } == written
                     }
                     return (written, a.state.withLock { $0.lastReadHistoryToken }, a.lastMergedHistoryToken)
                 })

@@ -57,7 +57,7 @@ import DataStack
         let deadline = ContinuousClock.now + .seconds(20)
         while importer.lines(SaveLine.self).count < 30 && importer.exitStatus == nil && ContinuousClock.now < deadline {
             samples.append(try Self.integer(connection, "SELECT count(*) FROM ZSTOCKUPDATE"))
-            usleep(500)
+            usleep(500)   // behaviour under test: samples at arbitrary moments of the import; this paces them
         }
         importer.send(SIGINT)
         try #require(importer.waitForExit(timeout: .seconds(10)), "ticker-import did not stop on SIGINT")
@@ -119,11 +119,10 @@ import DataStack
         let directory = StackDirectory()
         let store = ["--json", "--tickers", "30", "--store", directory.storeURL.path]
         let viewer = try TickerImportChild(arguments: ["--view-only"] + store, stderr: directory.url.appendingPathComponent("viewer.txt"))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !FileManager.default.fileExists(atPath: directory.storeURL.path) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        try #require(FileManager.default.fileExists(atPath: directory.storeURL.path), "stderr: \(viewer.stderrText)")
+        // No event says the file was made: the target's one poll watches for it.
+        try #require(await waitUntil("the viewer creating the store", deadline: .seconds(30)) {
+            FileManager.default.fileExists(atPath: directory.storeURL.path)
+        }, "stderr: \(viewer.stderrText)")
 
         let importer = try TickerImportChild(arguments: ["--import-only", "--batch", "\(Self.batch)", "--keep-updates", "\(Self.kept)"] + store,
                                              stderr: directory.url.appendingPathComponent("importer.txt"))
@@ -136,10 +135,8 @@ import DataStack
         let trimmed = saves.reduce(0) { $0 + ($1.trimmed ?? 0) }
         #expect(trimmed == imported.stockUpdates - Self.kept)
 
-        let caughtUp = ContinuousClock.now + .seconds(10)
-        while (viewer.reported.last?.saved, viewer.reported.last?.trimmed) != (imported.saved, trimmed) && ContinuousClock.now < caughtUp {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(viewer.waitForReported(timeout: .seconds(30)) { ($0.last?.saved, $0.last?.trimmed) == (imported.saved, trimmed) },
+                "the viewer reported the importer's last save and trims")
         viewer.send(SIGINT)
         try #require(viewer.waitForExit(timeout: .seconds(10)))
         #expect(viewer.exitStatus == 0, "stderr: \(viewer.stderrText)")

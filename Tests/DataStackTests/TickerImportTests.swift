@@ -131,11 +131,10 @@ import DataStack
         let directory = StackDirectory()
         let store = ["--json", "--tickers", "30", "--store", directory.storeURL.path]
         let viewer = try TickerImportChild(arguments: ["--view-only"] + store, stderr: directory.url.appendingPathComponent("viewer.txt"))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !FileManager.default.fileExists(atPath: directory.storeURL.path) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        try #require(FileManager.default.fileExists(atPath: directory.storeURL.path), "stderr: \(viewer.stderrText)")
+        // No event says the file was made: the target's one poll watches for it.
+        try #require(await waitUntil("the viewer creating the store", deadline: .seconds(30)) {
+            FileManager.default.fileExists(atPath: directory.storeURL.path)
+        }, "stderr: \(viewer.stderrText)")
 
         let importer = try TickerImportChild(arguments: ["--import-only", "--batch", "50"] + store,
                                              stderr: directory.url.appendingPathComponent("importer.txt"))
@@ -149,10 +148,8 @@ import DataStack
         #expect(imported.stockUpdates == (imported.saved - 1) * 50, "the companies' save, then saves of 50 stock updates")
 
         // The viewer merged every save: its counters reach the importer's totals.
-        let caughtUp = ContinuousClock.now + .seconds(5)
-        while viewer.reported.last?.saved != imported.saved && ContinuousClock.now < caughtUp {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(viewer.waitForReported(timeout: .seconds(30)) { $0.last?.saved == imported.saved },
+                "the viewer reported the importer's last save")
         viewer.send(SIGINT)
         try #require(viewer.waitForExit(timeout: .seconds(5)))
         #expect(viewer.exitStatus == 0, "stderr: \(viewer.stderrText)")

@@ -49,9 +49,8 @@ import DataStack
         // The viewer is up once it merged a save of another process.
         let importer = try TickerImportChild(arguments: ["--import-only", "--batch", "20"] + store,
                                              stderr: directory.url.appendingPathComponent("importer.txt"))
-        let deadline = ContinuousClock.now + .seconds(20)
         func viewerMerged() -> Bool { json ? !viewer.reported.isEmpty : viewer.outputText.contains("last save merged from") }
-        while !viewerMerged() && ContinuousClock.now < deadline { usleep(2_000) }
+        _ = viewer.waitForOutput(timeout: .seconds(20)) { _ in viewerMerged() }
         importer.send(SIGINT)
         try #require(importer.waitForExit(timeout: .seconds(10)), "stderr: \(importer.stderrText)")
         try #require(viewerMerged(), "the viewer merged nothing; stderr: \(viewer.stderrText)")
@@ -63,8 +62,7 @@ import DataStack
             json ? viewer.reported.dropFirst(lines).contains { $0.readError != nil }
                 : viewer.outputText.dropFirst(frames).contains("reading other processes' saves failed")
         }
-        let told = ContinuousClock.now + .seconds(20)
-        while !viewerSaysSo() && ContinuousClock.now < told { usleep(2_000) }
+        _ = viewer.waitForOutput(timeout: .seconds(20)) { _ in viewerSaysSo() }
         #expect(viewerSaysSo(), "the viewer said nothing of the failed read: \(viewer.outputText.suffix(2_000))")
 
         viewer.send(SIGINT)

@@ -37,7 +37,8 @@ final class StackDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// Collects a stack's merge notifications, so a test can wait for them.
+/// Collects a stack's merge notifications, so a test can wait for them:
+/// each arrival wakes the waits it satisfies (no polling).
 final class MergeRecorder: Sendable {
     /// One merge, as the main queue saw it.
     struct Arrival: Sendable {
@@ -49,8 +50,19 @@ final class MergeRecorder: Sendable {
         var registeredInMain: Int?
     }
 
-    /// The merges so far (behind `Locked`, which ThreadSanitizer sees).
-    private let log = Locked<[Arrival]>([])
+    /// A test waiting until the arrivals satisfy `isMet`.
+    private struct Waiter {
+        let isMet: @Sendable ([Arrival]) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct Log {
+        var arrivals: [Arrival] = []
+        var waiters: [UUID: Waiter] = [:]
+    }
+
+    /// The merges so far, and the tests waiting for more.
+    private let log = Locked(Log())
     private let token: ObserverBox
 
     /// - Parameter countsRegisteredObjects: also counts the main context's
@@ -63,7 +75,14 @@ final class MergeRecorder: Sendable {
             guard let merge = try? StackDidMerge(notification) else { return }
             // Posted on the main queue, the main context's.
             let registered = countsRegisteredObjects ? stack?.mainContext.registeredObjectCount : nil
-            log.withLock { $0.append(Arrival(merge: merge, time: Date(), registeredInMain: registered)) }
+            let met = log.withLock { log in
+                log.arrivals.append(Arrival(merge: merge, time: Date(), registeredInMain: registered))
+                let arrivals = log.arrivals
+                let met = log.waiters.filter { $0.value.isMet(arrivals) }
+                for id in met.keys { log.waiters[id] = nil }
+                return met.values.map(\.continuation)
+            }
+            for continuation in met { continuation.resume(returning: true) }
         }
         token = ObserverBox(observer)
     }
@@ -71,26 +90,45 @@ final class MergeRecorder: Sendable {
     deinit { NotificationCenter.default.removeObserver(token.observer) }
 
     var all: [StackDidMerge] { arrivals.map(\.merge) }
-    var arrivals: [Arrival] { log.withLock { $0 } }
+    var arrivals: [Arrival] { log.withLock { $0.arrivals } }
 
     /// Waits until `count` merges arrived, and returns them; records an issue
     /// at the caller when they did not arrive within `seconds`.
+    @discardableResult
+    func wait(for count: Int, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> [StackDidMerge] {
+        await wait(until: "\(count) merges", seconds: seconds, sourceLocation: sourceLocation) { $0.count >= count }
+        return all
+    }
+
+    /// Waits until the merges so far satisfy `isMet`, woken by each arrival;
+    /// records an issue naming `what` at the caller when they did not within
+    /// `seconds`, and says whether they did.
     ///
     /// The deadline is generous because a loaded machine (CI runs every suite
     /// at once on two cores, and all stacks share the main queue) can delay a
-    /// merge by seconds; a wait that ends early only costs when something is
-    /// wrong, and then it says so here instead of in the checks that follow.
+    /// merge by seconds; a wait that is met ends at once, so the deadline
+    /// only costs when something is wrong, and then it says so here instead
+    /// of in the checks that follow.
     @discardableResult
-    func wait(for count: Int, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async -> [StackDidMerge] {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while log.withLock({ $0.count }) < count && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+    func wait(until what: String, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
+              _ isMet: @escaping @Sendable ([Arrival]) -> Bool) async -> Bool {
+        let id = UUID()
+        let met = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let already = log.withLock { log in
+                if isMet(log.arrivals) { return true }
+                log.waiters[id] = Waiter(isMet: isMet, continuation: continuation)
+                return false
+            }
+            if already { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [log] in
+                log.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
         }
-        let arrived = log.withLock { $0.count }
-        if arrived < count {
-            Issue.record("\(arrived) of \(count) merges arrived within \(seconds) seconds", sourceLocation: sourceLocation)
+        if !met {
+            let arrived = log.withLock { $0.arrivals.map { "\($0.merge.source)" } }
+            Issue.record("\(what) did not arrive within \(seconds) seconds; merges: \(arrived)", sourceLocation: sourceLocation)
         }
-        return all
+        return met
     }
 }
 
@@ -160,6 +198,21 @@ final class ListPanel: @unchecked Sendable {
 final class ControllerBox<Object: ManagedObject>: @unchecked Sendable {
     let controller: FetchedResultsController<Object>
     init(_ controller: FetchedResultsController<Object>) { self.controller = controller }
+}
+
+/// Saves a marker ticker through a second stack on `directory`'s store, as
+/// another process would, and waits until `recorder` saw it merged from the
+/// store's history. The history is read in order, so every transaction saved
+/// before the marker was merged or skipped by then: a check that something
+/// was not merged waits for this instead of a fixed time.
+func mergeMarkerFromAnotherStack(_ recorder: MergeRecorder, directory: StackDirectory,
+                                 sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let other = StackManager()
+    try await other.setup(model: StackTestModel.make(), storeURL: directory.storeURL)
+    _ = try await importTickers(other, count: 1, prefix: "MARKER")
+    await recorder.wait(until: "the marker saved by another stack", sourceLocation: sourceLocation) { arrivals in
+        arrivals.contains { if case .otherProcess = $0.merge.source { true } else { false } }
+    }
 }
 
 /// Inserts `count` tickers (`<prefix>0`, `<prefix>1`, …, priced by their

@@ -6,11 +6,12 @@ import Synchronization
 /// pauses it, or kills it outright. (``TickerImportProcess/run(_:environment:fileSizeLimit:)``
 /// is for runs the test only looks at once they ended.)
 ///
-/// The waits block the calling thread, polling every 2 ms, even in async
-/// tests: the child imports as fast as it can meanwhile, so the test must act
-/// the moment the child has written what it waits for — a wait that sleeps on
-/// the cooperative pool resumes only when a thread of the pool is free, which
-/// on a loaded machine with other tests running can be seconds later.
+/// The waits block the calling thread, even in async tests, and each chunk
+/// the child writes (and the end of its output) wakes them: the child imports
+/// as fast as it can meanwhile, so the test must act the moment the child has
+/// written what it waits for — a wait that suspends on the cooperative pool
+/// resumes only when a thread of the pool is free, which on a loaded machine
+/// with other tests running can be seconds later.
 ///
 /// A child still running when the value goes away is killed, so a test that
 /// fails half-way leaves no process behind.
@@ -36,6 +37,7 @@ final class TickerImportChild {
             while case let chunk = pipe.fileHandleForReading.availableData, !chunk.isEmpty {
                 output.append(chunk)
             }
+            output.end()
             finished.signal()
         }.start()
     }
@@ -65,9 +67,21 @@ final class TickerImportChild {
     /// process ended, or `timeout` passed; returns the lines.
     @discardableResult
     func waitForLines<Line: Decodable>(_ type: Line.Type, count: Int, timeout: Duration) -> [Line] {
-        let deadline = ContinuousClock.now + timeout
-        while lines(type).count < count && process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        _ = waitForOutput(timeout: timeout) { TickerImportProcess.lines(in: $0, as: type).count >= count }
         return lines(type)
+    }
+
+    /// Waits until the stdout written so far satisfies `isDone`, woken by each
+    /// chunk the child writes; returns false when the output ended (the
+    /// process exited) or `timeout` passed first.
+    func waitForOutput(timeout: Duration, until isDone: (Data) -> Bool) -> Bool {
+        output.wait(until: ContinuousClock.now + timeout) { data, _ in isDone(data) }
+    }
+
+    /// Waits until the `--json` merge lines written so far satisfy `isDone`
+    /// (see ``waitForOutput(timeout:until:)``).
+    func waitForReported(timeout: Duration, until isDone: ([TickerImportProcess.Line]) -> Bool) -> Bool {
+        waitForOutput(timeout: timeout) { isDone(TickerImportProcess.lines(in: $0, as: TickerImportProcess.Line.self)) }
     }
 
     /// Sends `signal` (SIGINT stops ticker-import after its current save;
@@ -79,9 +93,9 @@ final class TickerImportChild {
     /// Waits until the process exited, or `timeout` passed; returns whether it
     /// exited. All of its output has been read when it returns true.
     func waitForExit(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
-        if process.isRunning { return false }
+        // The output ends when the process exits (it closes its stdout then).
+        _ = output.wait(until: ContinuousClock.now + timeout) { _, ended in ended }
+        guard output.hasEnded else { return false }
         process.waitUntilExit()
         finishedReading.wait()
         return true
@@ -109,8 +123,46 @@ private func deliver(_ signal: Int32, to process: pid_t) {
 }
 
 /// What a child wrote so far, appended by the thread that reads its pipe.
-private final class OutputLog: Sendable {
-    private let data = Mutex(Data())
-    func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
-    var contents: Data { data.withLock { $0 } }
+// @unchecked Sendable: `data`, `ended` and `changes` are only touched while `condition` is locked.
+private final class OutputLog: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data = Data()
+    private var ended = false
+    /// Counts the changes, so that a wait knows whether one came.
+    private var changes = 0
+
+    func append(_ chunk: Data) { changing { $0.data.append(chunk) } }
+    /// The child closed its stdout: no more output comes.
+    func end() { changing { $0.ended = true } }
+
+    var contents: Data { condition.withLock { data } }
+    var hasEnded: Bool { condition.withLock { ended } }
+
+    /// Blocks until `isDone` holds for the output so far, woken by each change;
+    /// false when the output ended or `deadline` passed first. `isDone` runs
+    /// outside the lock, so it may read the child's output again.
+    func wait(until deadline: ContinuousClock.Instant, _ isDone: (Data, _ ended: Bool) -> Bool) -> Bool {
+        while true {
+            let (data, ended, seen) = condition.withLock { (self.data, self.ended, changes) }
+            if isDone(data, ended) { return true }
+            if ended { return false }
+            let changed = condition.withLock {
+                while changes == seen {
+                    let left = deadline - ContinuousClock.now
+                    guard left > .zero else { return false }
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: left.seconds))
+                }
+                return true
+            }
+            if !changed { return isDone(contents, hasEnded) }
+        }
+    }
+
+    private func changing(_ change: (OutputLog) -> Void) {
+        condition.withLock {
+            change(self)
+            changes += 1
+            condition.broadcast()
+        }
+    }
 }

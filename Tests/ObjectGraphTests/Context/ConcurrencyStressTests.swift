@@ -98,7 +98,9 @@ import DataStackSQLite
         #expect(totals.allSatisfy { $0 > 0 })
 
         // The watcher, after its last merge, holds exactly the store's values.
-        try await Task.sleep(for: .milliseconds(200))
+        // Every save queued its merge on the watcher's queue (the observer runs
+        // on the saving thread, inside the save) before the workers finished,
+        // so this perform, queued now, runs after the last merge.
         let watcherTotals: [Int] = try await watcher.perform {
             try (0..<Self.workers).map { worker in
                 try watched.objects.reduce(0) { $0 + (try $1.value(forKey: "a\(worker)") as? Int ?? 0) }

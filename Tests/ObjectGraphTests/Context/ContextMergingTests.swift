@@ -232,17 +232,14 @@ import ObjectGraph
         let watcher = stack.newContext()
         watcher.automaticallyMergesChangesFromParent = true
         let company = try watcher.performAndWait { try watcher.existingObject(with: id) as! Company }
+        let merged = Signal.notification(ManagedObjectContext.objectsDidChangeNotification, from: watcher)
         let writer = stack.newContext()
         try writer.performAndWait {
             (try writer.existingObject(with: id) as! Company).employees = 42
             try writer.save()
         }
-        var seen = 0
-        for _ in 0..<200 {
-            seen = watcher.performAndWait { company.employees }
-            if seen == 42 { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await merged.wait(for: "the sibling's save merging into the watcher")
+        let seen = watcher.performAndWait { company.employees }
         #expect(seen == 42)
     }
 
@@ -253,16 +250,13 @@ import ObjectGraph
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
         child.automaticallyMergesChangesFromParent = true
         let company = try child.performAndWait { try child.existingObject(with: id) as! Company }
+        let merged = Signal.notification(ManagedObjectContext.objectsDidChangeNotification, from: child)
         try parent.performAndWait {
             (try parent.existingObject(with: id) as! Company).employees = 8
             try parent.save()
         }
-        var seen = 0
-        for _ in 0..<200 {
-            seen = child.performAndWait { company.employees }
-            if seen == 8 { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        await merged.wait(for: "the parent's save merging into the child")
+        let seen = child.performAndWait { company.employees }
         #expect(seen == 8)
     }
 

@@ -9,22 +9,38 @@ import DataStackSQLite
 /// resolved inside that transaction with the context's merge policy, as
 /// version conflicts are, instead of failing the save.
 @Suite struct UniquenessRaceTests {
+    /// A context on its own coordinator of `graph`'s file, whose store tells
+    /// `gate` when a save finds the write lock taken.
+    private func racingContext(_ graph: GraphStack, _ policy: MergePolicy, gate: WriterGate) throws -> ManagedObjectContext {
+        var options = StoreOptions()
+        options.busyMode = .callback { tries in gate.saveWaits(tries: tries) }
+        let coordinator = PersistentStoreCoordinator(managedObjectModel: GraphTestModel.make())
+        try coordinator.addPersistentStore(type: .sqlite, at: graph.storeURL, options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        context.mergePolicy = policy
+        return context
+    }
+
     /// Saves `context` on another thread while `holder` keeps the write lock;
-    /// once the save waits for it, `meanwhile` runs on `holder` and commits.
-    private func saveWhileAnotherWriterCommits(_ context: ManagedObjectContext, holder: Connection,
+    /// once the save waits for it (the store's busy handler says so through
+    /// `gate`), `meanwhile` runs on `holder` and commits, and only then does
+    /// the save try the lock again: the interleaving is forced, not hoped for.
+    private func saveWhileAnotherWriterCommits(_ context: ManagedObjectContext, gate: WriterGate, holder: Connection,
                                                meanwhile: String) throws -> (any Error)? {
         try holder.execute("BEGIN IMMEDIATE")
         let outcome = SharedValue<(any Error)?>(nil)
-        let finished = DispatchSemaphore(value: 0)
+        let finished = Signal()
         Thread.detachNewThread {
             let error = context.saveReturningError()
             outcome.update { $0 = error }
-            finished.signal()
+            finished.fire()
         }
         // The save checks uniqueness (finding nothing), then waits at BEGIN IMMEDIATE.
-        Thread.sleep(forTimeInterval: 0.5)
+        let waited = gate.waiting.waitBlocking(for: "the save waiting for the write lock")
         try holder.execute(meanwhile + "; COMMIT")
-        finished.wait()
+        gate.committed.fire()
+        finished.waitBlocking(for: "the save finishing")
+        #expect(waited, "the other writer committed while the save waited for the lock")
         return outcome.current
     }
 
@@ -39,14 +55,15 @@ import DataStackSQLite
 
     @Test func underObjectTrumpARowSavedMeanwhileTakesTheContextsValues() throws {
         let graph = try GraphStack()
-        let context = graph.context(.mergeByPropertyObjectTrump)
+        let gate = WriterGate()
+        let context = try racingContext(graph, .mergeByPropertyObjectTrump, gate: gate)
         context.performAndWait {
             let listing = Listing(context: context)
             listing.symbol = "ACME"
             listing.price = 12
         }
         let holder = try RawStore.open(graph.storeURL)
-        let error = try saveWhileAnotherWriterCommits(context, holder: holder,
+        let error = try saveWhileAnotherWriterCommits(context, gate: gate, holder: holder,
                                                       meanwhile: insertListing("ACME", name: "Other importer", price: 5))
         #expect(error == nil, "\(error.map { "\($0)" } ?? "")")
         // One row: the other writer's, with the context's value over it and its own where the context set none.
@@ -62,7 +79,8 @@ import DataStackSQLite
 
     @Test func underStoreTrumpTheRowSavedMeanwhileKeepsItsValues() throws {
         let graph = try GraphStack()
-        let context = graph.context(.mergeByPropertyStoreTrump)
+        let gate = WriterGate()
+        let context = try racingContext(graph, .mergeByPropertyStoreTrump, gate: gate)
         context.performAndWait {
             let listing = Listing(context: context)
             listing.symbol = "ACME"
@@ -70,7 +88,7 @@ import DataStackSQLite
             listing.price = 12
         }
         let holder = try RawStore.open(graph.storeURL)
-        let error = try saveWhileAnotherWriterCommits(context, holder: holder,
+        let error = try saveWhileAnotherWriterCommits(context, gate: gate, holder: holder,
                                                       meanwhile: insertListing("ACME", name: "Theirs", price: 5))
         #expect(error == nil, "\(error.map { "\($0)" } ?? "")")
         #expect(try RawStore.texts(graph.storeURL, "SELECT ZSYMBOL || ':' || ZNAME || ':' || ZPRICE FROM ZLISTING")
@@ -79,10 +97,11 @@ import DataStackSQLite
 
     @Test func underTheErrorPolicyTheSaveStillThrowsAndKeepsItsChanges() throws {
         let graph = try GraphStack()
-        let context = graph.context(.error)
+        let gate = WriterGate()
+        let context = try racingContext(graph, .error, gate: gate)
         context.performAndWait { Listing(context: context).symbol = "ACME" }
         let holder = try RawStore.open(graph.storeURL)
-        let error = try saveWhileAnotherWriterCommits(context, holder: holder,
+        let error = try saveWhileAnotherWriterCommits(context, gate: gate, holder: holder,
                                                       meanwhile: insertListing("ACME", name: "Theirs", price: 5))
         guard let conflict = error as? ObjectGraphError, conflict.code == .uniquenessConflict else {
             Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
@@ -133,6 +152,23 @@ import DataStackSQLite
         #expect(stored.count == Set(stored).count, "one row per key")
         #expect(Set(stored).isSubset(of: Set(symbols)))
         #expect(try RawStore.text(graph.storeURL, "PRAGMA integrity_check") == "ok")
+    }
+}
+
+/// The handshake between a save waiting for the write lock and the test's
+/// other writer, through the saving store's busy mode.
+private final class WriterGate: Sendable {
+    /// The save found the write lock taken.
+    let waiting = Signal()
+    /// The other writer committed and released the lock.
+    let committed = Signal()
+
+    /// The busy callback: says the save waits, and holds it there until the
+    /// other writer committed (bounded: the save then fails with a busy
+    /// error, which the test reports).
+    func saveWaits(tries: Int) -> Bool {
+        waiting.fire()
+        return committed.waitBlocking(for: "the other writer's commit") && tries < 100
     }
 }
 

@@ -47,6 +47,8 @@ import DataStackSQLite
         let directory = TemporaryDirectory()
         let (path, writer) = try writeLockedRollbackDatabase(in: directory)
         let (finished, result) = openInWALMode(path, busyMode: .timeout(5))
+        // Behaviour under test: the writer holds its lock for a while, and the
+        // opener must have waited that long (checked below), whenever it started.
         Thread.sleep(forTimeInterval: 0.2)
         try writer.execute("COMMIT")
         finished.wait()

@@ -76,6 +76,7 @@ import DataStackSQLite
                 let holder = try RawStore.open(url)
                 try holder.execute("BEGIN IMMEDIATE")
                 taken.signal()
+                // Behaviour under test: the lock is held for a while, and the save must wait it out.
                 Thread.sleep(forTimeInterval: 0.1)
                 try holder.execute("ROLLBACK")
             } catch {
@@ -95,7 +96,7 @@ import DataStackSQLite
         let tries = Tries()
         let locked = try Locked(busyMode: .callback { attempt in
             tries.record(attempt)
-            usleep(1_000)
+            usleep(1_000)   // behaviour under test: the callback is what waits between tries
             return attempt < 4
         })
         let (error, _) = locked.save()

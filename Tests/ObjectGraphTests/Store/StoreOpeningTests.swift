@@ -145,6 +145,8 @@ import DataStackSQLite
                 for _ in 0..<4 {
                     group.addTask {
                         await #expect(processExitsWith: .success) { [path = path as String, start = start as Double] in
+                            // Behaviour under test: the processes start together; the shared
+                            // wall-clock moment is the only barrier separate processes share here.
                             while Date().timeIntervalSince1970 < start { usleep(200) }
                             let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.make())
                             try coordinator.addPersistentStore(type: .sqlite, at: URL(fileURLWithPath: path))

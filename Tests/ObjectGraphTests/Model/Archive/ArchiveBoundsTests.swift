@@ -71,7 +71,9 @@ import Testing
         for _ in 0..<ArchivedValue.Decoder.maximumDepth { nested = .array([nested]) }
         let archive = nested.archived()
         let results = Locked<[String]>([])
+        let finished = Signal()
         let thread = Thread {
+            defer { finished.fire() }
             do {
                 _ = try BinaryPropertyList.decode(plist)
                 _ = try ArchivedValue.unarchive(archive)
@@ -82,8 +84,7 @@ import Testing
         }
         thread.stackSize = 512 << 10
         thread.start()
-        let deadline = Date().addingTimeInterval(30)
-        while results.withLock({ $0.isEmpty }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        finished.waitBlocking(for: "decoding on the small-stack thread")
         #expect(results.withLock { $0 } == ["decoded"])
     }
 }

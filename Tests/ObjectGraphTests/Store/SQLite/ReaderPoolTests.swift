@@ -149,14 +149,16 @@ import Testing
         let coordinator = fixture.coordinator, store = fixture.store
         let removal = Mutex<Result<Void, any Error>?>(nil)
         let removed = Self.onThread { removal.withLock { $0 = Result { try coordinator.remove(store) } } }
+        // The removal starting is seen only as reads being refused.
         var refused: PersistentStoreError?
-        for _ in 0..<500 where refused == nil {
+        waitUntilBlocking("a read refused once the removal started") {
             do {
                 _ = try fixture.symbols()
-                Thread.sleep(forTimeInterval: 0.01)
+                return false
             } catch {
                 refused = error as? PersistentStoreError
                 #expect(refused != nil, "\(error)")
+                return true
             }
         }
         #expect(refused?.code == .ioFailure)
@@ -187,7 +189,7 @@ import Testing
             ranAfterRelease.withLock { $0 = outcome }
         }
         // Bounded: the extra read is seen waiting for a connection.
-        for _ in 0..<500 where store.readers.waitingReadCount == 0 { Thread.sleep(forTimeInterval: 0.01) }
+        waitUntilBlocking("the extra read waiting for a connection") { store.readers.waitingReadCount > 0 }
         #expect(store.readers.waitingReadCount == 1, "the extra read waits at the maximum")
         released.withLock { $0 = true }
         #expect(try held[0].finish() == ["A", "B"])

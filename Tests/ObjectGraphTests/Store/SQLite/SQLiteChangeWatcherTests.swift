@@ -15,14 +15,10 @@ import DataStackSQLite
         func record() { count.withLock { $0 += 1 } }
         var value: Int { count.withLock { $0 } }
 
-        /// Waits up to 10 s for more than `previous` calls.
-        func wait(beyond previous: Int) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline {
-                if value > previous { return true }
-                try await Task.sleep(for: .milliseconds(2))
-            }
-            return value > previous
+        /// Waits for more than `previous` calls (through the target's one
+        /// poll: the watcher's calls are counted, not announced).
+        func wait(beyond previous: Int, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+            await waitUntil("call \(previous + 1) of the watcher", sourceLocation: sourceLocation) { value > previous }
         }
     }
 
@@ -53,16 +49,19 @@ import DataStackSQLite
         let writer = try Self.connect(url, journalMode: journalMode)
         for round in 0..<2 {
             // Past the settling time: the watcher is back to its slow check.
+            // (Behaviour under test: the idle spell is the condition, so time passes.)
             try await Task.sleep(for: .milliseconds(150))
             let before = calls.value
             try writer.execute("INSERT INTO t VALUES (\(round))")
-            #expect(try await calls.wait(beyond: before), "round \(round)")
+            #expect(await calls.wait(beyond: before), "round \(round)")
         }
         // Unrelated files in the folder wake it but are not commits.
         let settled = calls.value
         try Data("noise".utf8).write(to: directory.file("other.txt"))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(calls.value == settled)
+        // A commit afterwards is seen after the noise was: one call means the noise made none.
+        try writer.execute("INSERT INTO t VALUES (99)")
+        #expect(await calls.wait(beyond: settled))
+        #expect(calls.value == settled + 1, "only the commit was a call")
         watcher.stop()
     }
 
@@ -71,16 +70,24 @@ import DataStackSQLite
         let directory = TemporaryDirectory()
         let url = directory.file("Events.sqlite")
         let calls = Calls()
-        let events = try #require(StoreFileEvents(storeURL: url, queue: DispatchQueue(label: "test")) { calls.record() })
-        for name in ["other.txt", "Events.sqlite-shm", "Events.sqlite.bak"] {
+        let queue = DispatchQueue(label: "test")
+        let events = try #require(StoreFileEvents(storeURL: url, queue: queue) { calls.record() })
+        // A second watch of the same folder, for whom the last noise is its
+        // store: when it is called, the kernel has handed the noise to both,
+        // and both handlers run on the one serial queue.
+        let noiseSeen = Calls()
+        let control = try #require(StoreFileEvents(storeURL: directory.file("other.txt"), queue: queue) { noiseSeen.record() })
+        for name in ["Events.sqlite-shm", "Events.sqlite.bak", "other.txt"] {
             try Data("noise".utf8).write(to: directory.file(name))
         }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await noiseSeen.wait(beyond: 0))
+        queue.sync {}
+        control.cancel()
         #expect(calls.value == 0)
         for suffix in ["", "-wal", "-journal"] {
             let before = calls.value
             try Data("bytes".utf8).write(to: URL(fileURLWithPath: url.path + suffix))
-            #expect(try await calls.wait(beyond: before), "\(suffix)")
+            #expect(await calls.wait(beyond: before), "\(suffix)")
         }
         events.cancel()
     }
@@ -93,7 +100,7 @@ import DataStackSQLite
         let watcher = try Self.watch(url, usesFileEvents: false, calls: calls)
         #expect(!watcher.usesFileEvents)
         try RawStore.execute(url, "INSERT INTO t VALUES (1)")
-        #expect(try await calls.wait(beyond: 0))
+        #expect(await calls.wait(beyond: 0))
         watcher.stop()
     }
 
@@ -108,12 +115,16 @@ import DataStackSQLite
         for round in 0..<3 {
             let before = calls.value
             try RawStore.execute(url, "INSERT INTO t VALUES (\(round))")   // opens, commits, closes
-            #expect(try await calls.wait(beyond: before), "round \(round)")
+            #expect(await calls.wait(beyond: before), "round \(round)")
         }
         watcher.stop()
         let stopped = calls.value
+        // A watcher still running sees the next commit; by then the stopped one would have.
+        let controlCalls = Calls()
+        let control = try Self.watch(url, calls: controlCalls)
         try RawStore.execute(url, "INSERT INTO t VALUES (99)")
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await controlCalls.wait(beyond: 0))
+        control.stop()
         #expect(calls.value == stopped)
     }
 }

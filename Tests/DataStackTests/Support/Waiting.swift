@@ -1,0 +1,1 @@
+../../ObjectGraphTests/Support/Waiting.swift
