@@ -187,6 +187,12 @@ extension StackManager {
                 // The writer coordinator's cached rows of these objects are stale too.
                 setup.writerCoordinator.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
             }
+            // The bookmark moves before the merge posts its notification, so that a
+            // listener woken by it sees the bookmark past what it was told of (the
+            // transaction is read: a purge meanwhile cannot take it from the merge).
+            state.withLock { state in
+                state.lastMergedHistoryToken = Self.later(state.lastMergedHistoryToken, transaction.token)
+            }
             merge(save, from: .otherProcess(author: transaction.author, processID: transaction.processID), into: setup)
         }
         state.withLock { state in
