@@ -3,7 +3,7 @@ import ObjectGraph
 import Testing
 import DataStackSQLite
 
-/// Tests for `Sources/ObjectGraph/SQLite`: opening, statements, errors, transactions.
+/// Tests for `Sources/DataStackSQLite` (the driver): opening, statements, errors, transactions.
 ///
 /// Each test gets its own temporary directory, removed when it ends.
 @Suite struct SQLiteLayerTests {
