@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "DataStack", targets: ["DataStack"]),
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
+        .library(name: "DataStackStorage", targets: ["DataStackStorage"]),
+        .library(name: "DataStackStores", targets: ["DataStackStores"]),
         .executable(name: "ticker-import", targets: ["TickerImport"]),
         .library(name: "TickerImportKit", targets: ["TickerImportKit"]),
         .executable(name: "datastack", targets: ["DataStackTool"]),
@@ -35,14 +37,30 @@ let package = Package(
             dependencies: ["CSQLite", "DataStackSupport"],
             path: "Sources/DataStackSQLite"
         ),
+        // Model, objects, contexts, coordinator, fetch requests, predicates, controllers;
+        // the store protocol and its save contract. Imports the driver only for the
+        // SQLite options a store is opened with (StoreOptions).
         .target(
             name: "ObjectGraph",
-            dependencies: ["CSQLite", "CZlib", "DataStackSupport", "DataStackSQLite"],
+            dependencies: ["CZlib", "DataStackSupport", "DataStackSQLite"],
             path: "Sources/ObjectGraph"
+        ),
+        // Core Data's table layout, history layout, SQL generation and the inferred
+        // migration, written in a dialect (SQLDialect); names no database but SQLite's defaults.
+        .target(
+            name: "DataStackStorage",
+            dependencies: ["ObjectGraph", "DataStackSupport"],
+            path: "Sources/DataStackStorage"
+        ),
+        // The stores: SQLiteStore (files, search, external data, history, migration) and InMemoryStore.
+        .target(
+            name: "DataStackStores",
+            dependencies: ["CSQLite", "DataStackSupport", "DataStackSQLite", "ObjectGraph", "DataStackStorage"],
+            path: "Sources/DataStackStores"
         ),
         .target(
             name: "DataStack",
-            dependencies: ["ObjectGraph", "DataStackSQLite", "DataStackSupport"],
+            dependencies: ["ObjectGraph", "DataStackStorage", "DataStackStores", "DataStackSQLite", "DataStackSupport"],
             path: "Sources/DataStack"
         ),
         // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
@@ -70,7 +88,7 @@ let package = Package(
         // Fuzz/run with -sanitize=fuzzer -DFUZZING, hands a target to libFuzzer.
         .target(
             name: "FuzzTargets",
-            dependencies: ["ObjectGraph", "DataStackSQLite"],
+            dependencies: ["ObjectGraph", "DataStackStorage", "DataStackStores", "DataStackSQLite"],
             path: "Fuzz/Targets"
         ),
         .target(
@@ -90,7 +108,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ObjectGraphTests",
-            dependencies: ["ObjectGraph", "DataStackSQLite", "DataStackSupport", "CFaultVFS", "FuzzTargets"],
+            dependencies: ["ObjectGraph", "DataStackStorage", "DataStackStores", "DataStackSQLite", "DataStackSupport",
+                           "CFaultVFS", "FuzzTargets"],
             path: "Tests/ObjectGraphTests",
             // Archives read by path from the tests (see Support/ArchiveFixtures.swift).
             exclude: ["Fixtures"]

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import DataStackStores
 
 extension FuzzTarget {
     /// A predicate string as a user might type it into a filter box: parsed,

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// The programmer errors the package documents as traps, as Core Data raises
 /// for them: each stops the process (an exit test runs it in a child process).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import DataStackStores
 
 @Suite struct SmokeTests {
     @Test(arguments: [StoreType.sqlite, .inMemory])

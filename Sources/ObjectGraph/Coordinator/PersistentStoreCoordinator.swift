@@ -54,7 +54,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Opens (or creates) a store and adds it.
     ///
     /// - Parameters:
-    ///   - type: `.sqlite` (the default), `.inMemory`, or a registered type.
+    ///   - type: `.sqlite`, `.inMemory` (both from `DataStackStores`, which also
+    ///     adds an overload that leaves `type` out for `.sqlite`), or a registered type.
     ///   - configuration: the model configuration the store holds; nil for all entities.
     ///   - url: the store's location; nil for an in-memory store.
     ///   - options: how to open it. The default opens read-write, in WAL mode.
@@ -65,7 +66,7 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   unless ``StoreOptions/recreatesStoreWhenMigrationFails`` asks for a
     ///   new, empty store in its place.
     @discardableResult
-    public func addPersistentStore(type: StoreType = .sqlite, configuration: String? = nil, at url: URL?,
+    public func addPersistentStore(type: StoreType, configuration: String? = nil, at url: URL?,
                                    options: StoreOptions = StoreOptions()) throws -> any PersistentStore {
         try managedObjectModel.freeze()
         if let url, persistentStore(for: url) != nil {

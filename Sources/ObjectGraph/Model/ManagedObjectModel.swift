@@ -135,7 +135,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
     /// Whether a name can be an entity or property name: letters, digits and `_`,
     /// not starting with a digit, as Xcode requires. Names become SQL table and
     /// column names, so nothing else may reach the store.
-    static func isIdentifier(_ name: String) -> Bool {
+    package static func isIdentifier(_ name: String) -> Bool {
         guard let first = name.first, !first.isNumber else { return false }
         return name.allSatisfy { $0 == "_" || $0.isLetter || $0.isNumber }
     }

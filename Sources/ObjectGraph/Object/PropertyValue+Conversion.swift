@@ -168,7 +168,7 @@ extension PropertyValue {
     /// makes it: truncated toward zero, clamped to `Int64`'s range; nil for
     /// NaN, which SQLite holds as NULL. (A plain conversion would trap on a
     /// sum or product past `Int64`'s range.)
-    static func integer(truncating value: Double) -> PropertyValue {
+    package static func integer(truncating value: Double) -> PropertyValue {
         if value.isNaN { return .null }
         if value >= Double(Int64.max) { return .integer(.max) }
         if value <= Double(Int64.min) { return .integer(.min) }
@@ -179,7 +179,7 @@ extension PropertyValue {
     /// double, which is the value meant (Core Data stores decimals as
     /// doubles); `Decimal.nan` for an infinite or NaN double, which no decimal
     /// holds (Foundation's conversion would trap on infinity).
-    static func decimal(fromStored value: Double) -> PropertyValue {
+    package static func decimal(fromStored value: Double) -> PropertyValue {
         guard value.isFinite else { return .decimal(.nan) }
         return .decimal(Decimal(string: String(value)) ?? Decimal(value))
     }

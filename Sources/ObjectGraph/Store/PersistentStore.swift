@@ -178,6 +178,26 @@ public struct StoreFetch: Sendable {
     public var entities: [EntityDescription] {
         includesSubentities ? entity.selfAndDescendants : [entity]
     }
+
+    /// Describes a fetch of `entity`'s rows. The defaults fetch every row of the
+    /// entity and its subentities, as objects, in no particular order.
+    public init(entity: EntityDescription, predicate: FetchPredicate? = nil, sortDescriptors: [FetchSort] = [],
+                fetchLimit: Int = 0, fetchOffset: Int = 0, includesSubentities: Bool = true,
+                resultType: FetchResultType = .managedObject, propertiesToFetch: [String]? = nil,
+                returnsDistinctResults: Bool = false, affectedStoreIdentifiers: Set<String>? = nil,
+                expressions: ExpressionFetch? = nil) {
+        self.entity = entity
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.includesSubentities = includesSubentities
+        self.resultType = resultType
+        self.propertiesToFetch = propertiesToFetch
+        self.returnsDistinctResults = returnsDistinctResults
+        self.affectedStoreIdentifiers = affectedStoreIdentifiers
+        self.expressions = expressions
+    }
 }
 
 /// The changes of one save (Core Data: `NSSaveChangesRequest`).

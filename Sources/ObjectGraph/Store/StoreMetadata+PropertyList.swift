@@ -2,7 +2,7 @@ import Foundation
 
 /// Reads and writes store metadata as the binary property list Core Data keeps
 /// in `Z_METADATA.Z_PLIST`.
-enum StoreMetadataCoding {
+package enum StoreMetadataCoding {
     /// The metadata in a property list.
     ///
     /// - Throws: ``PersistentStoreError`` (``PersistentStoreError/Code/notAStore``)
@@ -10,7 +10,7 @@ enum StoreMetadataCoding {
     ///   list. Core Data always writes one, and so does this store: damaged
     ///   metadata must not open as empty metadata (it would lose the model's
     ///   version hashes and every key the app keeps there).
-    static func decode(_ data: Data?, of url: URL?) throws -> StoreMetadata {
+    package static func decode(_ data: Data?, of url: URL?) throws -> StoreMetadata {
         guard let data, !data.isEmpty else {
             throw PersistentStoreError(.notAStore, url: url, message: "the store's metadata (Z_METADATA.Z_PLIST) is missing or damaged")
         }
@@ -27,7 +27,7 @@ enum StoreMetadataCoding {
     }
 
     /// The metadata as a binary property list; values that are not property-list types are left out.
-    static func encode(_ metadata: StoreMetadata) throws -> Data {
+    package static func encode(_ metadata: StoreMetadata) throws -> Data {
         let plist = metadata.compactMapValues(propertyListValue)
         return try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
     }

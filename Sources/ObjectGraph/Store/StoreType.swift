@@ -4,8 +4,9 @@ import Foundation
 
 /// A kind of persistent store, and how to make one (Core Data: `NSPersistentStore.StoreType`).
 ///
-/// ``sqlite`` and ``inMemory`` are built in. Register your own with
-/// ``register(_:)`` before adding a store of that type.
+/// The built-in types, `.sqlite` and `.inMemory`, come with their stores from
+/// the `DataStackStores` layer. Register your own with ``register(_:)``, so
+/// that it can be found by name.
 public struct StoreType: Sendable, Hashable, CustomStringConvertible {
     /// The type's name, as it appears in the metadata (`NSStoreType`).
     public let rawValue: String
@@ -14,7 +15,7 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
     /// read. A stack gives such a store a writer and a main coordinator, each
     /// with a store of its own; a store that is not shared it opens once.
     public let isShared: Bool
-    let makeStore: @Sendable (StoreConfiguration) throws -> any PersistentStore
+    package let makeStore: @Sendable (StoreConfiguration) throws -> any PersistentStore
     let destroyStore: (@Sendable (URL) throws -> Void)?
 
     /// Describes a store type. `makeStore` creates an unopened store; the coordinator
@@ -33,14 +34,7 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
         self.destroyStore = destroyStore
     }
 
-    /// Core Data's SQLite store, in Core Data's file format.
-    public static let sqlite = StoreType(rawValue: "SQLite", isShared: true, destroyStore: SQLiteStoreFile.destroy(at:)) {
-        try SQLiteStore(configuration: $0)
-    }
-    /// A store that keeps everything in memory; nothing survives the process.
-    public static let inMemory = StoreType(rawValue: "InMemory") { InMemoryStore(configuration: $0) }
-
-    private static let registry = Locked<[String: StoreType]>(["SQLite": .sqlite, "InMemory": .inMemory])
+    private static let registry = Locked<[String: StoreType]>([:])
 
     /// Makes a store type known by name, for ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``.
     public static func register(_ type: StoreType) {
@@ -84,6 +78,15 @@ public struct StoreConfiguration: Sendable {
 
     /// The entities this store holds.
     public var entities: [EntityDescription] { model.entities(forConfigurationName: configurationName) }
+
+    /// Describes a store to open, as the coordinator does for ``StoreType``'s `makeStore`;
+    /// a store layer uses it to open a store outside any coordinator.
+    public init(model: ManagedObjectModel, configurationName: String?, url: URL?, options: StoreOptions) {
+        self.model = model
+        self.configurationName = configurationName
+        self.url = url
+        self.options = options
+    }
 }
 
 /// How a store is opened (Core Data's store options, as a typed value).

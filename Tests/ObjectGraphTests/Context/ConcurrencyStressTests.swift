@@ -4,6 +4,7 @@ import Testing
 import ObjectGraph
 @_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
+import DataStackStores
 
 /// Several private-queue contexts on two coordinators of one file, saving,
 /// fetching and merging at once (SPEC §3.9, §6). Run it under

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import DataStackStores
 
 /// Parent and child contexts (SPEC §3.2, §3.3; reference §1.3).
 @Suite struct ContextHierarchyTests {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
+import DataStackStores
 
 /// Notifications, `mergeChanges(fromContextDidSave:)` and automatic merging (SPEC §3.7, §3.8).
 @Suite struct ContextMergingTests {

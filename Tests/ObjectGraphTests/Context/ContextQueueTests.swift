@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Running work on a context's queue: performAndWait, perform, async perform,
 /// and main-queue contexts.

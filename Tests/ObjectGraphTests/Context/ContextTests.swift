@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A context's objects: uniquing, registration, lookups, change sets,
 /// rollback, reset and refresh.

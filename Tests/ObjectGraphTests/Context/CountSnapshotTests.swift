@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A count leaves no read open behind it: reads after it see later saves.
 @Suite struct CountSnapshotTests {

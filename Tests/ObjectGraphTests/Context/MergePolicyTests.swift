@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Optimistic locking: a save whose objects changed in the store since they
 /// were read conflicts, and the context's merge policy decides the outcome.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Saving: validation first, permanent IDs, row versions, key allocation, and
 /// all-or-nothing writes.

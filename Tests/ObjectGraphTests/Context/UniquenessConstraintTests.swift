@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Uniqueness constraints, checked at save against the context and the store:
 /// `.error` throws naming the objects and the keys; the trump policies collapse

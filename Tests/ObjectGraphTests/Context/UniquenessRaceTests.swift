@@ -3,6 +3,7 @@ import ObjectGraph
 import Synchronization
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// A row with the same unique values that another coordinator (or process)
 /// saves between a context's uniqueness check and its write transaction is

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A coordinator's stores: adding, finding, removing, metadata, reopening.
 @Suite struct CoordinatorTests {

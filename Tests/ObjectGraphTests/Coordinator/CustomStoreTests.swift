@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import DataStackStores
 
 // A custom store written only against the public `PersistentStore` protocol
 // (`JSONFileStore`, in Support/JSONStore.swift), plugged into a coordinator by its type.

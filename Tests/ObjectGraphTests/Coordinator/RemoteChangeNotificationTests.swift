@@ -3,6 +3,7 @@ import Foundation
 @testable import ObjectGraph
 import Synchronization
 import Testing
+@testable import DataStackStores
 
 /// `StoreOptions.remoteChangeNotifications`: a store notices commits made on
 /// its file by other connections and posts `storeRemoteChangeNotification`.

@@ -2,6 +2,7 @@ import CFaultVFS
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// Every I/O call a lightweight migration makes fails once, one at a time:
 /// opening the store throws an error naming it, the file keeps its data in

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// What a Company/StockUpdate store file holds, read by a fresh connection
 /// with no fault armed: each company with its values, row version and price

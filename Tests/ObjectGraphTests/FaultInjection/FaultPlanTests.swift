@@ -3,6 +3,7 @@ import Foundation
 import ObjectGraph
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// The fault-injecting VFS itself: it counts and fails only the calls on the
 /// files of its plan's folder, after the calls it was told to let pass, for

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import ObjectGraph
 import DataStackSQLite
+import DataStackStores
 
 /// FetchedResultsController on one context: fetching, sections, index paths,
 /// local changes, merged saves, reset, batches and the `changes` sequence.

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 import DataStackSQLite
+@testable import DataStackStorage
+@testable import DataStackStores
 
 // Shared fixture of the predicate tests: a small model (Company, Update, Tag),
 // rows held in memory as predicate subjects and written to SQLite tables laid

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStorage
+@testable import DataStackStores
 
 /// ``FetchPredicate/maximumDepth`` and ``FetchPredicate/maximumKeyPathLength``:
 /// a format nested past the limit throws at the offset that passes it, a tree

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @_spi(StoreImplementation) @testable import ObjectGraph
+@_spi(StoreImplementation) @testable import DataStackStorage
+@_spi(StoreImplementation) @testable import DataStackStores
 
 private func parse(_ format: String, _ arguments: Any?...) throws -> PredicateNode {
     try FetchPredicate(format: format, argumentArray: arguments).expression

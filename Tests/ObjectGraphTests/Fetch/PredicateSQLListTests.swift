@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStorage
+@testable import DataStackStores
 
 /// Long `IN` lists of integers or strings are bound as one JSON array
 /// (`IN (SELECT value FROM json_each(?N))`) rather than a parameter each, which

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 import DataStackSQLite
+@testable import DataStackStorage
+@testable import DataStackStores
 
 private func compile(_ format: String, _ arguments: Any?..., entity: String = "Company") throws
     -> (where: String, joins: [String], bindings: [PropertyValue]) {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStores
 
 /// Real stores written by Apple's Core Data, opened with the model they cache in
 /// `Z_MODELCACHE` and no model file.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 import DataStackSQLite
+@testable import DataStackStores
 
 /// Compiled models (`.mom`, `.momd`) and damaged model caches. The archives are
 /// Apple's: the model caches of fixture stores, which hold the same keyed archive

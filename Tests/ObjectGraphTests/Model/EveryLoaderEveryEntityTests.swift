@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStores
 
 /// Every model of the fixture corpus, through every loader that takes it, gives
 /// a model on which an object of each entity (subentities included) saves and

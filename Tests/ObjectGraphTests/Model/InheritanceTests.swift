@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Entity inheritance: abstract entities, subclass instances for subentities,
 /// fetches with and without subentities, relationships into a hierarchy, and

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStores
 
 /// Xcode 3 models, whose versions hold only the binary `elements` file: the two
 /// of the fixture corpus load, and the stores they wrote open with them and

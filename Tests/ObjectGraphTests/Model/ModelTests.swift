@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// The model layer: lookups, inheritance and slot layout, validation, freezing, version hashes.
 @Suite struct ModelTests {

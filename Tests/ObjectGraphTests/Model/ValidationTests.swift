@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// The model's validation rules, checked on save: required values, minimum and
 /// maximum, length, regular expression; every broken rule is reported.

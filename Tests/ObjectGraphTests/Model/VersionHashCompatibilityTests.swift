@@ -1,6 +1,8 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
+@testable import DataStackStorage
 
 /// Version hashes decide whether a store written here matches the model:
 /// changes that keep every column (optionality, a wider integer, a new index)

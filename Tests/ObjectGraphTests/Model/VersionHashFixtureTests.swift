@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Core Data's model-level values checked against the stores Apple's Core Data
 /// wrote, and this implementation's entity hashes compared with Apple's.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Delete rules end to end: nullify, cascade (deep and wide), deny, no action,
 /// `prepareForDeletion` before the graph is torn down, cycles, and deletes made

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Faults: returned by fetches, fired once on first access, in batches, and
 /// turned into deleted objects when their row is gone.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// `value(forKey:)`, `setValue(_:forKey:)` and the primitive accessors, for every
 /// attribute type and for relationships, with bad keys, types and ranges.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Typed `@Managed` properties of every kind: attributes, optionals, to-one and to-many.
 @Suite struct ManagedPropertyTests {

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A `@Managed` accessor finds its slot by the object's class and the
 /// storage's offset in the object, so two classes bound to one entity, whose

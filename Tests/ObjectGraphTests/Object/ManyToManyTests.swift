@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Many-to-many relationships (and to-manys without an inverse), kept in join
 /// tables `Z_<n><REL>` as Core Data keeps them, and the same in memory.

@@ -2,6 +2,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Errors are structs with codes (STYLE rule 16): a code matches in a `catch`
 /// and a `switch`, only its own error type, and what a case used to carry is a field.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Object IDs: temporary and permanent, equality across coordinators, URIs.
 @Suite struct ObjectIDTests {

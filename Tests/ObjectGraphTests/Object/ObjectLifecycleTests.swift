@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// An object's state flags, its change records and its lifecycle hooks.
 @Suite struct ObjectLifecycleTests {

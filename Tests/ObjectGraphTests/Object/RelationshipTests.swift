@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Relationships in the object graph: ordered to-manys (`Z_FOK_`), one-to-one
 /// and self-relationships, relationship faults, prefetching, and relationships

@@ -3,6 +3,7 @@ import ObjectGraph
 import Synchronization
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// The busy mode governs every lock a connection waits for, including the
 /// exclusive lock of entering WAL mode, which SQLite takes without its busy

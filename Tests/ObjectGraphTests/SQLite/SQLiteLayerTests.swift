@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// Tests for `Sources/DataStackSQLite` (the driver): opening, statements, errors, transactions.
 ///

@@ -3,6 +3,7 @@ import ObjectGraph
 import Synchronization
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// `SQLitePragma`: typed well-known pragmas, a checked escape hatch, and a
 /// store that applies them.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
+import DataStackStores
 
 /// Real stores written by Apple's Core Data, opened with the model version that
 /// wrote them (loaded from Xcode's source), read back object by object and compared

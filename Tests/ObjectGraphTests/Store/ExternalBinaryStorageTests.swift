@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStorage
+@testable import DataStackStores
 
 /// Attributes with external binary storage in a SQLite store: the tagged column
 /// Core Data writes, the file beside the store for a large value, its removal
@@ -211,7 +213,7 @@ import Testing
         key.preservesValueInHistoryOnDeletion = true
         let entity = EntityDescription(name: "Photo", managedObjectClass: ManagedObject.self, properties: [image, key])
         _ = ManagedObjectModel(entities: [entity])
-        let layout = SQLiteHistoryLayout.EntityLayout(entity: entity, number: 1)
+        let layout = HistoryLayout.EntityLayout(entity: entity, number: 1)
         #expect(layout.tombstoneSlots == [key.index])
     }
 

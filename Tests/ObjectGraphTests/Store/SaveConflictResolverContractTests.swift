@@ -2,6 +2,7 @@ import Foundation
 import DataStackSQLite
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// The store side of the `SaveConflictResolver` contract, run against every
 /// store here — SQLite, in-memory, and a store written against the public API

@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// Bad locations, bad files and mismatched models: each a thrown
 /// `PersistentStoreError` that says what and where, and nothing on disk lost.

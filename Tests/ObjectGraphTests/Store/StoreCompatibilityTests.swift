@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A model whose columns have the store's names but not its types, or whose
 /// attributes differ in optionality, is refused with an error that names the

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// A save into a store file that was deleted or renamed while the store was
 /// open throws, instead of writing to an inode nobody can open again.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ObjectGraph
 import DataStackSQLite
+import DataStackStores
 
 /// Store metadata: read and written without a stack, kept by the store across
 /// saves, and compared with a model's version hashes.

@@ -3,6 +3,7 @@ import ObjectGraph
 import Synchronization
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 /// Opening a store changes nothing until the file is known to be a store (or an
 /// empty database), and several coordinators creating one store at the same

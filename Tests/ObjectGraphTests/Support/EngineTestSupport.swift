@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Testing
 import DataStackSQLite
+import DataStackStores
 
 // Models and helpers for the engine-core suites (Model, Object, Context, Fetch,
 // Coordinator, Store). The Company/StockUpdate model lives in TestModel.swift.

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import DataStackStores
 
 // The model of the relationship suites (Relationship, ManyToMany, DeleteRule,
 // Inheritance, UniquenessConstraint tests): every kind of relationship, every

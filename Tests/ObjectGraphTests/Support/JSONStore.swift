@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ObjectGraph
+import DataStackStores
 
 // A store a user could write: it keeps everything in one JSON file and uses only
 // the public `PersistentStore` API (no `package` symbols of ObjectGraph).

@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import DataStackStores
 
 /// The stock-ticker model the engine tests share: companies with price updates.
 final class Company: ManagedObject {

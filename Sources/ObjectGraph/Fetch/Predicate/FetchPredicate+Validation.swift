@@ -27,18 +27,18 @@ extension FetchPredicate {
 }
 
 /// What a key path reaches, found from the model alone.
-struct KeyPathInfo {
+package struct KeyPathInfo {
     /// Whether it passes a to-many relationship.
-    var crossesToMany = false
+    package var crossesToMany = false
     /// The entity it ends at, when it ends at a relationship (or is empty).
     var entity: EntityDescription?
     /// The attribute it ends at, if it does.
-    var attribute: AttributeDescription?
+    package var attribute: AttributeDescription?
 
     /// Follows `keys` from `entity`.
     ///
     /// - Throws: ``PredicateProblem`` for a key the entity does not have, or a key after an attribute.
-    static func walk(_ keys: [String], from start: EntityDescription) throws -> KeyPathInfo {
+    package static func walk(_ keys: [String], from start: EntityDescription) throws -> KeyPathInfo {
         var info = KeyPathInfo(entity: start)
         for (position, key) in keys.enumerated() {
             guard let entity = info.entity else {

@@ -37,7 +37,7 @@ public struct FetchPredicate: Sendable {
     /// The parsed predicate.
     package let expression: PredicateNode
     /// The format it was parsed from, for error messages; not part of its identity.
-    let source: String?
+    package let source: String?
     /// The limit the tree passes (``maximumDepth``, ``maximumKeyPathLength``),
     /// for a predicate built in code: every use that walks the tree throws it
     /// first, so none of them recurses deeper than the limit.
@@ -125,7 +125,7 @@ public struct FetchPredicate: Sendable {
     }
 
     /// Throws ``outOfBounds``, if there is one: what every walk of the tree calls first.
-    func checkBounds() throws(PredicateProblem) {
+    package func checkBounds() throws(PredicateProblem) {
         if let outOfBounds { throw outOfBounds }
     }
 

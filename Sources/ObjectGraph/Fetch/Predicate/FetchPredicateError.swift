@@ -77,18 +77,18 @@ extension FetchPredicateError: LocalizedError {
 
 /// An error without a format yet; ``FetchPredicate`` adds the format and the
 /// offset of the key it names before throwing it.
-struct PredicateProblem: Error {
-    var reason: String
+package struct PredicateProblem: Error {
+    package var reason: String
     /// A key (or `$variable`) to point at in the format, when there is one.
     var key: String?
 
-    init(_ reason: String, key: String? = nil) {
+    package init(_ reason: String, key: String? = nil) {
         self.reason = reason
         self.key = key
     }
 
     /// The public error, pointing at the first whole-word occurrence of `key` in `format`.
-    func error(format: String) -> FetchPredicateError {
+    package func error(format: String) -> FetchPredicateError {
         FetchPredicateError(format: format, offset: key.flatMap { Self.offset(of: $0, in: format) } ?? -1, message: reason)
     }
 

@@ -206,7 +206,7 @@ extension PredicateNode {
     }
 
     /// The keys of a key path, or those after a variable; empty otherwise.
-    var keyPathKeys: [String] {
+    package var keyPathKeys: [String] {
         switch self {
         case .keyPath(let keys), .variable(_, let keys): keys
         default: []

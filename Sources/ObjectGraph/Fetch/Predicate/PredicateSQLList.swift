@@ -14,12 +14,12 @@ import Foundation
 /// take this form: values JSON holds exactly, which SQLite then compares as
 /// it compares bound ones (the column's affinity applies to them in both
 /// forms). Lists of doubles, dates, data, nil or a mix keep a parameter each.
-enum PredicateSQLList {
+package enum PredicateSQLList {
     static let minimumCount = 32
 
     /// The bound values of `elements` as one JSON array, and whether they are
     /// strings (else integers); nil when the list keeps a parameter per element.
-    static func json(_ elements: [PredicateNode], options: ComparisonOptions) -> (json: String, isText: Bool)? {
+    package static func json(_ elements: [PredicateNode], options: ComparisonOptions) -> (json: String, isText: Bool)? {
         guard elements.count >= minimumCount, options.isEmpty else { return nil }
         var json = "["
         var isText: Bool?

@@ -72,7 +72,7 @@ package enum PredicateScalar: Hashable, Sendable {
         NSDecimalNumber(decimal: decimal).doubleValue
     }
 
-    var isNull: Bool {
+    package var isNull: Bool {
         if case .null = self { return true }
         return false
     }
@@ -181,7 +181,7 @@ package enum PredicateScalar: Hashable, Sendable {
         return .text(fold(text, options))
     }
 
-    static func fold(_ text: String, _ options: ComparisonOptions) -> String {
+    package static func fold(_ text: String, _ options: ComparisonOptions) -> String {
         if options.isEmpty { return text }
         return text.folding(options: options.foldingOptions, locale: nil)
     }

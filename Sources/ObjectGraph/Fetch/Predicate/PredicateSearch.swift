@@ -1,4 +1,3 @@
-import DataStackSQLite
 import Foundation
 
 /// What `MATCHES[search]` comparisons share wherever they run (the parser, the
@@ -8,12 +7,12 @@ import Foundation
 /// The left side is an attribute key path (`name`, `company.name`,
 /// `ANY notes.text`) or `SELF`, which searches every indexed attribute of the
 /// object's entity at once, as one document of several columns.
-enum PredicateSearch {
+package enum PredicateSearch {
     /// The query a comparison's right side holds.
     ///
     /// - Throws: ``PredicateProblem`` when the right side is not a string, or
     ///   the string is not a valid ``SearchQuery`` (with its offset).
-    static func query(from rhs: PredicateNode) throws -> SearchQuery {
+    package static func query(from rhs: PredicateNode) throws -> SearchQuery {
         guard case .constant(.string(let text)) = rhs else {
             throw PredicateProblem("MATCHES[search] needs a search query string after it, as in name MATCHES[search] \"apple pie\"")
         }
@@ -30,7 +29,7 @@ enum PredicateSearch {
     ///
     /// - Throws: ``PredicateProblem`` for an attribute that is not indexed
     ///   for search, or an entity without any.
-    static func attributes(_ info: KeyPathInfo, keys: [String]) throws -> [AttributeDescription] {
+    package static func attributes(_ info: KeyPathInfo, keys: [String]) throws -> [AttributeDescription] {
         if let attribute = info.attribute {
             guard attribute.isSearchIndexed else {
                 throw PredicateProblem(
@@ -69,29 +68,6 @@ extension PredicateSearch {
             _ = try attributes(info, keys: sort.keyPath)
         } catch let problem as PredicateProblem {
             throw problem.error(format: "relevance sort on \(sort.key)")
-        }
-    }
-
-    /// The SQL function the SQLite store orders relevance sorts with:
-    /// `DS_SEARCH_RELEVANCE(text, query)`, ``SearchQuery/relevance(of:)`` of
-    /// the text (0 for no text). The query is parsed once per statement run
-    /// rather than per row: the function remembers the last one it parsed.
-    static func registerRelevanceFunction(on connection: Connection) throws {
-        final class LastQuery: @unchecked Sendable {
-            // @unchecked Sendable: a connection runs one statement at a time, on one thread at a time.
-            var query: SearchQuery?
-        }
-        let last = LastQuery()
-        try connection.registerFunction(name: "DS_SEARCH_RELEVANCE", argumentCount: 2, deterministic: true) { arguments in
-            guard case .text(let text) = arguments[0], case .text(let queryText) = arguments[1] else { return .double(0) }
-            let query: SearchQuery
-            if let cached = last.query, cached.text == queryText {
-                query = cached
-            } else {
-                query = try SearchQuery(queryText)
-                last.query = query
-            }
-            return .double(query.relevance(of: [text]))
         }
     }
 }

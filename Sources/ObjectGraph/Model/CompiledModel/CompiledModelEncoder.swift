@@ -18,9 +18,9 @@ import Foundation
 ///
 /// A to-many relationship whose maximum is exactly 1 reads back as a to-one:
 /// the archive says to-many only by a maximum other than 1, as Core Data's does.
-enum CompiledModelEncoder {
+package enum CompiledModelEncoder {
     /// The archive of `model`.
-    static func archive(_ model: ManagedObjectModel) -> Data {
+    package static func archive(_ model: ManagedObjectModel) -> Data {
         var writer = KeyedArchiveWriter()
         let modelUID = writer.reserve()
         var entityUIDs: [ObjectIdentifier: Int] = [:]

@@ -66,12 +66,12 @@ public enum CompiledModelLoader {
     // MARK: - Reading
 
     /// A compiled model as read, before ``ManagedObjectModel/init(finishing:readFrom:)`` makes it a model.
-    struct Read {
+    package struct Read {
         let definition: ModelDefinition
         let warnings: [String]
         let source: URL
 
-        func finished() throws -> LoadedModel {
+        package func finished() throws -> LoadedModel {
             LoadedModel(model: try ManagedObjectModel(finishing: definition, readFrom: source.path), warnings: warnings, source: source)
         }
     }
@@ -83,7 +83,7 @@ public enum CompiledModelLoader {
     }
 
     /// Reads the keyed archive of a compiled model.
-    static func read(archive data: Data, from source: URL) throws -> Read {
+    package static func read(archive data: Data, from source: URL) throws -> Read {
         let archive: KeyedArchive
         do {
             archive = try KeyedArchive(data: data)
@@ -148,5 +148,13 @@ public enum CompiledModelLoader {
             throw ModelLoadingError(.missingValue, path: info.path, message: "the file names no current version (NSManagedObjectModel_CurrentVersionName)")
         }
         return name
+    }
+}
+
+extension ManagedObjectModel {
+    /// The model of a compiled archive as read, for a layer above that finds
+    /// archives elsewhere (the SQLite store's `Z_MODELCACHE`).
+    package convenience init(finishing read: CompiledModelLoader.Read) throws {
+        try self.init(finishing: read.definition, readFrom: read.source.path)
     }
 }

@@ -72,7 +72,7 @@ package enum RawDeflate {
     /// `data` compressed at zlib's default level.
     ///
     /// - Throws: ``Failure`` when zlib cannot start (out of memory) or fails.
-    static func deflate(_ data: Data) throws(Failure) -> Data {
+    package static func deflate(_ data: Data) throws(Failure) -> Data {
         var stream = z_stream()
         let started = czlib_deflate_init_raw(&stream, Z_DEFAULT_COMPRESSION)
         guard started == Z_OK else {

@@ -26,12 +26,12 @@ public struct MigrationStage: Sendable {
     /// store being migrated, and runs inside that context's `performAndWait`.
     public typealias Handler = @Sendable (ManagedObjectContext) throws -> Void
 
-    enum Kind: Sendable {
+    package enum Kind: Sendable {
         case lightweight([ManagedObjectModel])
         case custom(from: ManagedObjectModel, to: ManagedObjectModel, willMigrate: Handler?, didMigrate: Handler?)
     }
 
-    let kind: Kind
+    package let kind: Kind
     /// A name for the stage, used in errors and progress (Core Data: `NSMigrationStage.label`).
     public var label: String?
 
@@ -86,7 +86,7 @@ public struct MigrationStage: Sendable {
     }
 
     /// "stage 2 (custom, "label")", for messages; `index` counts from 0.
-    func name(at index: Int) -> String {
+    package func name(at index: Int) -> String {
         let kindName = switch kind {
         case .lightweight: "lightweight"
         case .custom: "custom"

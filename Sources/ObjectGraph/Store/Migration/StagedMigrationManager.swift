@@ -86,11 +86,11 @@ public struct StagedMigrationManager: Sendable {
     // MARK: - The chain of versions
 
     /// One step between neighbouring model versions of the chain.
-    struct Step {
-        let stageIndex: Int
-        let stage: MigrationStage
-        let from: ManagedObjectModel
-        let to: ManagedObjectModel
+    package struct Step {
+        package let stageIndex: Int
+        package let stage: MigrationStage
+        package let from: ManagedObjectModel
+        package let to: ManagedObjectModel
         var isCustom: Bool {
             if case .custom = stage.kind { return true }
             return false
@@ -99,20 +99,20 @@ public struct StagedMigrationManager: Sendable {
 
     /// The stages flattened: every model once, oldest first, and the step
     /// from each to the next (`steps[i]` goes from `models[i]` to `models[i + 1]`).
-    struct Plan {
-        var models: [ManagedObjectModel] = []
+    package struct Plan {
+        package var models: [ManagedObjectModel] = []
         /// Where each model comes from, for messages: "model 2 of stage 1".
-        var modelNames: [String] = []
-        var steps: [Step] = []
+        package var modelNames: [String] = []
+        package var steps: [Step] = []
 
         /// The position of `model` in the chain.
-        func index(of model: ManagedObjectModel) -> Int? {
+        package func index(of model: ManagedObjectModel) -> Int? {
             models.firstIndex { StagedMigrationManager.isSameVersion($0, model) }
         }
     }
 
     /// Builds and checks the chain.
-    func plan(url: URL?) throws -> Plan {
+    package func plan(url: URL?) throws -> Plan {
         func failure(_ message: String) -> PersistentStoreError {
             PersistentStoreError(.migrationFailed, url: url,
                                  message: "the staged migration manager's stages are invalid, and the store was not changed: " + message)

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// Every bad batch request throws a typed error saying what and where, and
 /// leaves every row as it was.

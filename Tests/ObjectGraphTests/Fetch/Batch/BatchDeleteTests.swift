@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// Batch deletes on both stores: by predicate and by IDs, results, and the
 /// delete rules applied in the store (cascade, nullify, deny, no action).

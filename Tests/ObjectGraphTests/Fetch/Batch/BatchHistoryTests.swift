@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// What a batch request leaves in persistent history: one transaction by the
 /// executing context's author and one change per row, in the file as a raw

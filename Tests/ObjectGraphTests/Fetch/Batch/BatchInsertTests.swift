@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// Batch inserts on both stores: dictionaries and handlers, defaults and
 /// conversions, keys and versions, uniqueness under each merge policy,

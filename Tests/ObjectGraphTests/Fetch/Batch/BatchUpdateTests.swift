@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// Batch updates on both stores: constants and arithmetic, results, versions,
 /// uniqueness, cached rows and merging into contexts.

@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Aggregate and computed dictionary fetches (`ExpressionDescription`,
 /// `propertiesToGroupBy`, `havingPredicate`) on both stores. Every expected

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStorage
+@testable import DataStackStores
 
 /// A `FetchExpression` compiled on its own, as a statement other than a fetch
 /// (a batch update's `SET`) uses it, and checked against an entity.

@@ -2,8 +2,9 @@ import Foundation
 @testable import ObjectGraph
 import Testing
 import DataStackSQLite
+@testable import DataStackStores
 
-/// The SQLite store's full-text indexes (SQLiteSchema+Search.swift): built with
+/// The SQLite store's full-text indexes (TableLayout+Search.swift): built with
 /// the store, kept in step by saves, batch requests and migrations in their
 /// transactions, rebuilt on request, refused when a read-only file lacks them;
 /// and `MATCHES[search]` and relevance sorts answering alike from SQL, from

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ObjectGraph
 import DataStackSQLite
+@testable import DataStackStores
 
 /// Keyed archives Apple wrote into the fixture stores' columns (transformable
 /// attributes, secure-coding values), read with SQLite and decoded with

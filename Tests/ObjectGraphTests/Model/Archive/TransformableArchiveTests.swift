@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
+@testable import DataStackStores
 
 /// Transformable attributes with Core Data's keyed-archive transformers: Swift
 /// values are stored as the `NSKeyedArchiver` archive Core Data writes and read

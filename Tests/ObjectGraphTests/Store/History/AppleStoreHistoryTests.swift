@@ -1,6 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
 
 /// The history of stores Apple's apps wrote (Notes, Screen Time, knowledgeC)
 /// reads back through the API as `sqlite3` shows their rows, with a model

@@ -1,6 +1,8 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
+@testable import DataStackStores
+@testable import DataStackStorage
 
 /// History written by Apple's Core Data reads back through the API as its rows are.
 @Suite struct PersistentHistoryFixtureTests {
@@ -89,7 +91,7 @@ import Testing
         let url = directory.file("S.sqlite")
         let tracked = try PersistentHistoryTests.open(url, model: Self.sampleModel2())
         let schema = try #require(tracked.persistentStores.first as? SQLiteStore).schema
-        let layout = SQLiteHistoryLayout(schema: schema)
+        let layout = HistoryLayout(schema: schema)
         func names(_ entity: String) throws -> [String] {
             let mapping = try schema.mapping(for: try #require(tracked.managedObjectModel.entitiesByName[entity]))
             return try #require(layout.entities[ObjectIdentifier(mapping.entity)]).propertyOfBit

@@ -2,6 +2,7 @@ import Foundation
 @testable import ObjectGraph
 import Synchronization
 import Testing
+@testable import DataStackStores
 
 /// Persistent history in Core Data's tables: what a save records, how it reads
 /// back, purging, and the errors of bad tokens and stores without history.

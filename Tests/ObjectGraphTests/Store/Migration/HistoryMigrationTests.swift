@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// Persistent history across a lightweight migration: what was recorded
 /// before it names entities and properties by the old model's numbers and

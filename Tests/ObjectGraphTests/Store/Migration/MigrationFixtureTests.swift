@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ObjectGraph
 import DataStackSQLite
+import DataStackStores
 
 /// Lightweight migration of stores written by Apple's Core Data, along the
 /// model-version chains of the fixture corpus: each store is copied, opened with

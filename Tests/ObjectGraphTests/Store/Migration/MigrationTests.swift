@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
+import DataStackStores
 
 /// Lightweight migration (a store opened with a newer model, `migratesAutomatically`
 /// + `infersMappingModel`) with models built in code and with Core Data's own

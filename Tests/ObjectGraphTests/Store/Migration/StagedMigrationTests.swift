@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
+import DataStackStores
 
 /// Staged migration (``StagedMigrationManager``) of stores written by Apple's
 /// Core Data along the fixture corpus's model-version chains, with custom

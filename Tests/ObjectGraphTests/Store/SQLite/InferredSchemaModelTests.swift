@@ -2,6 +2,7 @@ import Foundation
 @testable import ObjectGraph
 import Testing
 import DataStackSQLite
+@testable import DataStackStores
 
 /// A model inferred from a store's schema alone
 /// (``ManagedObjectModel/init(inferredFromSchemaOfStoreAt:)``) opens the

@@ -2,6 +2,7 @@ import Foundation
 @testable import ObjectGraph
 import Synchronization
 import Testing
+@testable import DataStackStores
 
 /// The SQLite store reads on a pool of connections: reads of several threads
 /// run at the same time, never wait for a save, wait for a connection only at

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import DataStackSQLite
+@testable import DataStackStores
 
 /// ``SQLiteChangeWatcher`` on plain SQLite files: file events wake it, it
 /// falls back to polling, and every journal mode and a log that is deleted

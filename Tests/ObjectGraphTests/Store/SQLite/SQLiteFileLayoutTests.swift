@@ -1,6 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
+import DataStackStores
 
 /// What a new SQLite store looks like on disk: Core Data's own layout.
 @Suite struct SQLiteFileLayoutTests {

@@ -2,6 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
+import DataStackStores
 
 /// The SQL a SQLite store reports through its public trace: `StoreOptions.statementTrace`
 /// and `SQLiteStore.traceStatements(_:)`, on the writer and every reader.

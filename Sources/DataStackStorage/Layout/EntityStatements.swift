@@ -1,0 +1,57 @@
+@_spi(StoreImplementation) import ObjectGraph
+/// The SQL that saves rows of one entity, built once when the store opens:
+/// one prepared INSERT, UPDATE and DELETE per entity, reused for every row of
+/// every save and bound by position (SPEC §5).
+package struct EntityStatements: Sendable {
+    /// A slot the entity writes, its column, and a to-one's entity column.
+    package struct WritableSlot: Sendable {
+        package let slot: Int
+        let column: TableLayout.Column
+        package let entityColumn: String?
+        /// Whether the column uses external binary storage: its value is tagged (ExternalBinaryStorage.swift).
+        package let storesExternally: Bool
+    }
+
+    /// The written slots, in binding order (entity columns follow all slots).
+    package let writable: [WritableSlot]
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …)`.
+    package let insertSQL: String
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES`, for rows of several at once.
+    let insertPrefix: String
+    /// The values of one inserted row.
+    let insertColumnCount: Int
+    /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`.
+    package let updateSQL: String
+    /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
+    package let deleteSQL: String
+
+    /// - Parameters:
+    ///   - columns: the column of each slot of the entity (nil: none).
+    ///   - externalSlots: the slots whose columns use external binary storage.
+    ///   - dialect: writes the placeholders, numbered in order (``SQLDialect/orderedPlaceholder(_:)``).
+    init(table: String, columns: [TableLayout.Column?], externalSlots: Set<Int> = [], dialect: any SQLDialect = SQLiteDialect()) {
+        let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
+            guard let column else { return nil }
+            if case .toOne(let entityColumn) = column.kind {
+                return WritableSlot(slot: slot, column: column, entityColumn: entityColumn, storesExternally: false)
+            }
+            return WritableSlot(slot: slot, column: column, entityColumn: nil, storesExternally: externalSlots.contains(slot))
+        }
+        self.writable = writable
+        let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
+        let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
+        var count = 0
+        func next() -> String {
+            count += 1
+            return dialect.orderedPlaceholder(count)
+        }
+        insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
+        insertColumnCount = allNames.count
+        insertSQL = insertPrefix + "(" + allNames.map { _ in next() }.joined(separator: ", ") + ")"
+        count = 0
+        let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
+        updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+        count = 0
+        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+    }
+}

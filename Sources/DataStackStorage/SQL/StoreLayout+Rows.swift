@@ -1,0 +1,122 @@
+import Foundation
+@_spi(StoreImplementation) import ObjectGraph
+
+/// Reads the rows of a ``StoreLayout`` query into a store's IDs and nodes,
+/// by the same per-entity row layout the SQLite store decodes with.
+///
+/// A row whose entity number (`Z_ENT`, or a to-one's entity column) the
+/// model lacks throws ``PersistentStoreError/Code/incompatibleModel`` naming
+/// the row: skipping it would turn a database the model does not describe
+/// into a missing row.
+///
+/// A reader keeps the last row's entity and layout, so the rows of one
+/// entity (most results) are read without a lookup per row.
+@_spi(StoreImplementation)
+public struct RowReader {
+    let schema: TableLayout
+    let identity: StoreIdentity
+    private var last: (number: Int64, entity: EntityDescription, layout: RowLayout)?
+
+    init(schema: TableLayout, identity: StoreIdentity) {
+        self.schema = schema
+        self.identity = identity
+    }
+
+    /// The ID of row `primaryKey` of the entity numbered `entityNumber`.
+    public func objectID(entityNumber: Int64, primaryKey: Int64) throws -> ObjectID {
+        ObjectID(entity: try entity(numbered: entityNumber, row: primaryKey), store: identity, primaryKey: primaryKey)
+    }
+
+    /// The ID of a row whose first two columns are `Z_PK` and `Z_ENT`.
+    public func objectID(from row: some StoredRow) throws -> ObjectID {
+        try objectID(entityNumber: try row.int64(at: 1), primaryKey: try row.int64(at: 0))
+    }
+
+    /// The node of a full row (``StoreLayout/query(for:)`` with managed-object
+    /// results, or ``StoreLayout/rowsQuery(for:)``).
+    public mutating func node(from row: some StoredRow) throws -> IncrementalStoreNode {
+        let key = try row.int64(at: 0)
+        let number = try row.int64(at: 1)
+        let entity: EntityDescription, layout: RowLayout
+        if let last, last.number == number {
+            (entity, layout) = (last.entity, last.layout)
+        } else {
+            entity = try self.entity(numbered: number, row: key)
+            guard let found = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
+            layout = found
+            last = (number, entity, layout)
+        }
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(layout.steps.count)
+        for (slot, step) in layout.steps.enumerated() {
+            switch step {
+            case .constant(let index):
+                values.append(layout.constants[index])
+            case .attribute(let position, let type):
+                values.append(try Self.value(of: type, at: Int(position), in: row))
+            case .externalData(let position):
+                values.append(try row.data(at: Int(position)).map(PropertyValue.data) ?? .null)
+            case .toOne(let position, let entityPosition, let destination):
+                if row.isNull(at: Int(position)) {
+                    values.append(.null)
+                } else if entityPosition >= 0 {
+                    let number = try row.int64(at: Int(entityPosition))
+                    guard let target = schema.entitiesByNumber[number] else {
+                        throw PersistentStoreError(.incompatibleModel, url: nil, message: """
+                            the to-one '\(entity.slotProperties[slot].name)' of \(entity.name) row \(key) points at \
+                            entity number \(number), which no entity of the model has
+                            """)
+                    }
+                    values.append(.object(ObjectID(entity: target, store: identity, primaryKey: try row.int64(at: Int(position)))))
+                } else if let target = layout.destinations[destination] {
+                    values.append(.object(ObjectID(entity: target, store: identity, primaryKey: try row.int64(at: Int(position)))))
+                } else {
+                    values.append(.null)
+                }
+            }
+        }
+        return IncrementalStoreNode(objectID: ObjectID(entity: entity, store: identity, primaryKey: key),
+                                    values: values, version: try row.int64(at: 2))
+    }
+
+    /// A dictionary result's row, read as ``StoreLayout/Query/dictionaryColumns`` says.
+    public func dictionary(from row: some StoredRow, columns: [(name: String, type: AttributeType)]) throws -> [String: PropertyValue] {
+        var dictionary: [String: PropertyValue] = [:]
+        for (position, column) in columns.enumerated() {
+            dictionary[column.name] = try Self.value(of: column.type, at: position, in: row)
+        }
+        return dictionary
+    }
+
+    /// A column read as an attribute of `type`, from the storage form
+    /// (``PredicateScalar/binding(for:)``); the SQLite store's
+    /// `Statement.attributeValue(at:type:)` reads the same form from SQLite.
+    static func value(of type: AttributeType, at column: Int, in row: some StoredRow) throws -> PropertyValue {
+        if row.isNull(at: column) { return .null }
+        switch type {
+        case .integer16, .integer32, .integer64: return .integer(try row.int64(at: column))
+        case .boolean: return .bool(try row.int64(at: column) != 0)
+        case .double, .float: return .double(try row.double(at: column))
+        case .decimal: return .decimal(fromStored: try row.double(at: column))
+        case .string: return row.string(at: column).map(PropertyValue.string) ?? .null
+        case .uri: return row.string(at: column).flatMap(URL.init(string:)).map(PropertyValue.uri) ?? .null
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: try row.double(at: column)))
+        case .binaryData, .transformable: return try row.data(at: column).map(PropertyValue.data) ?? .null
+        case .uuid:
+            guard let data = try row.data(at: column) else { return .null }
+            guard data.count == 16 else {
+                throw PersistentStoreError(.incompatibleModel, url: nil, message: "a UUID column holds \(data.count) bytes, not 16")
+            }
+            return .uuid(data.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) })
+        }
+    }
+
+    private func entity(numbered number: Int64, row key: Int64) throws -> EntityDescription {
+        guard let entity = schema.entitiesByNumber[number] else {
+            throw PersistentStoreError(.incompatibleModel, url: nil, message: """
+                row \(key) has entity number (Z_ENT) \(number), which no entity of the model has
+                """)
+        }
+        return entity
+    }
+}

@@ -1,0 +1,105 @@
+import DataStackSQLite
+import Foundation
+@_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
+
+/// Turns full-row selects into nodes, keeping the last entity's layout.
+///
+/// A row whose entity number (`Z_ENT`, or a to-one's entity column) no entity
+/// of the model has throws ``PersistentStoreError/Code/incompatibleModel``
+/// naming the row: skipping it would turn a store the model does not describe
+/// into a missing row or an empty relationship.
+struct RowDecoder {
+    let schema: TableLayout
+    let identity: StoreIdentity
+    let url: URL?
+    private var lastNumber: Int64 = -1
+    private var lastLayout: RowLayout?
+    private var lastEntity: EntityDescription?
+
+    init(schema: TableLayout, identity: StoreIdentity, url: URL?) {
+        self.schema = schema
+        self.identity = identity
+        self.url = url
+    }
+
+    /// The row's values, for a full-row select.
+    mutating func node(from statement: Statement) throws -> IncrementalStoreNode {
+        let layout = try self.layout(of: statement)
+        let steps = layout.steps
+        // `reserveCapacity` and `append` are specialized here; the standard
+        // library's `init(unsafeUninitializedCapacity:)` allocates through an
+        // unspecialized function that looks the array's storage type up in the
+        // runtime's metadata cache at every call (~680 instructions a row).
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(steps.count)
+        for (slot, step) in steps.enumerated() {
+            values.append(try value(of: step, in: statement, slot: slot, layout: layout))
+        }
+        return IncrementalStoreNode(objectID: ObjectID(entity: layout.entity, store: identity, primaryKey: statement.int64(at: 0)),
+                                    values: values, version: statement.int64(at: 2))
+    }
+
+    /// The row's ID, for a select of `Z_PK, Z_ENT` first.
+    mutating func objectID(from statement: Statement) throws -> ObjectID {
+        ObjectID(entity: try entity(of: statement), store: identity, primaryKey: statement.int64(at: 0))
+    }
+
+    private mutating func entity(of statement: Statement) throws -> EntityDescription {
+        let number = statement.int64(at: 1)
+        if number == lastNumber, let lastEntity { return lastEntity }
+        guard let entity = schema.entitiesByNumber[number] else {
+            throw unknownEntity(number, row: statement.int64(at: 0))
+        }
+        lastNumber = number
+        lastEntity = entity
+        lastLayout = nil
+        return entity
+    }
+
+    private mutating func layout(of statement: Statement) throws -> RowLayout {
+        if statement.int64(at: 1) == lastNumber, let lastLayout { return lastLayout }
+        let entity = try entity(of: statement)
+        guard let layout = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else {
+            throw unknownEntity(lastNumber, row: statement.int64(at: 0))
+        }
+        lastLayout = layout
+        return layout
+    }
+
+    @inline(__always)
+    private func value(of step: RowLayout.Step, in statement: Statement, slot: Int, layout: RowLayout) throws -> PropertyValue {
+        switch step {
+        case .constant(let index):
+            return layout.constants[index]
+        case .attribute(let position, let type):
+            return statement.attributeValue(at: position, type: type)
+        case .externalData(let position):
+            guard let column = statement.data(at: position) else { return .null }
+            let property = layout.entity.slotProperties[slot].name
+            return .data(try ExternalBinaryStorage(storeURL: url).value(
+                fromColumn: column, describing: "\(layout.entity.name).\(property) of row \(statement.int64(at: 0))"))
+        case .toOne(let position, let entityPosition, let destination):
+            if statement.isNull(at: position) { return .null }
+            guard entityPosition >= 0 else {
+                return layout.destinations[destination].map {
+                    .object(ObjectID(entity: $0, store: identity, primaryKey: statement.int64(at: position)))
+                } ?? .null
+            }
+            let number = statement.int64(at: entityPosition)
+            guard let destination = schema.entitiesByNumber[number] else {
+                throw PersistentStoreError(.incompatibleModel, url: url, message: """
+                    the to-one '\(layout.entity.slotProperties[slot].name)' of \(layout.entity.name) row \
+                    \(statement.int64(at: 0)) points at entity number \(number), which no entity of the model has
+                    """)
+            }
+            return .object(ObjectID(entity: destination, store: identity, primaryKey: statement.int64(at: position)))
+        }
+    }
+
+    private func unknownEntity(_ number: Int64, row: Int64) -> PersistentStoreError {
+        PersistentStoreError(.incompatibleModel, url: url, message: """
+            row \(row) has entity number (Z_ENT) \(number), which no entity of the model has
+            """)
+    }
+}

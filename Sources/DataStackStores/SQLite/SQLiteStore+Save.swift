@@ -1,0 +1,353 @@
+@_spi(DataStackInternal) import DataStackSupport
+import DataStackSQLite
+import Foundation
+@_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
+
+// MARK: - Saving
+
+extension SQLiteStore {
+    /// Writes a save in one `BEGIN IMMEDIATE` transaction: primary keys for the
+    /// inserted rows allocated as one block per root entity (`Z_MAX += n`),
+    /// then deletes and updates checked against the versions the context read,
+    /// then inserts, then join-table rows and `Z_FOK_` ranks
+    /// (SQLiteStore+Relationships.swift). Deletes come first so that a row
+    /// taking over a deleted row's unique values does not trip its unique index.
+    ///
+    /// A version mismatch or a unique index refusing a row rolls the attempt
+    /// back to a savepoint; the request's ``SaveChangesRequest/conflictResolver``
+    /// settles the conflicts against the rows as they are now and the
+    /// resolved request is written — all in the same transaction, so no other
+    /// writer can move the rows in between (the ``SaveConflictResolver``
+    /// contract). Without a resolver, or when it throws, nothing is written and
+    /// the conflict (``ObjectGraphError/Code-swift.struct/mergeConflict`` or
+    /// ``ObjectGraphError/Code-swift.struct/uniquenessConflict``) or its error is thrown;
+    /// so is any SQLite error.
+    ///
+    /// With persistent history, the attempt that stands also writes its
+    /// transaction and changes (SQLiteStore+History.swift) before the savepoint
+    /// is released, so a rolled-back or failed save leaves no history.
+    ///
+    /// Values of attributes with external binary storage that go to files are
+    /// written before the transaction commits; files of replaced or deleted
+    /// values are removed after it (see ``ExternalDataFiles`` for the crash window).
+    func execute(_ request: SaveChangesRequest, in context: ManagedObjectContext?) throws -> SaveResult {
+        let schema = try schema
+        // Read on the saving context's queue, before the store's lock is taken.
+        let history = request.isEmpty ? nil : state.withLock { $0.history }
+        let author = context?.transactionAuthor
+        let contextName = context?.name
+        let files = schema.usesExternalStorage ? ExternalDataFiles() : nil
+        do {
+            let result = try save(request, in: context, history: history, author: author, contextName: contextName,
+                                  schema: schema, files: files)
+            files?.finish(committed: true)
+            return result
+        } catch {
+            files?.finish(committed: false)
+            throw error
+        }
+    }
+
+    /// The transaction of ``execute(_:in:)``: attempts, each under a savepoint,
+    /// until one stands or the conflicts are the save's error.
+    private func save(_ request: SaveChangesRequest, in context: ManagedObjectContext?, history: HistoryLayout?,
+                      author: String?, contextName: String?, schema: TableLayout, files: ExternalDataFiles?) throws -> SaveResult {
+        try write { connection in
+            files?.beginAttempt()   // a stale snapshot runs this closure again
+            return try request.writeResolvingConflicts(attempt: { request in
+                try connection.execute("SAVEPOINT datastack_save")
+                do {
+                    var result: SaveResult
+                    if let history {
+                        let before = try rowsBeforeSave(request, layout: history, schema: schema, connection: connection)
+                        let written = try write(request, schema: schema, files: files, connection: connection)
+                        result = written.result
+                        result.historyTokens = [try recordHistory(of: request, permanentIDs: written.permanentIDs, insertedKeys: written.insertedKeys,
+                                                                  before: before, author: author, contextName: contextName,
+                                                                  layout: history, schema: schema, connection: connection)]
+                    } else {
+                        result = try write(request, schema: schema, files: files, connection: connection).result
+                    }
+                    try connection.execute("RELEASE datastack_save")
+                    // Once, after the attempt that stands: a rolled-back attempt must not consume it.
+                    try writeMetadataIfNeeded(connection)
+                    return result
+                } catch let error as ObjectGraphError {
+                    // A conflict: the next attempt needs the transaction as it was
+                    // before this one, so a rollback that fails is the save's error.
+                    try connection.execute("ROLLBACK TO datastack_save")
+                    try connection.execute("RELEASE datastack_save")
+                    files?.beginAttempt()
+                    throw error
+                } catch {
+                    // Dropped: the whole transaction is rolled back next (`write`),
+                    // and this error, not the rollback's, says why the save failed.
+                    try? connection.execute("ROLLBACK TO datastack_save")
+                    try? connection.execute("RELEASE datastack_save")
+                    throw error
+                }
+            }, currentRows: { objectIDs in
+                try rows(of: objectIDs, schema: schema, connection: connection)
+            })
+        }
+    }
+
+    /// The rows of these objects as the open transaction sees them.
+    func currentRows(of objectIDs: [ObjectID], schema: TableLayout, connection: Connection) throws -> [ObjectID: IncrementalStoreNode] {
+        let nodes = try rows(of: objectIDs, schema: schema, connection: connection)
+        // A row's ID is made from its own entity number: equal to the caller's ID of it.
+        return Dictionary(nodes.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// One attempt at writing a save, inside the caller's transaction; with
+    /// the primary key of each inserted object, in the request's order, and
+    /// the temporary-to-permanent mapping it wrote relationships with (empty
+    /// when no saved entity has relationships), for the history to use too.
+    private func write(_ request: SaveChangesRequest, schema: TableLayout, files: ExternalDataFiles?, connection: Connection)
+        throws -> (result: SaveResult, insertedKeys: [Int64], permanentIDs: [ObjectID: ObjectID]) {
+        let identity = identity
+        do {
+            let (insertedIDs, insertedKeys) = try allocatePrimaryKeys(for: request.insertedObjects, schema: schema,
+                                                                     identity: identity, connection: connection)
+            let result = SaveResult(insertedObjects: request.insertedObjects, permanentIDs: insertedIDs)
+            // Relationships name the objects they point at by ID; the mapping is
+            // built (a hash of every inserted ID) only when an entity has them.
+            let pointsAtObjects = request.insertedObjects.contains { $0.objectID.entity.hasRelationships }
+                || request.updatedObjects.contains { $0.objectID.entity.hasRelationships }
+            let permanentIDs = pointsAtObjects ? result.permanentIDs : [:]
+            var search = SearchIndexMaintenance(schema: schema, connection: connection)
+            try search.plan(deleted: request.deletedObjects, inserted: request.insertedObjects, insertedKeys: insertedKeys)
+            try search.beforeWritingRows()
+            var conflicts: [MergeConflict] = []
+            var deletes = EntityStatementCache(connection: connection, schema: schema, sql: \.deleteSQL)
+            var updates = EntityStatementCache(connection: connection, schema: schema, sql: \.updateSQL)
+            var inserts = EntityStatementCache(connection: connection, schema: schema, sql: \.insertSQL)
+            for node in request.deletedObjects {
+                let (mapping, statement) = try deletes.entry(for: node.objectID.entity)
+                if let files, !mapping.externalSlots.isEmpty {
+                    try retireExternalFiles(of: node.objectID, mapping: mapping, files: files, connection: connection)
+                }
+                try statement.bind(node.objectID.primaryKey ?? 0, at: 1)
+                try statement.bind(node.version, at: 2)
+                try statement.execute()
+                if connection.changes == 0 {
+                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
+                }
+            }
+            for node in request.updatedObjects {
+                let (mapping, statement) = try updates.entry(for: node.objectID.entity)
+                let writable = mapping.statements.writable
+                let external = try files.map { files in
+                    try externalColumns(of: node, mapping: mapping, replacing: true, files: files, connection: connection)
+                } ?? [:]
+                var index: Int32 = 1
+                try statement.bind(node.version + 1, at: index)
+                index += 1
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
+                               permanentIDs: permanentIDs, external: external)
+                try statement.bind(node.objectID.primaryKey ?? 0, at: index)
+                try statement.bind(node.version, at: index + 1)
+                try Self.executeCheckingUniqueness(statement, node: node)
+                if connection.changes == 0 {
+                    conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
+                }
+            }
+            for node in request.lockedObjects {
+                let mapping = try schema.mapping(for: node.objectID.entity)
+                let current = try currentVersion(of: node.objectID, mapping: mapping, connection: connection)
+                if current != node.version {
+                    conflicts.append(MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version, persistedSnapshotVersion: current))
+                }
+            }
+            if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
+
+            for (position, node) in request.insertedObjects.enumerated() {
+                let (mapping, statement) = try inserts.entry(for: node.objectID.entity)
+                let writable = mapping.statements.writable
+                let external = try files.map { files in
+                    try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
+                } ?? [:]
+                try statement.bind(insertedKeys[position], at: 1)
+                try statement.bind(mapping.number, at: 2)
+                try statement.bind(Int64(1), at: 3)
+                var index: Int32 = 4
+                try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
+                               permanentIDs: permanentIDs, external: external)
+                try Self.executeCheckingUniqueness(statement, node: node)
+            }
+            try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
+            try search.afterWritingRows()
+            return (result, insertedKeys, permanentIDs)
+        }
+    }
+
+    /// One kind of an entity's prepared statement (INSERT, UPDATE or DELETE)
+    /// and its mapping, for the rows of one save: a row of the same entity as
+    /// the row before finds them at once, others by the entity's identity —
+    /// never by hashing the statement's SQL in the connection's cache.
+    private struct EntityStatementCache {
+        typealias Entry = (mapping: TableLayout.EntityMapping, statement: Statement)
+        let connection: Connection
+        let schema: TableLayout
+        let sql: KeyPath<EntityStatements, String>
+        private var last: (entity: ObjectIdentifier, entry: Entry)?
+        private var entries: [ObjectIdentifier: Entry] = [:]
+
+        init(connection: Connection, schema: TableLayout, sql: KeyPath<EntityStatements, String>) {
+            self.connection = connection
+            self.schema = schema
+            self.sql = sql
+        }
+
+        mutating func entry(for entity: EntityDescription) throws -> Entry {
+            let key = ObjectIdentifier(entity)
+            let entry: Entry
+            if let last, last.entity == key {
+                entry = last.entry
+            } else if let known = entries[key] {
+                entry = known
+            } else {
+                let mapping = try schema.mapping(for: entity)
+                entry = (mapping, try connection.cachedStatement(mapping.statements[keyPath: sql]))
+                entries[key] = entry
+            }
+            last = (key, entry)
+            // Not reset here: every parameter is bound again for each row, and
+            // `execute()` resets the statement whether its row ran or failed.
+            return entry
+        }
+    }
+
+    /// Runs an INSERT or UPDATE; a unique index refusing it (a row another
+    /// coordinator saved since the context checked) becomes a uniqueness conflict.
+    private static func executeCheckingUniqueness(_ statement: Statement, node: IncrementalStoreNode) throws {
+        do {
+            try statement.execute()
+        } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
+            throw StoreLayout.uniquenessViolation(by: [node.objectID])
+        }
+    }
+
+    public func obtainPermanentIDs(for objectIDs: [ObjectID]) throws -> [ObjectID] {
+        let schema = try schema
+        let identity = identity
+        let nodes = objectIDs.map { IncrementalStoreNode(objectID: $0, values: [], version: 0) }
+        let ids = try write { connection in
+            try allocatePrimaryKeys(for: nodes, schema: schema, identity: identity, connection: connection).ids
+        }
+        // An ID given twice gets one permanent ID, the last allocated for it.
+        let mapping = Dictionary(zip(objectIDs, ids), uniquingKeysWith: { _, last in last })
+        return objectIDs.map { mapping[$0] ?? $0 }
+    }
+
+    /// Adds `count` to an entity's `Z_MAX` in `Z_PRIMARYKEY` and returns the
+    /// new maximum, the last of the `count` keys now handed out: for rows of
+    /// the model's entities and of the history's alike.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/ioFailure`` when the table has no
+    ///   row for the entity, rather than make keys up.
+    static func allocateKeys(_ count: Int64, entity: Int64, connection: Connection, url: URL?) throws -> Int64 {
+        let bump = try connection.cachedStatement("UPDATE Z_PRIMARYKEY SET Z_MAX = Z_MAX + ? WHERE Z_ENT = ?")
+        try bump.bind(count, at: 1)
+        try bump.bind(entity, at: 2)
+        try bump.execute()
+        let read = try connection.cachedStatement("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?")
+        defer { read.reset() }
+        try read.bind(entity, at: 1)
+        guard try read.step() else {
+            throw PersistentStoreError(.ioFailure, url: url, message: "Z_PRIMARYKEY has no row for entity number \(entity)")
+        }
+        return read.int64(at: 0)
+    }
+
+    /// Hands out one block of primary keys per root entity (its counter in
+    /// `Z_PRIMARYKEY`), inside the caller's transaction.
+    ///
+    /// - Returns: every node's ID and primary key after the save, in the order
+    ///   of `nodes`: a temporary ID's permanent one, a permanent ID as it was.
+    private func allocatePrimaryKeys(for nodes: [IncrementalStoreNode], schema: TableLayout, identity: StoreIdentity,
+                                     connection: Connection) throws -> (ids: [ObjectID], keys: [Int64]) {
+        var keys = [Int64](repeating: 0, count: nodes.count)
+        // The positions of each root entity's new rows; one root in most saves.
+        var groups: [(root: Int64, positions: [Int])] = []
+        var previous: (entity: ObjectIdentifier, group: Int)?
+        for (position, node) in nodes.enumerated() {
+            guard node.objectID.isTemporaryID else {
+                keys[position] = node.objectID.primaryKey ?? 0
+                continue
+            }
+            let entity = ObjectIdentifier(node.objectID.entity)
+            if previous?.entity != entity {
+                let root = try schema.mapping(for: node.objectID.entity).rootNumber
+                let group = groups.firstIndex { $0.root == root } ?? {
+                    groups.append((root, []))
+                    return groups.count - 1
+                }()
+                previous = (entity, group)
+            }
+            groups[previous!.group].positions.append(position)
+        }
+        var ids = nodes.map(\.objectID)
+        for (root, positions) in groups {
+            let last = try Self.allocateKeys(Int64(positions.count), entity: root, connection: connection, url: url)
+            var next = last - Int64(positions.count) + 1
+            for position in positions {
+                ids[position] = ObjectID(entity: ids[position].entity, store: identity, primaryKey: next)
+                keys[position] = next
+                next += 1
+            }
+        }
+        return (ids, keys)
+    }
+
+    /// Binds a row's values; `external` holds the tagged columns of its slots
+    /// with external binary storage (SQLiteStore+ExternalData.swift).
+    private func bindValues(of node: IncrementalStoreNode, writable: [EntityStatements.WritableSlot],
+                            into statement: Statement, from index: inout Int32, schema: TableLayout,
+                            permanentIDs: [ObjectID: ObjectID], external: [Int: PropertyValue]) throws {
+        var entityColumnValues: [PropertyValue] = []
+        // Borrowed, the node's values and the slot descriptions: copying a
+        // description out retains and releases its column's strings, for
+        // every column of every row.
+        try node.values.withUnsafeBufferPointer { values in
+            try writable.withUnsafeBufferPointer { writable in
+                for entry in writable.indices {
+                    let slot = writable[entry].slot
+                    let hasEntityColumn = writable[entry].entityColumn != nil
+                    if case .object(let id) = values[slot] {
+                        let target = permanentIDs[id] ?? id
+                        if hasEntityColumn {
+                            entityColumnValues.append(.integer(schema.mappings[ObjectIdentifier(target.entity)]?.number ?? 0))
+                        }
+                        try statement.bind(.object(target), at: index)
+                    } else {
+                        if hasEntityColumn { entityColumnValues.append(.null) }
+                        if writable[entry].storesExternally, let column = external[slot] {
+                            try statement.bind(column, at: index)
+                        } else {
+                            try statement.bindForExecution(values[slot], at: index)
+                        }
+                    }
+                    index += 1
+                }
+            }
+        }
+        for value in entityColumnValues {
+            try statement.bind(value, at: index)
+            index += 1
+        }
+    }
+
+    private func currentVersion(of objectID: ObjectID, mapping: TableLayout.EntityMapping, connection: Connection) throws -> Int64? {
+        let statement = try connection.cachedStatement("SELECT Z_OPT FROM \(mapping.table) WHERE Z_PK = ?")
+        try statement.bind(objectID.primaryKey ?? 0, at: 1)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(at: 0) : nil
+    }
+
+    private func conflict(for node: IncrementalStoreNode, mapping: TableLayout.EntityMapping, connection: Connection) throws -> MergeConflict {
+        MergeConflict(objectID: node.objectID, objectSnapshotVersion: node.version,
+                      persistedSnapshotVersion: try currentVersion(of: node.objectID, mapping: mapping, connection: connection))
+    }
+}

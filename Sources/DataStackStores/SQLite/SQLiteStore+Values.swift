@@ -1,0 +1,72 @@
+import DataStackSQLite
+import Foundation
+@_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
+
+// How property values are written to and read from Core Data's columns.
+extension Statement {
+    /// Binds a slot value as Core Data stores it: dates as seconds since
+    /// 2001-01-01, booleans as 0/1, UUIDs as 16 bytes, URLs and decimals as
+    /// text and double, to-one relationships as the destination's primary key.
+    func bind(_ value: PropertyValue, at index: Int32) throws {
+        switch value {
+        case .null: try bindNull(at: index)
+        case .integer(let v): try bind(v, at: index)
+        case .double(let v): try bind(v, at: index)
+        case .bool(let v): try bind(Int64(v ? 1 : 0), at: index)
+        case .string(let v): try bind(v, at: index)
+        case .date(let v): try bind(v.timeIntervalSinceReferenceDate, at: index)
+        case .data(let v): try bind(v, at: index)
+        case .uuid(let v): try bind(withUnsafeBytes(of: v.uuid) { Data($0) }, at: index)
+        case .uri(let v): try bind(v.absoluteString, at: index)
+        case .decimal(let v): try bind(NSDecimalNumber(decimal: v).doubleValue, at: index)
+        case .object(let id):
+            if let pk = id.primaryKey { try bind(pk, at: index) } else { try bindNull(at: index) }
+        case .objects: try bindNull(at: index)
+        }
+    }
+
+    /// Binds a value of a row to be run by ``execute()``: text as
+    /// ``bindForExecution(_:at:)-(String,_)`` binds it, the rest as ``bind(_:at:)-(PropertyValue,_)``.
+    func bindForExecution(_ value: PropertyValue, at index: Int32) throws {
+        if case .string(let text) = value {
+            try bindForExecution(text, at: index)
+        } else {
+            try bind(value, at: index)
+        }
+    }
+
+    /// Reads a column as a value of an attribute of `type`, tolerating the
+    /// storage classes older Core Data versions used (whole-second dates as integers).
+    func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
+        // Text tells NULL apart by itself (`string(at:)`), without a type
+        // check first: strings are the most common attribute.
+        let storage: ColumnType = type == .string || type == .uri ? .text : columnType(at: index)
+        if storage == .null { return .null }
+        switch type {
+        case .integer16, .integer32, .integer64:
+            return storage == .double ? .integer(truncating: double(at: index)) : .integer(int64(at: index))
+        case .boolean:
+            return .bool(int64(at: index) != 0)
+        case .double, .float:
+            return .double(double(at: index))
+        case .decimal:
+            if storage == .text, let text = string(at: index), let decimal = Decimal(string: text) { return .decimal(decimal) }
+            return .decimal(fromStored: double(at: index))
+        case .string:
+            return string(at: index).map(PropertyValue.string) ?? .null
+        case .uri:
+            return string(at: index).flatMap(URL.init(string:)).map(PropertyValue.uri) ?? .null
+        case .date:
+            return .date(Date(timeIntervalSinceReferenceDate: double(at: index)))
+        case .binaryData, .transformable:
+            return data(at: index).map(PropertyValue.data) ?? .null
+        case .uuid:
+            guard let data = data(at: index), data.count == 16 else {
+                return string(at: index).flatMap(UUID.init(uuidString:)).map(PropertyValue.uuid) ?? .null
+            }
+            let uuid = data.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+            return .uuid(uuid)
+        }
+    }
+}
