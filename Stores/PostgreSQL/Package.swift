@@ -29,6 +29,7 @@ let package = Package(
             dependencies: [
                 "CLibPQ",
                 .product(name: "ObjectGraph", package: "DataStack"),
+                .product(name: "DataStackStorage", package: "DataStack"),
                 .product(name: "DataStack", package: "DataStack"),
             ],
             path: "Sources/DataStackPostgreSQL"
@@ -50,6 +51,7 @@ let package = Package(
             dependencies: [
                 "DataStackPostgreSQL",
                 .product(name: "ObjectGraph", package: "DataStack"),
+                .product(name: "DataStackStorage", package: "DataStack"),
                 .product(name: "DataStack", package: "DataStack"),
             ],
             path: "Benchmarks/Sources/DataStackPostgreSQLBenchmarks"

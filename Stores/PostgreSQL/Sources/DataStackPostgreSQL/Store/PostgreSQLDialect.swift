@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 /// PostgreSQL's SQL (12 or later), for the shared Core Data layout and
 /// predicate compiler: `$n` parameters typed where its planner cannot infer

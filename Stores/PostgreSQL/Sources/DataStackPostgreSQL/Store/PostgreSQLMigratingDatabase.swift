@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 /// A PostgreSQL connection as ``ObjectGraph/SchemaMigration`` reads and
 /// rewrites it, inside the transaction the store opened for the migration.

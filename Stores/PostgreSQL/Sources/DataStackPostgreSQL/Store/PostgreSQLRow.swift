@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 /// One row of a result, as ``ObjectGraph/RowReader`` reads it.
 struct PostgreSQLRow: StoredRow {

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 // MARK: - Prefetching and uniqueness lookups
 

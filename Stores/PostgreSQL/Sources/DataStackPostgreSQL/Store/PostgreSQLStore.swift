@@ -1,6 +1,7 @@
 import DataStack
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 /// A persistent store in a PostgreSQL database, in Core Data's layout: the
 /// stack's programming model across every machine that reaches the database.

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
+@_spi(StoreImplementation) import DataStackStorage
 
 /// Listens for other connections' saves on a connection of its own
 /// (`LISTEN datastack_history`) and reports each as a
