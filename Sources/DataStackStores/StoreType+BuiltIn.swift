@@ -1,6 +1,6 @@
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 // The store types this layer builds in. The object graph knows stores only by
 // the `PersistentStore` protocol; these are the two it is shipped with.

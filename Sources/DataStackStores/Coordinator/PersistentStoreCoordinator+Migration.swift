@@ -1,6 +1,6 @@
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 // MARK: - Moving, destroying and replacing stores
 

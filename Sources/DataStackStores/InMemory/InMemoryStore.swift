@@ -1,7 +1,7 @@
+@_spi(StoreImplementation) import DataStackStorage
 @_spi(DataStackInternal) import DataStackSupport
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// A store that keeps its rows in memory (Core Data: `NSInMemoryStoreType`).
 ///

@@ -1,7 +1,7 @@
+@_spi(StoreImplementation) import DataStackStorage
 @_spi(DataStackInternal) import DataStackSupport
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// The keys and IDs of the rows a batch selects, read on one of the store's
 /// reader connections while the writer connection changes them.

@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// The rows of one table a batch request works on, as a condition on that
 /// table aliased `t0`, so one statement can update, delete or copy them all:

@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// What a Core Data store's schema tells of the model that wrote it, read from
 /// the file alone: the entities of `Z_PRIMARYKEY`, each root entity's table

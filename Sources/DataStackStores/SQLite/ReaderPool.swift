@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// The store's reader connections: fetches and faults of all the contexts of a
 /// coordinator run on them at the same time, each on its own connection, as

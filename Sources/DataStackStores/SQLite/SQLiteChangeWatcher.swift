@@ -1,8 +1,8 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Dispatch
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// Notices commits made to a SQLite file by other connections, for
 /// ``StoreOptions/remoteChangeNotifications``.

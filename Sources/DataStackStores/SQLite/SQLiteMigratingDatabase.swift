@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// A SQLite connection as a ``SchemaMigration`` reads and rewrites it.
 struct SQLiteMigratingDatabase: MigratingDatabase {

@@ -1,8 +1,8 @@
-@_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 // MARK: - Remote changes
 

@@ -1,8 +1,8 @@
-@_spi(DataStackInternal) import DataStackSupport
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
+@_spi(DataStackInternal) import DataStackSupport
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 // The full-text indexes in the file (SearchIndexLayout): built when the store
 // opens for writing and finds them missing or in another layout, rebuilt on

@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// One staged migration of a store file: the stages of a
 /// ``StagedMigrationManager`` run on one copy of the file, which replaces the

@@ -1,6 +1,6 @@
+@_spi(StoreImplementation) import DataStackStorage
 @_spi(DataStackInternal) import DataStackSupport
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 // MARK: - Statement tracing
 

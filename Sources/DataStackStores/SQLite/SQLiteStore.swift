@@ -1,8 +1,8 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 @_spi(DataStackInternal) import DataStackSupport
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// A store in a SQLite file, in Core Data's own format (Core Data: `NSSQLiteStoreType`).
 ///

@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// Work on a SQLite store file without a coordinator: reading and writing its
 /// metadata, checkpointing, copying, replacing and removing it with its

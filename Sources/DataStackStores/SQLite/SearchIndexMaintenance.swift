@@ -1,7 +1,7 @@
 import DataStackSQLite
+@_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph
-@_spi(StoreImplementation) import DataStackStorage
 
 /// Keeps the full-text indexes in step with one save of the store, in bulk:
 /// before the rows go, one statement per table forgets the rows to delete;

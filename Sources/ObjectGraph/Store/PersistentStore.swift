@@ -3,7 +3,7 @@ import Foundation
 /// A store that a coordinator reads objects from and saves them to — the
 /// incremental-store contract (Core Data: `NSIncrementalStore`).
 ///
-/// ``SQLiteStore`` and ``InMemoryStore`` are built on this protocol, and a
+/// `SQLiteStore` and `InMemoryStore` are built on this protocol, and a
 /// store of your own plugs in the same way: implement it, register a
 /// ``StoreType`` for it, and add it to a coordinator.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A store that notices commits made to it by other connections or processes
-/// (``StoreOptions/remoteChangeNotifications``). ``SQLiteStore`` adopts it.
+/// (``StoreOptions/remoteChangeNotifications``). `SQLiteStore` adopts it.
 /// The coordinator starts observing when it adds such a store with the option
 /// on, and the store stops when it is removed (``PersistentStore/willRemove()``).
 public protocol RemoteChangeObservingStore: PersistentStore {

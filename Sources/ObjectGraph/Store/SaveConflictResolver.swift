@@ -9,7 +9,7 @@ import Foundation
 /// ``SaveChangesRequest/conflictResolver``: it applies the context's
 /// ``ManagedObjectContext/mergePolicy`` to version conflicts and collapses
 /// duplicates of uniqueness constraints. Every store calls it the same way —
-/// ``SQLiteStore``, ``InMemoryStore``, the PostgreSQL store and a store of your
+/// `SQLiteStore`, `InMemoryStore`, the PostgreSQL store and a store of your
 /// own — so a merge policy means the same on each, and no store needs more of
 /// the context than this.
 ///

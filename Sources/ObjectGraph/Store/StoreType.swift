@@ -142,7 +142,7 @@ public struct StoreOptions: Sendable {
     /// values are bound; the values are never passed. The remote-change
     /// watcher's check (``remoteChangeNotifications``) and the copy a
     /// migration works on are not reported. To start or stop tracing an open
-    /// store, use ``SQLiteStore/traceStatements(_:)``.
+    /// store, use `SQLiteStore/traceStatements(_:)`.
     ///
     /// ```swift
     /// options.statementTrace = { sql in print("SQL:", sql) }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A store that runs batch inserts, updates and deletes itself, in one transaction,
-/// without managed objects. ``SQLiteStore`` and ``InMemoryStore`` are.
+/// without managed objects. `SQLiteStore` and `InMemoryStore` are.
 package protocol BatchRequestStore: PersistentStore {
     /// Runs a batch request checked against the model, atomically: every change or none.
     func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges

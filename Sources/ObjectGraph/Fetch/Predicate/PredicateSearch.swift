@@ -83,7 +83,7 @@ extension AttributeDescription {
 extension EntityDescription {
     /// The entity's attributes indexed for search, inherited ones first: what
     /// `SELF MATCHES[search]` reads, so that a search screen can say where it
-    /// looks, or a tool which indexes ``SQLiteStore/rebuildSearchIndex()`` builds.
+    /// looks, or a tool which indexes `SQLiteStore/rebuildSearchIndex()` builds.
     ///
     /// A stored String attribute is indexed when the model marks it
     /// ``PropertyDescription/isIndexedBySpotlight``; other attributes never are.

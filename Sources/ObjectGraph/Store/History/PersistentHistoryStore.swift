@@ -1,7 +1,7 @@
 import Foundation
 
 /// A store that records persistent history (Core Data: a SQLite store with
-/// `NSPersistentHistoryTrackingKey`). ``SQLiteStore`` adopts it; a store of
+/// `NSPersistentHistoryTrackingKey`). `SQLiteStore` adopts it; a store of
 /// another kind does not, and history requests for it throw
 /// ``PersistentStoreError/Code/historyNotTracked``.
 ///

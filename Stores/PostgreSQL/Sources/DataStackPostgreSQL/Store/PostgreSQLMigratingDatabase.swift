@@ -2,7 +2,7 @@ import Foundation
 @_spi(StoreImplementation) import ObjectGraph
 @_spi(StoreImplementation) import DataStackStorage
 
-/// A PostgreSQL connection as ``ObjectGraph/SchemaMigration`` reads and
+/// A PostgreSQL connection as ``DataStackStorage/SchemaMigration`` reads and
 /// rewrites it, inside the transaction the store opened for the migration.
 ///
 /// PostgreSQL's DDL is transactional, so unlike SQLite's file (copied,

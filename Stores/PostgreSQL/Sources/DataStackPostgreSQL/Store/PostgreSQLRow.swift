@@ -2,7 +2,7 @@ import Foundation
 @_spi(StoreImplementation) import ObjectGraph
 @_spi(StoreImplementation) import DataStackStorage
 
-/// One row of a result, as ``ObjectGraph/RowReader`` reads it.
+/// One row of a result, as ``DataStackStorage/RowReader`` reads it.
 struct PostgreSQLRow: StoredRow {
     let result: PostgreSQLResult
     let row: Int
@@ -15,7 +15,7 @@ struct PostgreSQLRow: StoredRow {
 }
 
 extension PostgreSQLResult {
-    /// Each row, for reading with ``ObjectGraph/RowReader``.
+    /// Each row, for reading with ``DataStackStorage/RowReader``.
     var rows: some Collection<PostgreSQLRow> { (0..<rowCount).lazy.map { PostgreSQLRow(result: self, row: $0) } }
 
     /// An integer the store wrote and never leaves NULL (a key, a version, a
@@ -37,7 +37,7 @@ extension PostgreSQLResult {
 }
 
 extension PostgreSQLValue {
-    /// A stored value (``ObjectGraph/StoredValue``) as a parameter.
+    /// A stored value (``DataStackStorage/StoredValue``) as a parameter.
     init(_ value: StoredValue) {
         switch value {
         case .null: self = .null

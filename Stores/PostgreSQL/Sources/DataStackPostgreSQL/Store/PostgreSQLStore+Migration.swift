@@ -9,7 +9,7 @@ extension PostgreSQLStore {
     /// transaction (which holds the schema's advisory lock) and returns the
     /// migrated metadata; or says why it does not.
     ///
-    /// The migration is the SQLite store's (``ObjectGraph/SchemaMigration``,
+    /// The migration is the SQLite store's (``DataStackStorage/SchemaMigration``,
     /// Core Data's inferred lightweight migration), run in place: PostgreSQL
     /// changes tables transactionally, so a failure leaves every table, row
     /// and the metadata as they were. Coordinators on other machines opening
