@@ -89,12 +89,66 @@ final class Signal: Sendable {
     }
 }
 
+/// Things that happen again and again (a notification, a callback), kept in
+/// order; a test waits until they satisfy a condition, checked when each one
+/// arrives (no poll).
+final class Recording<Element: Sendable>: Sendable {
+    private struct Waiter {
+        let isMet: @Sendable ([Element]) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var elements: [Element] = []
+        var waiters: [UUID: Waiter] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// What happened so far, oldest first.
+    var elements: [Element] { state.withLock { $0.elements } }
+
+    /// Says it happened once more, and wakes the waits this satisfies.
+    func append(_ element: Element) {
+        let woken: [CheckedContinuation<Bool, Never>] = state.withLock { state in
+            state.elements.append(element)
+            let met = state.waiters.filter { $0.value.isMet(state.elements) }
+            for id in met.keys { state.waiters[id] = nil }
+            return met.values.map(\.continuation)
+        }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// Waits until what happened satisfies `isMet` (checked now, then on each
+    /// arrival), without holding a thread; records an issue naming `what`
+    /// when it does not within `deadline`, and says whether it does.
+    @discardableResult
+    func wait(for what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
+              until isMet: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+        let id = UUID()
+        let happened = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let already = state.withLock { state in
+                if isMet(state.elements) { return true }
+                state.waiters[id] = Waiter(isMet: isMet, continuation: continuation)
+                return false
+            }
+            if already { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + deadline.seconds) { [self] in
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
+        }
+        if !happened { Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation) }
+        return happened
+    }
+}
+
 /// Waits until `condition` holds; records an issue naming `what` when it
 /// does not within `deadline`, and says whether it holds.
 ///
-/// The one poll in this target, for states that no public event announces
-/// (a count of calls, a value a merge left in a context, a reader waiting
-/// for a connection): it checks the cheap condition every 2 ms, and once more
+/// The one poll in this target, for states that no event announces (a
+/// value a merge left in a context, a file another process makes): it checks the cheap condition every 2 ms, and once more
 /// at the deadline, so a state reached while this task could not run counts.
 @discardableResult
 func waitUntil(_ what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
