@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-// How this target's tests wait (STYLE rule 21): for the event, with a deadline
+// How the tests wait (STYLE rule 21; this file is linked into each test target): for the event, with a deadline
 // that records an issue naming what did not happen, never a sleep and a hope.
 // The deadlines are generous because the whole suite shares two cores; a wait
 // that is met ends at once, so the deadline only costs when something is wrong.
@@ -122,10 +122,12 @@ final class Recording<Element: Sendable>: Sendable {
     }
 
     /// Waits until what happened satisfies `isMet` (checked now, then on each
-    /// arrival), without holding a thread; records an issue naming `what`
-    /// when it does not within `deadline`, and says whether it does.
+    /// arrival), without holding a thread; records an issue naming `what`,
+    /// and what did happen as `describe` puts it, when it does not within
+    /// `deadline`, and says whether it does.
     @discardableResult
     func wait(for what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
+              describe: ([Element]) -> String = { "\($0.count) so far" },
               until isMet: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
         let id = UUID()
         let happened = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -139,7 +141,9 @@ final class Recording<Element: Sendable>: Sendable {
                 state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
             }
         }
-        if !happened { Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation) }
+        if !happened {
+            Issue.record("\(what) did not happen within \(deadline); \(describe(elements))", sourceLocation: sourceLocation)
+        }
         return happened
     }
 }
@@ -147,8 +151,8 @@ final class Recording<Element: Sendable>: Sendable {
 /// Waits until `condition` holds; records an issue naming `what` when it
 /// does not within `deadline`, and says whether it holds.
 ///
-/// The one poll in this target, for states that no event announces (a
-/// value a merge left in a context, a file another process makes): it checks the cheap condition every 2 ms, and once more
+/// The one poll of the test targets, for a state no event announces: a file
+/// another process makes (ticker-import's `--view-only` creating its store). It checks the cheap condition every 2 ms, and once more
 /// at the deadline, so a state reached while this task could not run counts.
 @discardableResult
 func waitUntil(_ what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
@@ -159,21 +163,6 @@ func waitUntil(_ what: String, deadline: Duration = .seconds(60), sourceLocation
         try? await Task.sleep(for: .milliseconds(2))   // the poll's yield (see above)
     }
     if try await condition() { return true }
-    Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation)
-    return false
-}
-
-/// ``waitUntil(_:deadline:sourceLocation:_:)`` for a synchronous test whose
-/// other side runs on threads of its own: blocks the calling thread.
-@discardableResult
-func waitUntilBlocking(_ what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
-                       _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = ContinuousClock.now + deadline
-    while ContinuousClock.now < end {
-        if try condition() { return true }
-        usleep(2_000)   // the poll's yield (see waitUntil)
-    }
-    if try condition() { return true }
     Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation)
     return false
 }
