@@ -2,7 +2,7 @@ import Foundation
 
 /// An error of the stack itself: what went wrong during setup or reset, or
 /// what an import was asked that the model does not have.
-public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct StackError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = StackError
@@ -39,10 +39,4 @@ public struct StackError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 
     public var description: String { message }
-}
-
-extension StackError: CodedError {}
-
-extension StackError: LocalizedError {
-    public var errorDescription: String? { description }
 }

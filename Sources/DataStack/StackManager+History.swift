@@ -44,6 +44,20 @@ extension StackManager {
     /// (or skipped as the stack's own); nil unless ``followsPersistentHistory``.
     public var lastMergedHistoryToken: PersistentHistoryToken? { state.withLock { $0.lastMergedHistoryToken } }
 
+    /// The token of the last history transaction the stack has read (or
+    /// skipped as its own), off the main queue; the main context merges up to
+    /// it next, and ``lastMergedHistoryToken`` follows. Nil unless
+    /// ``followsPersistentHistory``.
+    public var lastReadHistoryToken: PersistentHistoryToken? { state.withLock { $0.lastReadHistoryToken } }
+
+    /// Posted on the stack's history queue — not the main queue — each time a
+    /// history read succeeded and moved ``lastReadHistoryToken``, before the
+    /// main queue merges what it read; `object` is the stack. It says that
+    /// other writers' saves have arrived even while the main queue is busy (a
+    /// screen can show that newer data is on its way), and it is the event a
+    /// test of reading off the main queue waits for.
+    public static let historyDidReadNotification = Notification.Name("DataStack.StackManager.historyDidRead")
+
     /// Why the last attempt to read other writers' history failed (the
     /// store's error); nil once a read succeeds. The bookmark stays where it
     /// was, so the next remote-change notification reads the same history
@@ -155,6 +169,7 @@ extension StackManager {
                 recordHistoryMergeFailure(error, of: setup)
             }
             state.withLock { $0.lastReadHistoryToken = current }
+            if current != nil { NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self) }
             setup.mainContext.perform { self.mergeExpiredHistory(into: setup, resumingAfter: current) }
             return
         } catch {
@@ -168,6 +183,7 @@ extension StackManager {
             // An importer's save posted meanwhile may have moved it further already.
             state.lastReadHistoryToken = Self.later(state.lastReadHistoryToken, newest)
         }
+        NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self)
         setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
     }
 

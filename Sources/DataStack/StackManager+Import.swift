@@ -31,10 +31,21 @@ public enum ImportConflictResolution: Sendable, Equatable {
     /// The chunk's save fails on a conflict (``ObjectGraph/MergePolicy/error``),
     /// and the chunk is built again on a fresh importer context — `body` runs
     /// again for each of its inputs, on the store's current rows — and saved
-    /// again, up to `attempts` saves in all, after a short random pause that
-    /// grows with each attempt up to 10 ms; then the conflict is thrown. An increment is
-    /// applied to the fresh value and survives. `body` must be free to run more
-    /// than once for an input.
+    /// again, up to `attempts` saves in all; then the conflict is thrown. An
+    /// increment is applied to the fresh value and survives. `body` must be
+    /// free to run more than once for an input.
+    ///
+    /// The chunk is built again at once, without a pause: the save detects a
+    /// conflict inside its write transaction, against a save of the other
+    /// writer that has already committed, so the fresh context reads the
+    /// newer rows. A rebuilt chunk meets a conflict again only when the other
+    /// writer committed once more in between — each failed attempt is another
+    /// writer's save on disk, so importers that meet cannot keep failing each
+    /// other without one of them saving (as with Core Data's `NSMergePolicy.error`
+    /// and a retry on a refreshed context). Waiting for the other writer's
+    /// write lock is the store's busy mode (``ObjectGraph/StoreOptions/busyMode``), not
+    /// the import's; `attempts` bounds the work one chunk may redo when other
+    /// writers save faster than it can be rebuilt.
     case rebuildChunk(attempts: Int)
 }
 
@@ -139,8 +150,9 @@ extension StackManager {
                 case .mergeConflict, .uniquenessConflict: break
                 default: throw error
                 }
-                // Spaced out, so that two importers that keep meeting take turns.
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...500) * min(attempt, 20)))
+                // At once: the conflicting save has committed, and the fresh context reads its rows
+                // (see `rebuildChunk`). A cancelled import stops rather than rebuild.
+                try Task.checkCancellation()
             }
         }
     }

@@ -11,7 +11,7 @@ import Foundation
 ///     print(error)   // bad SQLite pragma 'PRAGMA cache_size; DROP TABLE ZITEM = 1': a pragma's name is letters, …
 /// }
 /// ```
-public struct SQLitePragmaError: Error, Sendable, CustomStringConvertible, Hashable {
+public struct SQLitePragmaError: CodedError, Sendable, Hashable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = SQLitePragmaError
@@ -48,10 +48,4 @@ public struct SQLitePragmaError: Error, Sendable, CustomStringConvertible, Hasha
     public var description: String {
         "bad SQLite pragma 'PRAGMA \(name) = \(value)': \(message)"
     }
-}
-
-extension SQLitePragmaError: CodedError {}
-
-extension SQLitePragmaError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error that says what kind of failure it is with a ``code``: every error
 /// type of DataStack is one, so that a caller can match any of them the same
 /// way, and a log can name the kind of any of them.
@@ -17,13 +19,20 @@
 /// Each error type has the same shape: a nested `Code` struct of static codes,
 /// a `code`, a `message` in words where the error carries one, the fields that
 /// say where it failed (entity, key, URL, offset, …), and a `description` that
-/// puts them together.
-public protocol CodedError: Error, CustomStringConvertible {
+/// puts them together. That is all a type states: being a `CodedError` makes
+/// it a `LocalizedError` whose `errorDescription` is its `description`, so an
+/// app that shows `localizedDescription` shows the same text a log prints.
+public protocol CodedError: LocalizedError, CustomStringConvertible {
     /// The type of ``code``: the error type's nested `Code` struct.
     associatedtype Code: ErrorCode where Code.Failure == Self
 
     /// The kind of failure.
     var code: Code { get }
+}
+
+extension CodedError {
+    /// The same text as `description`: what `localizedDescription` shows.
+    public var errorDescription: String? { description }
 }
 
 /// The kinds of failure of one ``CodedError`` type, as static members of its

@@ -216,10 +216,9 @@ private final class MoversScreen: Sendable {
         // The writer stopped: the head no longer moves.
         let head = try stack.mainCoordinator.currentPersistentHistoryToken()
         while true {
+            // Counted first: the stack moves its bookmark before it posts a merge, so
+            // a bookmark short of the head means the merge that moves it is still to come.
             let seen = recorder.arrivals.count
-            // The bookmark moves at the end of the main-queue block that posts
-            // a merge: once a block queued after it ran, it has moved.
-            await stack.mainContext.perform {}
             if stack.lastMergedHistoryToken == head { break }
             let left = deadline - ContinuousClock.now
             guard left > .zero, await recorder.wait(until: "a merge of the store's last transaction", seconds: left.seconds,

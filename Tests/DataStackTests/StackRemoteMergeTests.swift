@@ -212,6 +212,13 @@ import Testing
     @Test func historyIsReadOffTheMainQueue() async throws {
         let (a, b, _) = try await makeStacks()
         let recorderA = MergeRecorder(a)
+        // Fired by the read that reaches `wanted` (set once the other stack saved).
+        let wanted = Locked<PersistentHistoryToken?>(nil)
+        let readWanted = Signal()
+        let observer = NotificationCenter.default.addObserver(forName: StackManager.historyDidReadNotification, object: a, queue: nil) { _ in
+            if let token = wanted.withLock({ $0 }), a.lastReadHistoryToken == token { readWanted.fire() }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
         // All on the main queue, so that nothing waits for a cooperative thread
         // (other tests may hold them) while the main queue is held.
         let (written, read, merged) = try await withCheckedThrowingContinuation { continuation in
@@ -223,11 +230,11 @@ import Testing
                         try importer.save()
                     }
                     let written = try b.writerCoordinator.currentPersistentHistoryToken()
-                    // The main queue is held on purpose here; the read is seen only in the stack's state.
-                    waitUntilBlocking("the history read while the main queue is busy", deadline: .seconds(10)) {
-                        a.state.withLock { $0.lastReadHistoryToken } == written
-                    }
-                    return (written, a.state.withLock { $0.lastReadHistoryToken }, a.lastMergedHistoryToken)
+                    wanted.withLock { $0 = written }
+                    if a.lastReadHistoryToken == written { readWanted.fire() }   // read before `wanted` was set
+                    // The main queue is held on purpose here: the read must not need it.
+                    readWanted.waitBlocking(for: "the history read while the main queue is busy", deadline: .seconds(10))
+                    return (written, a.lastReadHistoryToken, a.lastMergedHistoryToken)
                 })
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import DataStack
 
@@ -89,6 +90,40 @@ import Testing
         let tickers = try await Self.tickers(stack)
         #expect(tickers.count == 400)
         #expect(tickers.allSatisfy { $0.value == Double($0.key.dropFirst())! })
+    }
+
+    /// Two stacks on one file (as two processes are) both add 1 to each
+    /// ticker's price for each of their inputs, with
+    /// `onConflict: .rebuildChunk`: a chunk that meets the other's save is
+    /// built again at once on the committed rows, and no increment is lost.
+    /// The first chunk of one is held, after reading its rows, until the other
+    /// saved a chunk, so at least one conflict and rebuild happens; the rest
+    /// race freely.
+    @Test func racingImportersThatRebuildOnAConflictLoseNoIncrement() async throws {
+        let directory = StackDirectory()
+        let first = try await Self.stack(directory)
+        let second = try await Self.stack(directory)
+        _ = try await importTickers(first, count: 5)   // T0 … T4, price = index
+        let symbols = (0..<600).map { "T\($0 % 5)" }
+        let secondSaved = Signal()
+        let calls = Mutex(0)
+        async let one = first.performImport(symbols, chunkSize: 10, upserting: Ticker.self, by: "symbol", key: { $0 },
+                                            onConflict: .rebuildChunk(attempts: 1_000)) { _, ticker, _ in
+            ticker.price += 1
+            let call = calls.withLock { $0 += 1; return $0 }
+            // The first chunk's rows are read: hold it until the other importer's save committed.
+            if call == 10 { secondSaved.waitBlocking(for: "the other importer's first save") }
+        }
+        async let two = second.performImport(symbols.reversed(), chunkSize: 10, upserting: Ticker.self, by: "symbol", key: { $0 },
+                                             onConflict: .rebuildChunk(attempts: 1_000)) { _, ticker, _ in
+            ticker.price += 1
+        } progress: { _ in secondSaved.fire() }
+        let (progressOne, progressTwo) = try await (one, two)
+        #expect(progressOne.processedInputs == 600 && progressTwo.processedInputs == 600)
+        #expect(calls.withLock { $0 } > 600, "the held chunk met the other's save and was built again")
+        let tickers = try await Self.tickers(first)
+        #expect(tickers == Dictionary(uniqueKeysWithValues: (0..<5).map { ("T\($0)", Double($0) + 240) }),
+                "each ticker got its 120 increments from each importer")
     }
 
     @Test func aKeyTheModelDoesNotHaveThrowsAndImportsNothing() async throws {

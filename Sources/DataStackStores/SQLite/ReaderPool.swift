@@ -45,6 +45,10 @@ final class ReaderPool: @unchecked Sendable {
     #if DEBUG
     /// Reads waiting for a connection at the maximum: kept in debug builds only, for tests.
     private var waitingCount = 0
+    /// Told when a read starts waiting for a connection and when ``close()``
+    /// starts refusing reads, with the pool locked (it must not use the pool):
+    /// debug builds only, so that a test waits for the event, not a count.
+    private var onEvent: (@Sendable (Event) -> Void)?
     #endif
     private var isOpen = false
     /// Counts openings, so connections of an earlier one close when returned.
@@ -89,6 +93,9 @@ final class ReaderPool: @unchecked Sendable {
         isOpen = false
         idle = []
         openCount = 0
+        #if DEBUG
+        onEvent?(.closing)
+        #endif
         condition.broadcast()
         while inUseCount > 0 { condition.wait() }
     }
@@ -169,6 +176,7 @@ final class ReaderPool: @unchecked Sendable {
         #if DEBUG
         waitingCount += 1
         defer { waitingCount -= 1 }
+        onEvent?(.readWaiting)
         #endif
         condition.wait()
     }
@@ -209,5 +217,19 @@ extension ReaderPool {
     var connectionCount: Int { condition.withLock { openCount } }
     /// The number of reads waiting for a connection now.
     var waitingReadCount: Int { condition.withLock { waitingCount } }
+
+    /// What the pool tells ``observe(_:)``.
+    enum Event: Sendable {
+        /// A read found every connection in use at the maximum and waits for one.
+        case readWaiting
+        /// ``close()`` started: reads from now on are refused.
+        case closing
+    }
+
+    /// Calls `observer` (nil removes it) on each ``Event``, on the thread
+    /// where it happens, with the pool locked.
+    func observe(_ observer: (@Sendable (Event) -> Void)?) {
+        condition.withLock { onEvent = observer }
+    }
 }
 #endif

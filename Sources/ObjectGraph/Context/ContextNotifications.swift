@@ -115,7 +115,7 @@ public struct ObjectsDidChange: Sendable, Equatable {
 }
 
 /// A notification that does not carry the payload asked for.
-public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible {
+public struct NotificationPayloadError: CodedError, Sendable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = NotificationPayloadError
@@ -142,12 +142,6 @@ public struct NotificationPayloadError: Error, Sendable, CustomStringConvertible
     }
 
     public var description: String { "notification \(name.rawValue) does not carry a \(expected)" }
-}
-
-extension NotificationPayloadError: CodedError {}
-
-extension NotificationPayloadError: LocalizedError {
-    public var errorDescription: String? { description }
 }
 
 extension Notification {

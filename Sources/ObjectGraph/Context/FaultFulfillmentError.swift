@@ -26,7 +26,7 @@ import Foundation
 ///
 /// Only "the row does not exist" makes a fault inaccessible (see
 /// ``ManagedObjectContext/shouldDeleteInaccessibleFaults``).
-public struct FaultFulfillmentError: Error, Sendable, CustomStringConvertible {
+public struct FaultFulfillmentError: CodedError, Sendable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = FaultFulfillmentError
@@ -65,10 +65,4 @@ public struct FaultFulfillmentError: Error, Sendable, CustomStringConvertible {
         if changeWasDropped { text += "; a change to the object was not applied (refresh it or roll back)" }
         return text + ": \(underlying)"
     }
-}
-
-extension FaultFulfillmentError: CodedError {}
-
-extension FaultFulfillmentError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -219,7 +219,7 @@ extension FetchedResultsControllerDelegate {
 /// ```swift
 /// catch let error as FetchedResultsControllerError where error.code == .missingSortDescriptors { … }
 /// ```
-public struct FetchedResultsControllerError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct FetchedResultsControllerError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = FetchedResultsControllerError
@@ -249,12 +249,6 @@ public struct FetchedResultsControllerError: Error, Sendable, Equatable, CustomS
     }
 
     public var description: String { "fetched results controller for \(entityName): \(message)" }
-}
-
-extension FetchedResultsControllerError: CodedError {}
-
-extension FetchedResultsControllerError: LocalizedError {
-    public var errorDescription: String? { description }
 }
 
 // MARK: - Checking a difference

@@ -37,7 +37,7 @@ import Foundation
 /// - ``validationErrors``
 /// - ``mergeConflicts``
 /// - ``uniquenessConflicts``
-public struct ObjectGraphError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct ObjectGraphError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = ObjectGraphError
@@ -245,12 +245,6 @@ extension ObjectGraphError {
         ObjectGraphError(.uniquenessConflict, uniquenessConflicts: conflicts,
                          message: "uniqueness conflict: " + conflicts.map(\.description).joined(separator: "; "))
     }
-}
-
-extension ObjectGraphError: CodedError {}
-
-extension ObjectGraphError: LocalizedError {
-    public var errorDescription: String? { description }
 }
 
 /// One broken validation rule: which object, which key, and why.

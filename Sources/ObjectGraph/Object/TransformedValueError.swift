@@ -17,7 +17,7 @@ import Foundation
 /// than return nil or the raw bytes. The bytes stay in the object as they were
 /// read, so saving the object writes them back unchanged; setting a new value
 /// replaces them.
-public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
+public struct TransformedValueError: CodedError, Sendable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = TransformedValueError
@@ -54,13 +54,6 @@ public struct TransformedValueError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         "\(objectID.entity.name).\(key) of \(objectID): the stored \(transformerName) archive cannot be read: \(underlying)"
     }
-}
-
-extension TransformedValueError: CodedError {}
-
-extension TransformedValueError: LocalizedError {
-    /// The same text as ``TransformedValueError/description``.
-    public var errorDescription: String? { description }
 }
 
 // MARK: - Keyed-archive transformers

@@ -11,7 +11,7 @@ import Foundation
 ///     print(error)   // the store at /…/Ticker.sqlite was written with another model: entities …
 /// }
 /// ```
-public struct PersistentStoreError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct PersistentStoreError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = PersistentStoreError
@@ -97,10 +97,4 @@ extension PersistentStoreError {
     public static func readOnly(url: URL?) -> PersistentStoreError {
         PersistentStoreError(.readOnly, url: url, message: "the store was added read-only (StoreOptions.isReadOnly), so it does not change")
     }
-}
-
-extension PersistentStoreError: CodedError {}
-
-extension PersistentStoreError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -50,19 +50,8 @@ final class MergeRecorder: Sendable {
         var registeredInMain: Int?
     }
 
-    /// A test waiting until the arrivals satisfy `isMet`.
-    private struct Waiter {
-        let isMet: @Sendable ([Arrival]) -> Bool
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private struct Log {
-        var arrivals: [Arrival] = []
-        var waiters: [UUID: Waiter] = [:]
-    }
-
     /// The merges so far, and the tests waiting for more.
-    private let log = Locked(Log())
+    private let log = Recording<Arrival>()
     private let token: ObserverBox
 
     /// - Parameter countsRegisteredObjects: also counts the main context's
@@ -75,14 +64,7 @@ final class MergeRecorder: Sendable {
             guard let merge = try? StackDidMerge(notification) else { return }
             // Posted on the main queue, the main context's.
             let registered = countsRegisteredObjects ? stack?.mainContext.registeredObjectCount : nil
-            let met = log.withLock { log in
-                log.arrivals.append(Arrival(merge: merge, time: Date(), registeredInMain: registered))
-                let arrivals = log.arrivals
-                let met = log.waiters.filter { $0.value.isMet(arrivals) }
-                for id in met.keys { log.waiters[id] = nil }
-                return met.values.map(\.continuation)
-            }
-            for continuation in met { continuation.resume(returning: true) }
+            log.append(Arrival(merge: merge, time: Date(), registeredInMain: registered))
         }
         token = ObserverBox(observer)
     }
@@ -90,7 +72,7 @@ final class MergeRecorder: Sendable {
     deinit { NotificationCenter.default.removeObserver(token.observer) }
 
     var all: [StackDidMerge] { arrivals.map(\.merge) }
-    var arrivals: [Arrival] { log.withLock { $0.arrivals } }
+    var arrivals: [Arrival] { log.elements }
 
     /// Waits until `count` merges arrived, and returns them; records an issue
     /// at the caller when they did not arrive within `seconds`.
@@ -101,8 +83,8 @@ final class MergeRecorder: Sendable {
     }
 
     /// Waits until the merges so far satisfy `isMet`, woken by each arrival;
-    /// records an issue naming `what` at the caller when they did not within
-    /// `seconds`, and says whether they did.
+    /// records an issue naming `what` and the merges that came at the caller
+    /// when they did not within `seconds`, and says whether they did.
     ///
     /// The deadline is generous because a loaded machine (CI runs every suite
     /// at once on two cores, and all stacks share the main queue) can delay a
@@ -112,23 +94,8 @@ final class MergeRecorder: Sendable {
     @discardableResult
     func wait(until what: String, seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation,
               _ isMet: @escaping @Sendable ([Arrival]) -> Bool) async -> Bool {
-        let id = UUID()
-        let met = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let already = log.withLock { log in
-                if isMet(log.arrivals) { return true }
-                log.waiters[id] = Waiter(isMet: isMet, continuation: continuation)
-                return false
-            }
-            if already { return continuation.resume(returning: true) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [log] in
-                log.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
-            }
-        }
-        if !met {
-            let arrived = log.withLock { $0.arrivals.map { "\($0.merge.source)" } }
-            Issue.record("\(what) did not arrive within \(seconds) seconds; merges: \(arrived)", sourceLocation: sourceLocation)
-        }
-        return met
+        await log.wait(for: what, deadline: .seconds(seconds), sourceLocation: sourceLocation,
+                       describe: { "merges: \($0.map { "\($0.merge.source)" })" }, until: isMet)
     }
 }
 

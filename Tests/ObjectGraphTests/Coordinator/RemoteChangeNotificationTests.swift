@@ -24,7 +24,7 @@ import Testing
     /// Collects the remote-change notifications one coordinator posts.
     // @unchecked Sendable: `token` is set once in init and only read in deinit.
     final class Recorder: @unchecked Sendable {
-        let changes = Mutex<[StoreRemoteChange]>([])
+        let changes = Recording<StoreRemoteChange>()
         private var token: (any NSObjectProtocol)?
 
         init(_ coordinator: PersistentStoreCoordinator) {
@@ -32,23 +32,22 @@ import Testing
                 forName: PersistentStoreCoordinator.storeRemoteChangeNotification, object: coordinator, queue: nil
             ) { [weak self] notification in
                 // A notification without the payload fails the payload check below (count stays 0).
-                if let change = try? StoreRemoteChange(notification) { self?.changes.withLock { $0.append(change) } }
+                if let change = try? StoreRemoteChange(notification) { self?.changes.append(change) }
             }
         }
 
-        var count: Int { changes.withLock { $0.count } }
-        var last: StoreRemoteChange? { changes.withLock { $0.last } }
+        var count: Int { changes.elements.count }
+        var last: StoreRemoteChange? { changes.elements.last }
 
-        /// Waits up to `limit` for `condition` (through the target's one poll,
-        /// which checks once more at the deadline); returns how long it took,
-        /// or nil after recording an issue.
-        func wait(upTo limit: Duration = .seconds(30), until condition: @escaping (Recorder) -> Bool,
+        /// Waits up to `limit` for the notifications posted so far to satisfy
+        /// `condition`, checked as each arrives; returns how long it took, or
+        /// nil after recording an issue.
+        func wait(upTo limit: Duration = .seconds(30), until condition: @escaping @Sendable ([StoreRemoteChange]) -> Bool,
                   sourceLocation: SourceLocation = #_sourceLocation) async -> Duration? {
             let clock = ContinuousClock()
             let start = clock.now
-            let met = await waitUntil("the remote-change notification", deadline: limit, sourceLocation: sourceLocation) {
-                condition(self)
-            }
+            let met = await changes.wait(for: "the remote-change notification", deadline: limit, sourceLocation: sourceLocation,
+                                         until: condition)
             return met ? clock.now - start : nil
         }
 

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-// How this target's tests wait (STYLE rule 21): for the event, with a deadline
+// How the tests wait (STYLE rule 21; this file is linked into each test target): for the event, with a deadline
 // that records an issue naming what did not happen, never a sleep and a hope.
 // The deadlines are generous because the whole suite shares two cores; a wait
 // that is met ends at once, so the deadline only costs when something is wrong.
@@ -89,12 +89,70 @@ final class Signal: Sendable {
     }
 }
 
+/// Things that happen again and again (a notification, a callback), kept in
+/// order; a test waits until they satisfy a condition, checked when each one
+/// arrives (no poll).
+final class Recording<Element: Sendable>: Sendable {
+    private struct Waiter {
+        let isMet: @Sendable ([Element]) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var elements: [Element] = []
+        var waiters: [UUID: Waiter] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// What happened so far, oldest first.
+    var elements: [Element] { state.withLock { $0.elements } }
+
+    /// Says it happened once more, and wakes the waits this satisfies.
+    func append(_ element: Element) {
+        let woken: [CheckedContinuation<Bool, Never>] = state.withLock { state in
+            state.elements.append(element)
+            let met = state.waiters.filter { $0.value.isMet(state.elements) }
+            for id in met.keys { state.waiters[id] = nil }
+            return met.values.map(\.continuation)
+        }
+        for continuation in woken { continuation.resume(returning: true) }
+    }
+
+    /// Waits until what happened satisfies `isMet` (checked now, then on each
+    /// arrival), without holding a thread; records an issue naming `what`,
+    /// and what did happen as `describe` puts it, when it does not within
+    /// `deadline`, and says whether it does.
+    @discardableResult
+    func wait(for what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
+              describe: ([Element]) -> String = { "\($0.count) so far" },
+              until isMet: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+        let id = UUID()
+        let happened = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let already = state.withLock { state in
+                if isMet(state.elements) { return true }
+                state.waiters[id] = Waiter(isMet: isMet, continuation: continuation)
+                return false
+            }
+            if already { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + deadline.seconds) { [self] in
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
+        }
+        if !happened {
+            Issue.record("\(what) did not happen within \(deadline); \(describe(elements))", sourceLocation: sourceLocation)
+        }
+        return happened
+    }
+}
+
 /// Waits until `condition` holds; records an issue naming `what` when it
 /// does not within `deadline`, and says whether it holds.
 ///
-/// The one poll in this target, for states that no public event announces
-/// (a count of calls, a value a merge left in a context, a reader waiting
-/// for a connection): it checks the cheap condition every 2 ms, and once more
+/// The one poll of the test targets, for a state no event announces: a file
+/// another process makes (ticker-import's `--view-only` creating its store). It checks the cheap condition every 2 ms, and once more
 /// at the deadline, so a state reached while this task could not run counts.
 @discardableResult
 func waitUntil(_ what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
@@ -105,21 +163,6 @@ func waitUntil(_ what: String, deadline: Duration = .seconds(60), sourceLocation
         try? await Task.sleep(for: .milliseconds(2))   // the poll's yield (see above)
     }
     if try await condition() { return true }
-    Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation)
-    return false
-}
-
-/// ``waitUntil(_:deadline:sourceLocation:_:)`` for a synchronous test whose
-/// other side runs on threads of its own: blocks the calling thread.
-@discardableResult
-func waitUntilBlocking(_ what: String, deadline: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
-                       _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = ContinuousClock.now + deadline
-    while ContinuousClock.now < end {
-        if try condition() { return true }
-        usleep(2_000)   // the poll's yield (see waitUntil)
-    }
-    if try condition() { return true }
     Issue.record("\(what) did not happen within \(deadline)", sourceLocation: sourceLocation)
     return false
 }

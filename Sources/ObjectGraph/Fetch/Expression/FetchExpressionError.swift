@@ -11,7 +11,7 @@ import Foundation
 ///     print(error)   // StockUpdate, propertiesToFetch[1] 'total' sum:(company.symbol): sum needs numbers, and company.symbol is a string
 /// }
 /// ```
-public struct FetchExpressionError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct FetchExpressionError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = FetchExpressionError
@@ -50,10 +50,4 @@ public struct FetchExpressionError: Error, Sendable, CustomStringConvertible, Eq
 
     /// `<entity>, <location>: <message>`.
     public var description: String { "\(entityName), \(location): \(message)" }
-}
-
-extension FetchExpressionError: CodedError {}
-
-extension FetchExpressionError: LocalizedError {
-    public var errorDescription: String? { description }
 }

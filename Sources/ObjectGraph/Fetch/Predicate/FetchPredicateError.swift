@@ -17,7 +17,7 @@ import Foundation
 /// or unsupported argument) have only a ``message``. ``offset`` counts
 /// characters from the start of ``format``; it is -1 when the problem has no
 /// single place in the text (a key given with `%K`, for example).
-public struct FetchPredicateError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct FetchPredicateError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = FetchPredicateError
@@ -67,12 +67,6 @@ public struct FetchPredicateError: Error, Sendable, CustomStringConvertible, Equ
     public var description: String {
         (offset >= 0 ? "bad predicate at offset \(offset) in '\(format)'" : "bad predicate '\(format)'") + ": " + message
     }
-}
-
-extension FetchPredicateError: CodedError {}
-
-extension FetchPredicateError: LocalizedError {
-    public var errorDescription: String? { description }
 }
 
 /// An error without a format yet; ``FetchPredicate`` adds the format and the

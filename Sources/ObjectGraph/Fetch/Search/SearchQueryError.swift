@@ -13,7 +13,7 @@ import Foundation
 ///
 /// ``offset`` counts characters (`Character`s, as `query.count` does) from the
 /// start of ``query``.
-public struct SearchQueryError: Error, Sendable, CustomStringConvertible, Hashable {
+public struct SearchQueryError: CodedError, Sendable, Hashable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = SearchQueryError
@@ -49,10 +49,4 @@ public struct SearchQueryError: Error, Sendable, CustomStringConvertible, Hashab
     public var description: String {
         "bad search query at offset \(offset) in '\(query)': \(message)"
     }
-}
-
-extension SearchQueryError: CodedError {}
-
-extension SearchQueryError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -14,7 +14,7 @@ import Foundation
 ///
 /// A malformed property list underneath comes as ``Code-swift.struct/invalidPropertyList``
 /// with the ``PropertyListError``'s message.
-public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct KeyedArchiveError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = KeyedArchiveError
@@ -59,10 +59,4 @@ public struct KeyedArchiveError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String {
         path.isEmpty ? "keyed archive: \(message)" : "keyed archive: \(path): \(message)"
     }
-}
-
-extension KeyedArchiveError: CodedError {}
-
-extension KeyedArchiveError: LocalizedError {
-    public var errorDescription: String? { description }
 }

@@ -13,7 +13,7 @@ import Foundation
 /// ```
 ///
 /// The reader never traps on bad input: every failure comes back as this error.
-public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct PropertyListError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = PropertyListError
@@ -52,10 +52,4 @@ public struct PropertyListError: Error, Sendable, Equatable, CustomStringConvert
 
     /// `binary property list: <message>`.
     public var description: String { "binary property list: \(message)" }
-}
-
-extension PropertyListError: CodedError {}
-
-extension PropertyListError: LocalizedError {
-    public var errorDescription: String? { description }
 }

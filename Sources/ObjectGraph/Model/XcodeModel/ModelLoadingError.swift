@@ -20,7 +20,7 @@ import Foundation
 ///
 /// The description contains names from the model, never attribute values other than
 /// the offending one, so it can be logged.
-public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equatable {
+public struct ModelLoadingError: CodedError, Sendable, Equatable {
     /// The kind of failure (see ``ErrorCode``).
     public struct Code: ErrorCode {
         public typealias Failure = ModelLoadingError
@@ -88,10 +88,4 @@ public struct ModelLoadingError: Error, Sendable, CustomStringConvertible, Equat
         }
         return "\(location): \(message)"
     }
-}
-
-extension ModelLoadingError: CodedError {}
-
-extension ModelLoadingError: LocalizedError {
-    public var errorDescription: String? { description }
 }

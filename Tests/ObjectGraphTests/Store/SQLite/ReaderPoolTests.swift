@@ -148,20 +148,12 @@ import Testing
 
         // Removing waits for the read in progress to return its connection.
         let coordinator = fixture.coordinator, store = fixture.store
+        let closing = Signal()
+        store.readers.observe { if $0 == .closing { closing.fire() } }
         let removal = Mutex<Result<Void, any Error>?>(nil)
         let removed = Self.onThread { removal.withLock { $0 = Result { try coordinator.remove(store) } } }
-        // The removal starting is seen only as reads being refused.
-        var refused: PersistentStoreError?
-        waitUntilBlocking("a read refused once the removal started") {
-            do {
-                _ = try fixture.symbols()
-                return false
-            } catch {
-                refused = error as? PersistentStoreError
-                #expect(refused != nil, "\(error)")
-                return true
-            }
-        }
+        try #require(closing.waitBlocking(for: "the removal closing the readers"))
+        let refused = #expect(throws: PersistentStoreError.self, "a read once the removal started") { try fixture.symbols() }
         #expect(refused?.code == .ioFailure)
         #expect(refused?.message.contains("removed") == true)
         #expect(removed.wait(timeout: .now()) == .timedOut, "the removal waits for the read that holds a connection")
@@ -185,12 +177,13 @@ import Testing
         let released = Mutex(false)
         let ranAfterRelease = Mutex<Result<Bool, any Error>?>(nil)
         let store = fixture.store
+        let waiting = Signal()
+        store.readers.observe { if $0 == .readWaiting { waiting.fire() } }
         let extra = Self.onThread {
             let outcome = Result { try store.read { _ in released.withLock { $0 } } }
             ranAfterRelease.withLock { $0 = outcome }
         }
-        // Bounded: the extra read is seen waiting for a connection.
-        waitUntilBlocking("the extra read waiting for a connection") { store.readers.waitingReadCount > 0 }
+        try #require(waiting.waitBlocking(for: "the extra read waiting for a connection"))
         #expect(store.readers.waitingReadCount == 1, "the extra read waits at the maximum")
         released.withLock { $0 = true }
         #expect(try held[0].finish() == ["A", "B"])

@@ -12,14 +12,13 @@ import DataStackSQLite
 @Suite struct SQLiteChangeWatcherTests {
     /// Counts the watcher's calls.
     final class Calls: Sendable {
-        private let count = Mutex(0)
-        func record() { count.withLock { $0 += 1 } }
-        var value: Int { count.withLock { $0 } }
+        private let calls = Recording<Void>()
+        func record() { calls.append(()) }
+        var value: Int { calls.elements.count }
 
-        /// Waits for more than `previous` calls (through the target's one
-        /// poll: the watcher's calls are counted, not announced).
+        /// Waits for more than `previous` calls, woken by each call.
         func wait(beyond previous: Int, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
-            await waitUntil("call \(previous + 1) of the watcher", sourceLocation: sourceLocation) { value > previous }
+            await calls.wait(for: "call \(previous + 1) of the watcher", sourceLocation: sourceLocation) { $0.count > previous }
         }
     }
 
