@@ -1,7 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Damaged store files (pages overwritten, the file truncated, the header or
 /// the `Z_METADATA` page damaged, each from a seeded random generator) are

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// FetchedResultsController on one context: fetching, sections, index paths,
 /// local changes, merged saves, reset, batches and the `changes` sequence.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 // Shared fixture of the predicate tests: a small model (Company, Update, Tag),
 // rows held in memory as predicate subjects and written to SQLite tables laid

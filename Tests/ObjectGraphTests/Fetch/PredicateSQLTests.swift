@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 private func compile(_ format: String, _ arguments: Any?..., entity: String = "Company") throws
     -> (where: String, joins: [String], bindings: [PropertyValue]) {

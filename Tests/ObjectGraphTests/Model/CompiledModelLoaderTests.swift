@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Compiled models (`.mom`, `.momd`) and damaged model caches. The archives are
 /// Apple's: the model caches of fixture stores, which hold the same keyed archive

@@ -2,7 +2,7 @@ import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// The busy mode governs every lock a connection waits for, including the
 /// exclusive lock of entering WAL mode, which SQLite takes without its busy

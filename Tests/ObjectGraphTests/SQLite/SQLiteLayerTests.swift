@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Tests for `Sources/DataStackSQLite` (the driver): opening, statements, errors, transactions.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 @_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// `StoreLayout` is the SQLite store's own layout, written in a dialect: in
 /// SQLite's it creates exactly what the store creates. (Another dialect's

@@ -1,7 +1,7 @@
 import Foundation
 import ObjectGraph
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 // Models and helpers for the engine-core suites (Model, Object, Context, Fetch,
 // Coordinator, Store). The Company/StockUpdate model lives in TestModel.swift.

@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSQLite
 @_spi(DataStackInternal) import DataStackSupport
 import Foundation
 

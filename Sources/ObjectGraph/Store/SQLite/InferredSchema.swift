@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 /// What a Core Data store's schema tells of the model that wrote it, read from

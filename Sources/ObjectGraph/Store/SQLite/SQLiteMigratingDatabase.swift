@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 /// A SQLite connection as a ``SchemaMigration`` reads and rewrites it.

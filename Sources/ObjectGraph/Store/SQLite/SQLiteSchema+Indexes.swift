@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 // MARK: - The indexes a model declares, and whether a file has them

@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 /// A batch request's persistent history: one transaction, as a save records

@@ -1,5 +1,5 @@
 @_spi(DataStackInternal) import DataStackSupport
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 // MARK: - Saving

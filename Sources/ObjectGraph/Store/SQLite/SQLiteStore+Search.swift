@@ -1,5 +1,5 @@
 @_spi(DataStackInternal) import DataStackSupport
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 // The full-text indexes in the file (SearchIndexLayout): built when the store

@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 
 /// Work on a SQLite store file without a coordinator: reading and writing its

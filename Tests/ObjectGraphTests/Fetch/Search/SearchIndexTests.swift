@@ -1,7 +1,7 @@
 import Foundation
 @testable import ObjectGraph
 import Testing
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// The SQLite store's full-text indexes (SQLiteSchema+Search.swift): built with
 /// the store, kept in step by saves, batch requests and migrations in their

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Keyed archives Apple wrote into the fixture stores' columns (transformable
 /// attributes, secure-coding values), read with SQLite and decoded with

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Lightweight migration of stores written by Apple's Core Data, along the
 /// model-version chains of the fixture corpus: each store is copied, opened with
