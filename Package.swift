@@ -116,13 +116,13 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStackTests",
-            dependencies: ["DataStack", "DataStackSupport"],
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport"],
             path: "Tests/DataStackTests"
         ),
         // Runs the built `datastack` executable against copies of fixture stores.
         .testTarget(
             name: "DataStackToolTests",
-            dependencies: ["DataStack"],
+            dependencies: ["DataStack", "DataStackSQLite"],
             path: "Tests/DataStackToolTests"
         ),
     ],

@@ -1,6 +1,6 @@
 import Foundation
 import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Reads the starting inputs of the fuzz targets out of the real Core Data
 /// files in `../shared/fixtures/coredata`: Xcode model `contents` files,

@@ -54,9 +54,16 @@ import Foundation
 /// - ``string(at:)``
 /// - ``data(at:)``
 /// - ``isNull(at:)``
-package final class Statement {
+///
+/// SPI public rather than `package`, for one reason: ``step()``, ``reset()``
+/// and the column readers are `@inlinable`, so that a store's row loop calls
+/// SQLite directly, as it did when the driver was part of its module. This compiler
+/// inlines an `@inlinable` member of another module only when it is public
+/// (SPI or not), never a `package` one. Import it with
+/// `@_spi(DataStackInternal) import DataStackSQLite`; it is no public API.
+@_spi(DataStackInternal) public final class Statement {
     /// The SQL text, with placeholders; it appears in every error this statement throws.
-    package let sql: String
+    @usableFromInline package let sql: String
 
     // MARK: - Internal properties
 
@@ -64,7 +71,7 @@ package final class Statement {
     let handle: DatabaseHandle
 
     /// The `sqlite3_stmt`, finalized in `deinit`.
-    let statement: OpaquePointer
+    @usableFromInline let statement: OpaquePointer
 
     /// The text of the row being bound by ``bindForExecution(_:at:)``, until it runs.
     /// Unchecked: a statement is confined to its connection's queue.
@@ -260,17 +267,22 @@ extension Statement {
     ///   statement has finished.
     /// - Throws: ``SQLiteError`` carrying this statement's SQL and the extended
     ///   result code. The statement is reset after an error, so it holds no lock.
-    package func step() throws -> Bool {
+    @inlinable public func step() throws -> Bool {
         switch sqlite3_step(statement) {
         case SQLITE_ROW:
             return true
         case SQLITE_DONE:
             return false
         case let code:
-            let error = SQLiteError(db: handle.db, code: code, sql: sql)
-            sqlite3_reset(statement)
-            throw error
+            throw stepFailure(code)
         }
+    }
+
+    /// The error of a step that failed with `code`, once the statement is reset.
+    @usableFromInline func stepFailure(_ code: Int32) -> any Error {
+        let error = SQLiteError(db: handle.db, code: code, sql: sql)
+        sqlite3_reset(statement)
+        return error
     }
 
     /// Steps until the statement finishes, ignoring any rows, then resets it
@@ -294,7 +306,7 @@ extension Statement {
 
     /// Rewinds the statement so it can run again, ending any read it had open.
     /// Bindings are kept; see ``clearBindings()``.
-    package func reset() {
+    @inlinable public func reset() {
         // The return value repeats the last step's error, already thrown by step().
         sqlite3_reset(statement)
     }
@@ -305,13 +317,13 @@ extension Statement {
 /// The storage class of a column value in the current row.
 ///
 /// Related SQLite documentation: <https://sqlite.org/datatype3.html>
-package enum ColumnType: Sendable, Equatable {
+@_spi(DataStackInternal) public enum ColumnType: Sendable, Equatable {
     case integer, double, text, blob, null
 }
 
 extension Statement {
     /// The number of columns in each row of the result.
-    package var columnCount: Int32 {
+    @inlinable public var columnCount: Int32 {
         sqlite3_column_count(statement)
     }
 
@@ -323,7 +335,7 @@ extension Statement {
     }
 
     /// The storage class of the value at `index` (0-based) in the current row.
-    package func columnType(at index: Int32) -> ColumnType {
+    @inlinable public func columnType(at index: Int32) -> ColumnType {
         assertColumn(index)
         switch sqlite3_column_type(statement, index) {
         case SQLITE_INTEGER: return .integer
@@ -335,20 +347,20 @@ extension Statement {
     }
 
     /// Whether the value at `index` (0-based) in the current row is NULL.
-    package func isNull(at index: Int32) -> Bool {
+    @inlinable public func isNull(at index: Int32) -> Bool {
         assertColumn(index)
         return sqlite3_column_type(statement, index) == SQLITE_NULL
     }
 
     /// The value at `index` (0-based) as an integer; NULL reads as 0, and other
     /// types convert by SQLite's rules.
-    package func int64(at index: Int32) -> Int64 {
+    @inlinable public func int64(at index: Int32) -> Int64 {
         assertColumn(index)
         return sqlite3_column_int64(statement, index)
     }
 
     /// The value at `index` (0-based) as a double; NULL reads as 0.
-    package func double(at index: Int32) -> Double {
+    @inlinable public func double(at index: Int32) -> Double {
         assertColumn(index)
         return sqlite3_column_double(statement, index)
     }
@@ -357,7 +369,7 @@ extension Statement {
     ///
     /// The string is decoded from the byte count SQLite reports, so text with
     /// embedded NUL characters survives and no `strlen` runs.
-    package func string(at index: Int32) -> String? {
+    @inlinable public func string(at index: Int32) -> String? {
         assertColumn(index)
         // `sqlite3_column_text` is NULL for a NULL value (and when memory runs
         // out); an empty text is a non-NULL pointer. So a text value costs one
@@ -370,7 +382,7 @@ extension Statement {
 
     /// The value at `index` (0-based) as bytes, or `nil` for NULL; a zero-length
     /// blob reads as empty data.
-    package func data(at index: Int32) -> Data? {
+    @inlinable public func data(at index: Int32) -> Data? {
         assertColumn(index)
         guard sqlite3_column_type(statement, index) != SQLITE_NULL else { return nil }
         guard let bytes = sqlite3_column_blob(statement, index) else { return Data() }
@@ -379,8 +391,8 @@ extension Statement {
     }
 
     /// Reading past the last column is undefined in SQLite; catch it in debug builds.
-    @inline(__always)
-    private func assertColumn(_ index: Int32, file: StaticString = #fileID, line: UInt = #line) {
+    @inlinable @inline(__always)
+    func assertColumn(_ index: Int32, file: StaticString = #fileID, line: UInt = #line) {
         assert(index >= 0 && index < columnCount, "column index \(index) out of range in `\(sql)`", file: file, line: line)
     }
 }

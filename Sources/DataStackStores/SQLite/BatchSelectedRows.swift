@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSQLite
 @_spi(StoreImplementation) import DataStackStorage
 @_spi(DataStackInternal) import DataStackSupport
 import Foundation

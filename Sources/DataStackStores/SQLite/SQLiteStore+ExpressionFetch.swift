@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSQLite
 @_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph

@@ -1,4 +1,4 @@
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 @_spi(StoreImplementation) import DataStackStorage
 import Foundation
 @_spi(StoreImplementation) import ObjectGraph

@@ -1,8 +1,8 @@
+@_spi(DataStackInternal) import DataStackSQLite
+@testable import DataStackStores
 import Foundation
 @testable import ObjectGraph
 import Testing
-import DataStackSQLite
-@testable import DataStackStores
 
 /// Damaged store files (pages overwritten, the file truncated, the header or
 /// the `Z_METADATA` page damaged, each from a seeded random generator) are

@@ -1,9 +1,9 @@
+@_spi(DataStackInternal) import DataStackSQLite
+import DataStackStores
 import Foundation
+import ObjectGraph
 import Synchronization
 import Testing
-import ObjectGraph
-import DataStackSQLite
-import DataStackStores
 
 /// FetchedResultsController on one context: fetching, sections, index paths,
 /// local changes, merged saves, reset, batches and the `changes` sequence.

@@ -1,9 +1,9 @@
-import Foundation
-import Testing
-@testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 @testable import DataStackStorage
 @testable import DataStackStores
+import Foundation
+@testable import ObjectGraph
+import Testing
 
 // Shared fixture of the predicate tests: a small model (Company, Update, Tag),
 // rows held in memory as predicate subjects and written to SQLite tables laid

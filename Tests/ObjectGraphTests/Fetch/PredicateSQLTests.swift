@@ -1,9 +1,9 @@
-import Foundation
-import Testing
-@testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 @testable import DataStackStorage
 @testable import DataStackStores
+import Foundation
+@testable import ObjectGraph
+import Testing
 
 private func compile(_ format: String, _ arguments: Any?..., entity: String = "Company") throws
     -> (where: String, joins: [String], bindings: [PropertyValue]) {

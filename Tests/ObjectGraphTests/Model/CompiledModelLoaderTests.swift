@@ -1,8 +1,8 @@
-import Foundation
-import Testing
-@testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 @testable import DataStackStores
+import Foundation
+@testable import ObjectGraph
+import Testing
 
 /// Compiled models (`.mom`, `.momd`) and damaged model caches. The archives are
 /// Apple's: the model caches of fixture stores, which hold the same keyed archive

@@ -1,9 +1,9 @@
+@_spi(DataStackInternal) import DataStackSQLite
+import DataStackStores
 import Foundation
 import ObjectGraph
 import Synchronization
 import Testing
-import DataStackSQLite
-import DataStackStores
 
 /// The busy mode governs every lock a connection waits for, including the
 /// exclusive lock of entering WAL mode, which SQLite takes without its busy

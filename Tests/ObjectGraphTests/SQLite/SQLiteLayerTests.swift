@@ -1,8 +1,8 @@
+@_spi(DataStackInternal) import DataStackSQLite
+import DataStackStores
 import Foundation
 import ObjectGraph
 import Testing
-import DataStackSQLite
-import DataStackStores
 
 /// Tests for `Sources/DataStackSQLite` (the driver): opening, statements, errors, transactions.
 ///

@@ -1,9 +1,9 @@
+@_spi(DataStackInternal) import DataStackSQLite
+@_spi(StoreImplementation) @testable import DataStackStorage
+@_spi(StoreImplementation) @testable import DataStackStores
 import Foundation
 @_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
-import DataStackSQLite
-@_spi(StoreImplementation) @testable import DataStackStores
-@_spi(StoreImplementation) @testable import DataStackStorage
 
 /// `StoreLayout` is the SQLite store's own layout, written in a dialect: in
 /// SQLite's it creates exactly what the store creates. (Another dialect's

@@ -1,8 +1,8 @@
+@_spi(DataStackInternal) import DataStackSQLite
+import DataStackStores
 import Foundation
 import ObjectGraph
 import Testing
-import DataStackSQLite
-import DataStackStores
 
 // Models and helpers for the engine-core suites (Model, Object, Context, Fetch,
 // Coordinator, Store). The Company/StockUpdate model lives in TestModel.swift.

@@ -1,6 +1,6 @@
 import Foundation
 import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// Reads a Core Data store directly with SQLite, following the layout facts of the
 /// fixture corpus README, independently of the engine's own schema mapping: the

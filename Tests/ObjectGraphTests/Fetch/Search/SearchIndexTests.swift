@@ -1,8 +1,8 @@
+@_spi(DataStackInternal) import DataStackSQLite
+@testable import DataStackStores
 import Foundation
 @testable import ObjectGraph
 import Testing
-import DataStackSQLite
-@testable import DataStackStores
 
 /// The SQLite store's full-text indexes (TableLayout+Search.swift): built with
 /// the store, kept in step by saves, batch requests and migrations in their

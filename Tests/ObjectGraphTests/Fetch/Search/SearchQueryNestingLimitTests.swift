@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// ``SearchQuery/maximumDepth``: groups nested past it throw at the `(` that
 /// passes it; queries at it, and queries of any number of words and

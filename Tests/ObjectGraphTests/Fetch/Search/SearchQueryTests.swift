@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 private func fts5(_ text: String) throws -> String {
     try SearchQuery(text).fts5Expression

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 
 /// `text` with every scalar outside printable ASCII written as `\u{…}`, for failure messages.
 func searchEscaped(_ text: String) -> String {

@@ -1,8 +1,8 @@
-import Foundation
-import Testing
-@testable import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 @testable import DataStackStores
+import Foundation
+@testable import ObjectGraph
+import Testing
 
 /// Keyed archives Apple wrote into the fixture stores' columns (transformable
 /// attributes, secure-coding values), read with SQLite and decoded with

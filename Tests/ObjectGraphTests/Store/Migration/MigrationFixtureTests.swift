@@ -1,8 +1,8 @@
-import Foundation
-import Testing
-import ObjectGraph
-import DataStackSQLite
+@_spi(DataStackInternal) import DataStackSQLite
 import DataStackStores
+import Foundation
+import ObjectGraph
+import Testing
 
 /// Lightweight migration of stores written by Apple's Core Data, along the
 /// model-version chains of the fixture corpus: each store is copied, opened with

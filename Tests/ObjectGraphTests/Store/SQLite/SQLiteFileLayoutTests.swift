@@ -1,3 +1,4 @@
+@_spi(DataStackInternal) import DataStackSQLite
 import Foundation
 import ObjectGraph
 import Testing
