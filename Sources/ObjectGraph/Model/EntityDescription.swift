@@ -101,8 +101,13 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @exclusivity(unchecked) package internal(set) var validationChecks: [ValidationCheck] = []
     /// The slots of transient properties, which saves leave out.
     @exclusivity(unchecked) package internal(set) var transientSlots: [Int] = []
-    /// Whether any slot holds a relationship.
-    @exclusivity(unchecked) package internal(set) var hasRelationships = false
+    /// Whether any slot holds a relationship. An inlinable getter because stores
+    /// in another module read it once per saved row: as a `package` stored
+    /// property the read was a dynamically checked field access
+    /// (`swift_beginAccess`, ~76 instructions), as a `package` getter a call
+    /// that retains the entity around it.
+    @_spi(StoreImplementation) @inlinable public var hasRelationships: Bool { relationshipSlotsExist }
+    @usableFromInline @exclusivity(unchecked) var relationshipSlotsExist = false
     /// Slots of the `@Managed` properties of this entity's classes, by class and storage offset.
     let managedSlots = ManagedSlotTable()
     /// The lock-free entries of `managedSlots`, copied here as a trivial value

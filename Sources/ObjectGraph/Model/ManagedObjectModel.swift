@@ -214,7 +214,7 @@ public final class ManagedObjectModel: @unchecked Sendable {
         entity.initialSlots = ContiguousArray(slots.map(ManagedObject.initialValue(of:)))
         entity.validationChecks = slots.filter { !$0.isTransient }.map(ValidationCheck.init)
         entity.transientSlots = slots.indices.filter { slots[$0].isTransient }
-        entity.hasRelationships = slots.contains { $0 is RelationshipDescription }
+        entity.relationshipSlotsExist = slots.contains { $0 is RelationshipDescription }
         entity.propertiesByNameStorage = byName
     }
 }

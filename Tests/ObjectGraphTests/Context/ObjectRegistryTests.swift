@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 
 /// The context's identity map (`ObjectRegistry`): an open-addressing table that
 /// must behave exactly like a dictionary keyed by `ObjectID`.

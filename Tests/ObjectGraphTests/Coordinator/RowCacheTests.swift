@@ -1,5 +1,5 @@
 import Foundation
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
 
 /// The coordinator's row cache, bounded by the CLOCK algorithm.

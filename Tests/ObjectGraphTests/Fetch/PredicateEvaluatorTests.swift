@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 
 // Every test checks the in-memory answer and the SQLite answer on the same rows
 // (see samplePredicateData: companies 1 Apple, 2 Äpfel GmbH (parent 1),

@@ -2,7 +2,7 @@
 @testable import DataStackStorage
 @testable import DataStackStores
 import Foundation
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
 
 // Shared fixture of the predicate tests: a small model (Company, Update, Tag),

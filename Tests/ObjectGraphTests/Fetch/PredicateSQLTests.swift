@@ -2,7 +2,7 @@
 @testable import DataStackStorage
 @testable import DataStackStores
 import Foundation
-@testable import ObjectGraph
+@_spi(StoreImplementation) @testable import ObjectGraph
 import Testing
 
 private func compile(_ format: String, _ arguments: Any?..., entity: String = "Company") throws
