@@ -178,12 +178,15 @@ extension StackManager {
             return
         }
         let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
-        state.withLock { state in
+        let moved = state.withLock { state in
             state.historyMergeError = nil
             // An importer's save posted meanwhile may have moved it further already.
-            state.lastReadHistoryToken = Self.later(state.lastReadHistoryToken, newest)
+            let before = state.lastReadHistoryToken
+            state.lastReadHistoryToken = Self.later(before, newest)
+            return state.lastReadHistoryToken != before
         }
-        NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self)
+        // As documented: only a read that moved the bookmark is news.
+        if moved { NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self) }
         setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
     }
 

@@ -36,7 +36,7 @@ public struct StoreType: Sendable, Hashable, CustomStringConvertible {
 
     private static let registry = Locked<[String: StoreType]>([:])
 
-    /// Makes a store type known by name, for ``PersistentStoreCoordinator/metadataForPersistentStore(type:at:)``.
+    /// Makes a store type known by name, for `PersistentStoreCoordinator.metadataForPersistentStore(type:at:)` (DataStackStores).
     public static func register(_ type: StoreType) {
         registry.withLock { $0[type.rawValue] = type }
     }

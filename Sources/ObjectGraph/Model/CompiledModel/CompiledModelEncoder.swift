@@ -4,7 +4,7 @@ import Foundation
 /// `NSManagedObjectModel`, in the shape ``CompiledModelDecoder`` reads and
 /// Core Data writes into a store's `Z_MODELCACHE`: so that a store this
 /// package creates carries its model as Core Data's stores do, and opens
-/// with ``ManagedObjectModel/init(cachedInStoreAt:)`` or `datastack` alone.
+/// with `ManagedObjectModel(cachedInStoreAt:)` (DataStackStores) or `datastack` alone.
 ///
 /// The archive holds what the model does: entities with class names,
 /// inheritance, their properties (a subentity lists its inherited ones too,

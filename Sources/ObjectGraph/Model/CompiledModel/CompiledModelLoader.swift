@@ -3,7 +3,7 @@ import Foundation
 /// Loads compiled Core Data models: the `.mom` files `momc` writes, `.momd`
 /// bundles of model versions, and the keyed archive of a model however it was
 /// obtained (a store's `Z_MODELCACHE` is one; see
-/// ``ManagedObjectModel/init(cachedInStoreAt:)``).
+/// `ManagedObjectModel(cachedInStoreAt:)` (DataStackStores)).
 ///
 /// ```swift
 /// let loaded = try CompiledModelLoader.load(URL(fileURLWithPath: "App.app/Model.momd"))
