@@ -62,6 +62,8 @@ extension PersistentStoreCoordinator {
             try newStore.setMetadata(metadata)
             _ = try newStore.execute(.save(SaveChangesRequest(insertedObjects: nodes)), in: nil)
         } catch {
+            // Cleanup after a failed copy: the copy's error is what the caller needs, and a
+            // removal that fails too leaves only the half-written new store, never the old one.
             try? remove(newStore)
             if let url, type == .sqlite { try? SQLiteStoreFile.removeFiles(at: url) }
             throw error
@@ -134,6 +136,7 @@ extension PersistentStoreCoordinator {
             guard FileManager.default.fileExists(atPath: source.path) else {
                 throw PersistentStoreError(.cannotOpen, url: source, message: "no store file exists at this location")
             }
+            // The temporary copy is gone once moved; when the copy failed, its error is thrown instead.
             defer { try? FileManager.default.removeItem(at: temporary) }
             do {
                 try FileManager.default.copyItem(at: source, to: temporary)
@@ -147,12 +150,15 @@ extension PersistentStoreCoordinator {
             }
             return
         }
+        // A destination that cannot be opened (none yet, not a store) has no connection to
+        // close; the copy and the swap below throw what is really wrong with it.
         if let existing = try? SQLiteStoreFile.openExisting(destination, readOnly: false),
            !SQLiteStoreFile.leaveWriteAheadLog(existing) {
             throw PersistentStoreError(.ioFailure, url: destination,
                                        message: "another connection has the store to replace open; close it first")
         }
         try SQLiteStoreFile.copyAsOneFile(from: source, to: temporary)
+        // Only a leftover temporary copy: the swap's own error, if any, is thrown.
         defer { try? SQLiteStoreFile.removeFiles(at: temporary) }
         try SQLiteStoreFile.swap(destination, with: temporary)
     }

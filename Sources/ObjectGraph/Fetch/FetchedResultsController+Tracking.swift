@@ -139,6 +139,8 @@ extension FetchedResultsController {
     private func reloadAfterReset(_ old: FetchedList, _ plan: FetchPlan) {
         retained = [:]
         window = []
+        // As after a change the store could not answer: the list stays as it was (its IDs
+        // give fresh faults of the reset context), and the next change or `performFetch()` tries again.
         guard let fresh = try? load(plan) else { return }
         apply(fresh.list, rows: fresh.rows, touched: Set(old.ids))
     }
