@@ -57,9 +57,19 @@ public enum ContextEvent: Sendable {
 /// IDs cross queues safely: hand this value to another context's
 /// ``ManagedObjectContext/mergeChanges(fromContextDidSave:)``.
 public struct ContextDidSave: Sendable, Equatable {
-    public var insertedObjectIDs: Set<ObjectID>
+    public var insertedObjectIDs: Set<ObjectID> {
+        get { inserted.set }
+        set { inserted = DeferredObjectIDSet(newValue) }
+    }
     public var updatedObjectIDs: Set<ObjectID>
     public var deletedObjectIDs: Set<ObjectID>
+    /// ``insertedObjectIDs``, built when first read: a save gives a list, and
+    /// a merge does not look inserted objects up (they are not registered in
+    /// the merging context), so only a reader of the set pays for it. The
+    /// updated IDs are a set from the start: a merge looks up the ones it has
+    /// registered, and building the set on the merging (main) queue would
+    /// make the merge cost grow with the save.
+    package var inserted: DeferredObjectIDSet
     /// The persistent-history transaction each store that tracks history
     /// recorded this save as (empty for a child's save into its parent, and
     /// for stores without ``StoreOptions/persistentHistoryTracking``). A
@@ -69,9 +79,17 @@ public struct ContextDidSave: Sendable, Equatable {
 
     public init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
                 historyTokens: [PersistentHistoryToken] = []) {
-        self.insertedObjectIDs = insertedObjectIDs
+        self.inserted = DeferredObjectIDSet(insertedObjectIDs)
         self.updatedObjectIDs = updatedObjectIDs
         self.deletedObjectIDs = deletedObjectIDs
+        self.historyTokens = historyTokens
+    }
+
+    /// A save's payload, its inserted IDs as a list of distinct IDs.
+    package init(inserted: [ObjectID], updated: Set<ObjectID>, deleted: Set<ObjectID>, historyTokens: [PersistentHistoryToken]) {
+        self.inserted = DeferredObjectIDSet(distinct: inserted)
+        self.updatedObjectIDs = updated
+        self.deletedObjectIDs = deleted
         self.historyTokens = historyTokens
     }
 
@@ -85,7 +103,12 @@ public struct ContextDidSave: Sendable, Equatable {
 
 /// What changed among a context's registered objects (the payload of `objectsDidChangeNotification`).
 public struct ObjectsDidChange: Sendable, Equatable {
-    public var insertedObjectIDs: Set<ObjectID> = []
+    public var insertedObjectIDs: Set<ObjectID> {
+        get { inserted.set }
+        set { inserted = DeferredObjectIDSet(newValue) }
+    }
+    /// ``insertedObjectIDs``, built when first read.
+    package var inserted = DeferredObjectIDSet()
     public var updatedObjectIDs: Set<ObjectID> = []
     public var deletedObjectIDs: Set<ObjectID> = []
     /// Objects whose values were reloaded from the store without being changed here.
@@ -109,7 +132,7 @@ public struct ObjectsDidChange: Sendable, Equatable {
     }
 
     var isEmpty: Bool {
-        insertedObjectIDs.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty
+        inserted.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty
             && refreshedObjectIDs.isEmpty && invalidatedObjectIDs.isEmpty && !invalidatedAll
     }
 }

@@ -12,11 +12,12 @@ extension ManagedObjectContext {
         assertOnQueue()
         guard !pendingChanges.isEmpty else { return }
         var change = ObjectsDidChange()
-        change.insertedObjectIDs = pendingChanges.inserted
+        change.inserted = DeferredObjectIDSet(distinct: pendingChanges.takeInsertedIDs())
         change.updatedObjectIDs = pendingChanges.updated
         change.deletedObjectIDs = pendingChanges.deleted
-        pendingChanges = PendingChanges()
-        post(.objectsDidChange(change))
+        pendingChanges.removeAll()
+        // Objects inserted and then deleted or merged leave nothing to report.
+        if !change.isEmpty { post(.objectsDidChange(change)) }
     }
 
     /// Discards every unsaved change: inserted objects leave the context,
@@ -43,7 +44,7 @@ extension ManagedObjectContext {
         deletedInsertedObjectIDs = []
         // Changes that could not be applied are discarded with the rest.
         readFailures = [:]
-        pendingChanges = PendingChanges()
+        pendingChanges.removeAll()
         if !change.isEmpty { post(.objectsDidChange(change)) }
     }
 
@@ -65,7 +66,7 @@ extension ManagedObjectContext {
         readFailures = [:]
         faultBatches = [:]
         permanentIDsByTemporaryID = [:]
-        pendingChanges = PendingChanges()
+        pendingChanges.removeAll()
         var change = ObjectsDidChange()
         change.invalidatedAll = true
         post(.objectsDidChange(change))
@@ -151,7 +152,6 @@ extension ManagedObjectContext {
             object.objectID = permanentID
             registry[permanentID] = object
             if insertedObjectsByID.removeValue(forKey: temporaryID) != nil { insertedObjectsByID[permanentID] = object }
-            if pendingChanges.inserted.remove(temporaryID) != nil { pendingChanges.inserted.insert(permanentID) }
         }
         for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where object.entity.hasRelationships {
             object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(mapping) })

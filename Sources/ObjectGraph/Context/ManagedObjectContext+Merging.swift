@@ -24,7 +24,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         persistentStoreCoordinator?.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
         var change = ObjectsDidChange()
-        change.insertedObjectIDs = save.insertedObjectIDs
+        change.inserted = save.inserted
         change.mergedSave = save
 
         let updated = registeredObjects(among: save.updatedObjectIDs)

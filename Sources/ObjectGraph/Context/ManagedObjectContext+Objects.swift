@@ -76,7 +76,7 @@ extension ManagedObjectContext {
                 // Inserted, deleted before any save, inserted again: pending as an insert once more.
                 deletedInsertedObjectIDs.remove(object.objectID)
                 insertedObjectsByID[object.objectID] = object
-                pendingChanges.inserted.insert(object.objectID)
+                pendingChanges.noteInserted(object)
             }
             return
         }
@@ -87,7 +87,7 @@ extension ManagedObjectContext {
         object.flags.insert(.inserted)
         registry[object.objectID] = object
         insertedObjectsByID[object.objectID] = object
-        pendingChanges.inserted.insert(object.objectID)
+        pendingChanges.noteInserted(object)
         if firstInsert { object.awakeFromInsert() }
     }
 
@@ -197,7 +197,7 @@ extension ManagedObjectContext {
         if object.flags.contains(.inserted) {
             // Never saved: the store never hears of it, but observers do.
             insertedObjectsByID[id] = nil
-            pendingChanges.inserted.remove(id)
+            pendingChanges.forgetInserted(object)
             pendingChanges.deleted.insert(id)
             deletedInsertedObjectIDs.insert(id)
         } else {

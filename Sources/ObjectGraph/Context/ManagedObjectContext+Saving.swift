@@ -209,7 +209,7 @@ extension ManagedObjectContext {
             object.flags.insert(.inserted)
             registry[id] = object
             insertedObjectsByID[id] = object
-            pendingChanges.inserted.insert(id)
+            pendingChanges.noteInserted(object)
         }
         for node in request.updatedObjects {
             let object = self.object(with: resolvedID(node.objectID))
@@ -243,11 +243,13 @@ extension ManagedObjectContext {
     /// Brings the saved objects up to date: permanent IDs, new snapshots and
     /// versions, deleted objects unregistered; calls `didSave()`.
     private func finishSave(_ saved: SavedObjects, stored: SaveResult) -> ContextDidSave {
-        var result = ContextDidSave()
-        result.historyTokens = stored.historyTokens
         let isRoot = parent == nil
-        result.insertedObjectIDs.reserveCapacity(saved.inserted.count)
-        result.updatedObjectIDs.reserveCapacity(saved.updated.count)
+        // The inserted IDs as a list, not a set: see `ContextDidSave.inserted`.
+        var insertedIDs: [ObjectID] = []
+        var updatedIDs: Set<ObjectID> = []
+        var deletedIDs: Set<ObjectID> = []
+        insertedIDs.reserveCapacity(saved.inserted.count)
+        updatedIDs.reserveCapacity(saved.updated.count)
         // The store's IDs by position when it gave them so and the objects are
         // the request's, in its order; else (and for relationships, which
         // name objects by ID) the mapping, made once.
@@ -280,26 +282,25 @@ extension ManagedObjectContext {
         for (position, object) in saved.inserted.enumerated() {
             let temporaryID = object.objectID
             if let permanentID = permanentID(ofInsertedAt: position, temporaryID) {
+                // Out of the registry under the ID it was filed under, before that changes.
+                if !rebuildsRegistry { registry[temporaryID] = nil }
                 object.objectID = permanentID
-                if !rebuildsRegistry {
-                    registry[temporaryID] = nil
-                    registry[permanentID] = object
-                }
+                if !rebuildsRegistry { registry[permanentID] = object }
                 // Only children know objects by temporary IDs their parent has since replaced.
                 if hasChildContexts { permanentIDsByTemporaryID[temporaryID] = permanentID }
             }
             object.snapshotVersion = isRoot ? 1 : 0
-            result.insertedObjectIDs.insert(object.objectID)
+            insertedIDs.append(object.objectID)
             settle(object)
         }
         if rebuildsRegistry { registry.rekeyAll() }
         for object in saved.updated {
             if isRoot { object.snapshotVersion += 1 }
-            result.updatedObjectIDs.insert(object.objectID)
+            updatedIDs.insert(object.objectID)
             settle(object)
         }
         for object in saved.deleted {
-            result.deletedObjectIDs.insert(object.objectID)
+            deletedIDs.insert(object.objectID)
             registry[object.objectID] = nil
             object.flags = []
             object.managedObjectContext = nil
@@ -308,11 +309,11 @@ extension ManagedObjectContext {
         updatedObjectsByID = [:]
         deletedObjectsByID = [:]
         deletedInsertedObjectIDs = []
-        pendingChanges = PendingChanges()
+        pendingChanges.removeAll()
         for object in saved.inserted { object.didSave() }
         for object in saved.updated { object.didSave() }
         for object in saved.deleted { object.didSave() }
-        return result
+        return ContextDidSave(inserted: insertedIDs, updated: updatedIDs, deleted: deletedIDs, historyTokens: stored.historyTokens)
     }
 }
 

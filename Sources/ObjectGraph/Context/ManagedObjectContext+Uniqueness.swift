@@ -359,7 +359,7 @@ extension ManagedObjectContext {
         }
         registry[temporaryID] = nil
         insertedObjectsByID[temporaryID] = nil
-        pendingChanges.inserted.remove(temporaryID)
+        pendingChanges.forgetInserted(object)
         object.objectID = rowID
         object.flags.remove(.inserted)
         object.flags.insert(.updated)

@@ -294,7 +294,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         assertOnQueue()
         registry.reserveCapacity(registry.count + count)
         insertedObjectsByID.reserveCapacity(insertedObjectsByID.count + count)
-        pendingChanges.inserted.reserveCapacity(pendingChanges.inserted.count + count)
+        pendingChanges.reserveCapacity(forInserting: count)
     }
 
     /// Every object registered in the context that is still alive.
@@ -336,12 +336,53 @@ final class QueueToken: Sendable {
     }()
 }
 
-/// Object IDs changed since the last `processPendingChanges()`.
+/// Objects changed since the last `processPendingChanges()`.
+///
+/// The inserted ones are a list of objects, each marked
+/// ``ManagedObject/Flags/pendingInsert`` while it counts (a delete or a
+/// uniqueness merge takes the mark away and leaves the entry), rather than a
+/// set of IDs: an append and a bit per insert, no hashing; their IDs are read
+/// when the changes are reported, so a permanent ID given meanwhile is the one
+/// reported.
 struct PendingChanges {
-    var inserted: Set<ObjectID> = []
+    private(set) var insertedObjects: [ManagedObject] = []
     var updated: Set<ObjectID> = []
     var deleted: Set<ObjectID> = []
-    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+    var isEmpty: Bool { insertedObjects.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// Counts `object` as inserted, once.
+    mutating func noteInserted(_ object: ManagedObject) {
+        if object.flags.contains(.pendingInsert) { return }
+        object.flags.insert(.pendingInsert)
+        insertedObjects.append(object)
+    }
+
+    /// Stops counting `object` as inserted.
+    func forgetInserted(_ object: ManagedObject) {
+        object.flags.remove(.pendingInsert)
+    }
+
+    mutating func reserveCapacity(forInserting count: Int) {
+        insertedObjects.reserveCapacity(insertedObjects.count + count)
+    }
+
+    /// The IDs of the objects still counted as inserted; forgets them all.
+    mutating func takeInsertedIDs() -> [ObjectID] {
+        var ids: [ObjectID] = []
+        ids.reserveCapacity(insertedObjects.count)
+        for object in insertedObjects where object.flags.contains(.pendingInsert) {
+            object.flags.remove(.pendingInsert)
+            ids.append(object.objectID)
+        }
+        insertedObjects = []
+        return ids
+    }
+
+    /// Forgets every pending change.
+    mutating func removeAll() {
+        for object in insertedObjects { object.flags.remove(.pendingInsert) }
+        self = PendingChanges()
+    }
 }
 
 /// Faults created together by a batched fetch; firing one loads the batch.

@@ -9,9 +9,15 @@
 /// order touches a new block only every fourth object. The entity takes part
 /// by its name's hash (``EntityDescription/nameSeed``), not its identity: IDs
 /// of one row from two copies of a model are equal (see ``ObjectID``).
+///
+/// A bucket holds the key word of the ID it is filed under and the object,
+/// 16 bytes, not the whole ID (24) beside the object: the entity and store of
+/// an ID whose key matches are read from the object. So an object is filed
+/// under its current ``ManagedObject/objectID``: take it out before changing
+/// its ID and file it again after (or call ``rekeyAll()`` once many changed).
 struct ObjectRegistry {
     private struct Entry {
-        var id: ObjectID
+        var key: UInt64
         var object: ManagedObject
     }
 
@@ -34,7 +40,7 @@ struct ObjectRegistry {
 
     /// The registered IDs, in no particular order.
     var ids: some Sequence<ObjectID> {
-        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.id }
+        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.object.objectID }
     }
 
     subscript(id: ObjectID) -> ManagedObject? {
@@ -67,7 +73,7 @@ struct ObjectRegistry {
         let mask = table.count - 1
         var next = (index + 1) & mask
         while let entry = buckets[next] {
-            let home = Self.home(of: entry.id, mask: mask)
+            let home = Self.home(of: entry, mask: mask)
             // Move the entry unless its home lies cyclically in (index, next].
             let stays = index <= next ? (home > index && home <= next) : (home > index || home <= next)
             if !stays {
@@ -87,7 +93,7 @@ struct ObjectRegistry {
         let buckets = table.buckets
         var unused: [ObjectID] = []
         for index in 0..<table.count where buckets[index] != nil {
-            if isUnused(&buckets[index]!.object) { unused.append(buckets[index]!.id) }
+            if isUnused(&buckets[index]!.object) { unused.append(buckets[index]!.object.objectID) }
         }
         for id in unused { removeValue(forKey: id) }
     }
@@ -154,7 +160,7 @@ struct ObjectRegistry {
         let mask = table.count - 1
         var index = Self.home(of: id, mask: mask)
         while let entry = buckets[index] {
-            if entry.id == id { return index }
+            if entry.key == id.rawKey && entry.object.objectID == id { return index }
             index = (index + 1) & mask
         }
         return nil
@@ -178,13 +184,13 @@ struct ObjectRegistry {
         } else {
             makeUnique()
         }
-        place(Entry(id: id, object: object), in: table)
+        place(Entry(key: id.rawKey, object: object), in: table)
         count += 1
     }
 
     private func place(_ entry: Entry, in table: Table) {
         let mask = table.count - 1
-        var index = Self.home(of: entry.id, mask: mask)
+        var index = Self.home(of: entry, mask: mask)
         while table.buckets[index] != nil { index = (index + 1) & mask }
         table.buckets[index] = entry
     }
@@ -208,7 +214,7 @@ struct ObjectRegistry {
                 taken = bucket.pointee
             }
             guard var entry = taken else { continue }
-            if rekeying { entry.id = entry.object.objectID }
+            if rekeying { entry.key = entry.object.objectID.rawKey }
             place(entry, in: table)
             count += 1
         }
@@ -217,12 +223,19 @@ struct ObjectRegistry {
     /// The first bucket for an ID: a block of four for four consecutive keys.
     @inline(__always)
     private static func home(of id: ObjectID, mask: Int) -> Int {
-        let bits: UInt64
-        switch id.key {
-        case .permanent(let primaryKey): bits = UInt64(bitPattern: primaryKey)
-        case .temporary(let counter): bits = counter ^ 0x5555_5555_5555_5554
-        }
-        let block = (((bits >> 2) ^ id.entity.nameSeed) &* 0x9E37_79B9_7F4A_7C15) >> 30
-        return Int(truncatingIfNeeded: block << 2 | (bits & 3)) & mask
+        home(key: id.rawKey, seed: id.entity.nameSeed, mask: mask)
+    }
+
+    /// The first bucket of an entry's ID: the entity is the object's, which
+    /// never changes (its ID's store and key do, when it is saved).
+    @inline(__always)
+    private static func home(of entry: Entry, mask: Int) -> Int {
+        home(key: entry.key, seed: entry.object.entity.nameSeed, mask: mask)
+    }
+
+    @inline(__always)
+    private static func home(key: UInt64, seed: UInt64, mask: Int) -> Int {
+        let block = (((key >> 2) ^ seed) &* 0x9E37_79B9_7F4A_7C15) >> 30
+        return Int(truncatingIfNeeded: block << 2 | (key & 3)) & mask
     }
 }

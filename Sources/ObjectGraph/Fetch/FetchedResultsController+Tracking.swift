@@ -26,7 +26,7 @@ extension FetchedResultsController {
             return
         }
         if let save = change.mergedSave,
-           save.insertedObjectIDs.count + save.updatedObjectIDs.count + save.deletedObjectIDs.count > Self.idsPerQuery {
+           save.inserted.count + save.updatedObjectIDs.count + save.deletedObjectIDs.count > Self.idsPerQuery {
             reloadAfterLargeSave(save, change, list, plan)
             return
         }
@@ -34,12 +34,14 @@ extension FetchedResultsController {
         var candidates = Set<ObjectID>()
         for id in change.deletedObjectIDs where plan.admits(id) { removed.insert(id) }
         for id in change.invalidatedObjectIDs where plan.admits(id) { removed.insert(id) }
-        for ids in [change.insertedObjectIDs, change.updatedObjectIDs, change.refreshedObjectIDs] {
+        // The inserted IDs by their list: a set of them is built only for a reader that asks.
+        for id in change.inserted.ids where plan.admits(id) { candidates.insert(id) }
+        for ids in [change.updatedObjectIDs, change.refreshedObjectIDs] {
             for id in ids where plan.admits(id) { candidates.insert(id) }
         }
         if let save = change.mergedSave {
             for id in save.deletedObjectIDs where plan.admits(id) { removed.insert(id) }
-            for id in save.insertedObjectIDs where plan.admits(id) { candidates.insert(id) }
+            for id in save.inserted.ids where plan.admits(id) { candidates.insert(id) }
             for id in save.updatedObjectIDs where plan.admits(id) { candidates.insert(id) }
         }
         candidates.subtract(removed)

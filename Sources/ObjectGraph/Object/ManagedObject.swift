@@ -36,9 +36,23 @@ import Foundation
 /// - ``validateForDelete()``
 open class ManagedObject {
     /// The object's entity.
-    public let entity: EntityDescription
+    ///
+    /// Read from the object's ID, which holds it anyway: a stored copy would
+    /// cost every object a word (see ``objectID``'s setter for why the two
+    /// always agree).
+    @inlinable public final var entity: EntityDescription { storedID.entity }
     /// The object's identity; temporary until its context saves it to a store.
-    @exclusivity(unchecked) public internal(set) var objectID: ObjectID
+    ///
+    /// An ID given to the object keeps the object's own entity: IDs of two
+    /// copies of a model are equal (by entity name), but the object's slots
+    /// follow its own entity's layout, which ``entity`` reads from here.
+    public final internal(set) var objectID: ObjectID {
+        @inlinable get { storedID }
+        set { storedID = newValue.entity === storedID.entity ? newValue : newValue.withEntity(storedID.entity) }
+    }
+    // Inlinable readers: `@Managed` accessors, inlined into users' modules,
+    // read the entity on every access.
+    @usableFromInline @exclusivity(unchecked) final var storedID: ObjectID
     /// The context the object lives in; nil once it is removed from it.
     public internal(set) var managedObjectContext: ManagedObjectContext? {
         get { contextReference?.takeUnretainedValue() }
@@ -83,21 +97,44 @@ open class ManagedObject {
     }
     @exclusivity(unchecked) private var storedSlots: ContiguousArray<PropertyValue> = []
     @exclusivity(unchecked) private var storedSnapshot: ContiguousArray<PropertyValue>?
+    /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
+    @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
+    /// What few objects need, in a box of its own made on first use, so that
+    /// the rest do not carry its two dictionaries (16 bytes each object).
+    @exclusivity(unchecked) private var extras: Extras?
+    // The one-byte fields last and together: they share one word.
     /// Whether the snapshot is the values themselves, as after a fetch, until
     /// the values first change: then `storedSnapshot` takes them over.
     @exclusivity(unchecked) private var snapshotIsSlots = false
-    /// The member indexes of loaded to-many slots, by slot index: only of
-    /// slots whose members were added or removed one at a time (see
-    /// ``withToManyMembers(at:_:)``).
-    @exclusivity(unchecked) private var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
-    /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
-    @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
     @exclusivity(unchecked) package var state: State = .new
     @exclusivity(unchecked) package var flags: Flags = []
+
+    private final class Extras {
+        /// The member indexes of loaded to-many slots, by slot index: only of
+        /// slots whose members were added or removed one at a time (see
+        /// ``ManagedObject/withToManyMembers(at:_:)``).
+        var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
+        /// See ``ManagedObject/prefetchedObjects``.
+        var prefetchedObjects: [Int: [ManagedObject]] = [:]
+    }
+
     /// The destinations a fetch prefetched for this object's relationships
     /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
     /// its values, as a fired relationship retains its objects in Core Data.
-    @exclusivity(unchecked) package var prefetchedObjects: [Int: [ManagedObject]] = [:]
+    package var prefetchedObjects: [Int: [ManagedObject]] {
+        get { extras?.prefetchedObjects ?? [:] }
+        set {
+            if newValue.isEmpty && extras == nil { return }
+            madeExtras.prefetchedObjects = newValue
+        }
+    }
+
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
 
     package enum State {
         /// Created, with defaults not yet written into `slots`.
@@ -114,6 +151,8 @@ open class ManagedObject {
         package static let inserted = Flags(rawValue: 1 << 0)
         package static let updated = Flags(rawValue: 1 << 1)
         package static let deleted = Flags(rawValue: 1 << 2)
+        /// Counted among the context's pending inserts (see `PendingChanges`).
+        package static let pendingInsert = Flags(rawValue: 1 << 3)
         /// Its row was gone when the fault fired (`shouldDeleteInaccessibleFaults`).
         package static let inaccessible = Flags(rawValue: 1 << 4)
         /// `willSave()` ran during the save in progress.
@@ -126,8 +165,7 @@ open class ManagedObject {
     /// contexts create faults through it too, with a nil context.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         entity.prepareLayout()
-        self.entity = entity
-        self.objectID = .temporary(for: entity)
+        self.storedID = .temporary(for: entity)
         if let context {
             context.insert(self)
         }
@@ -166,7 +204,7 @@ open class ManagedObject {
 
     @inline(__always)
     private func forgetToManyMemberIndexes() {
-        if !toManyMemberIndexes.isEmpty { toManyMemberIndexes = [:] }
+        if let extras, !extras.toManyMemberIndexes.isEmpty { extras.toManyMemberIndexes = [:] }
     }
 
     // MARK: - Slot writes
@@ -174,7 +212,7 @@ open class ManagedObject {
     /// Writes one slot, forgetting the member index of that slot only.
     package final func replaceSlot(_ value: PropertyValue, at index: Int) {
         keepSnapshot()
-        if !toManyMemberIndexes.isEmpty { toManyMemberIndexes[index] = nil }
+        if let extras, !extras.toManyMemberIndexes.isEmpty { extras.toManyMemberIndexes[index] = nil }
         storedSlots[index] = value
     }
 
@@ -199,7 +237,7 @@ open class ManagedObject {
         if case .objects(let list) = taken { ids = list }
         taken = .null
         var memberIndex: ToManyMemberIndex
-        if let known = toManyMemberIndexes.removeValue(forKey: index) {
+        if let known = extras?.toManyMemberIndexes.removeValue(forKey: index) {
             memberIndex = known
         } else if let built = ToManyMemberIndex(ids) {
             memberIndex = built
@@ -218,7 +256,7 @@ open class ManagedObject {
         if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before { countToManyMemberWork(ids.count) }
         #endif
         storedSlots[index] = .objects(ids)
-        toManyMemberIndexes[index] = memberIndex
+        madeExtras.toManyMemberIndexes[index] = memberIndex
         return result
     }
 

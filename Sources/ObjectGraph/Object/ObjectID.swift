@@ -24,11 +24,21 @@ public struct ObjectID: Sendable, Hashable {
     /// ``StoreIdentity``), so an ID needs no reference count on it, and IDs are
     /// copied on every registry, set and dictionary operation.
     @_spi(StoreImplementation) public let storeReference: Unmanaged<StoreIdentity>?
-    @usableFromInline package let key: Key
+    /// The primary key's bits for a permanent ID, the counter for a temporary
+    /// one: which of the two it is, `storeReference` says (a temporary ID has
+    /// no store). One word rather than an enum of the two, whose tag would make
+    /// the ID 32 bytes in memory instead of 24, in every object, registry
+    /// bucket and set of IDs.
+    @usableFromInline package let rawKey: UInt64
 
-    @usableFromInline package enum Key: Hashable, Sendable {
+    package enum Key: Hashable, Sendable {
         case permanent(Int64)
         case temporary(UInt64)
+    }
+
+    /// The key, as the kind of ID it is.
+    package var key: Key {
+        storeReference == nil ? .temporary(rawKey) : .permanent(Int64(bitPattern: rawKey))
     }
 
     /// The ID of a stored row. Inlinable because a store above this layer makes
@@ -38,13 +48,24 @@ public struct ObjectID: Sendable, Hashable {
     public init(entity: EntityDescription, store: StoreIdentity, primaryKey: Int64) {
         self.entity = entity
         self.storeReference = Unmanaged.passUnretained(store)
-        self.key = .permanent(primaryKey)
+        self.rawKey = UInt64(bitPattern: primaryKey)
     }
 
     private init(temporaryFor entity: EntityDescription) {
         self.entity = entity
         self.storeReference = nil
-        self.key = .temporary(Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue)
+        self.rawKey = Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue
+    }
+
+    /// The same ID with `entity` (which has the same name) as its entity.
+    package func withEntity(_ entity: EntityDescription) -> ObjectID {
+        ObjectID(entity: entity, storeReference: storeReference, rawKey: rawKey)
+    }
+
+    private init(entity: EntityDescription, storeReference: Unmanaged<StoreIdentity>?, rawKey: UInt64) {
+        self.entity = entity
+        self.storeReference = storeReference
+        self.rawKey = rawKey
     }
 
     /// A fresh temporary ID for a new object of `entity`.
@@ -64,15 +85,11 @@ public struct ObjectID: Sendable, Hashable {
     public var entityName: String { entity.name }
 
     /// Whether the ID is temporary: its object has not been saved to a store yet.
-    public var isTemporaryID: Bool {
-        if case .temporary = key { return true }
-        return false
-    }
+    public var isTemporaryID: Bool { storeReference == nil }
 
     /// The row's primary key in its store (`Z_PK`), for a permanent ID.
     public var primaryKey: Int64? {
-        if case .permanent(let pk) = key { return pk }
-        return nil
+        storeReference == nil ? nil : Int64(bitPattern: rawKey)
     }
 
     /// The UUID of the store that holds the object, for a permanent ID.
@@ -100,7 +117,7 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.storeReference?.toOpaque() == rhs.storeReference?.toOpaque()
+        lhs.rawKey == rhs.rawKey && lhs.storeReference?.toOpaque() == rhs.storeReference?.toOpaque()
             && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
     }
 
@@ -121,10 +138,7 @@ public struct ObjectID: Sendable, Hashable {
     /// mixed with the entity's name seed so that equal keys of two entities
     /// (every table counts from 1) do not collide. By name, as `==` compares.
     private var hashBits: UInt64 {
-        switch key {
-        case .permanent(let primaryKey): (UInt64(bitPattern: primaryKey) &<< 1) ^ entity.nameSeed
-        case .temporary(let counter): (counter &<< 1 | 1) ^ entity.nameSeed
-        }
+        (rawKey &<< 1 | (storeReference == nil ? 1 : 0)) ^ entity.nameSeed
     }
 }
 
