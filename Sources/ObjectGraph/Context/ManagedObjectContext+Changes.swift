@@ -26,21 +26,22 @@ extension ManagedObjectContext {
     public func rollback() {
         assertOnQueue()
         var change = ObjectsDidChange()
-        for (id, object) in insertedObjectsByID {
+        for object in unsavedInserts.objects {
+            let id = object.objectID
             registry[id] = nil
-            object.flags = []
+            object.flags.formIntersection(.changeLists)
             object.managedObjectContext = nil
             change.invalidatedObjectIDs.insert(id)
         }
-        for object in Array(updatedObjectsByID.values) + Array(deletedObjectsByID.values) {
+        for object in unsavedUpdates.objects + unsavedDeletes.objects {
             if object.flags.contains(.inaccessible) { continue }
             if let snapshot = object.snapshot { object.slots = snapshot }
             object.flags.subtract([.updated, .deleted])
             change.refreshedObjectIDs.insert(object.objectID)
         }
-        insertedObjectsByID = [:]
-        updatedObjectsByID = updatedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
-        deletedObjectsByID = deletedObjectsByID.filter { $0.value.flags.contains(.inaccessible) }
+        unsavedInserts.removeAll()
+        unsavedUpdates.remove { !$0.flags.contains(.inaccessible) }
+        unsavedDeletes.remove { !$0.flags.contains(.inaccessible) }
         deletedInsertedObjectIDs = []
         // Changes that could not be applied are discarded with the rest.
         readFailures = [:]
@@ -55,13 +56,13 @@ extension ManagedObjectContext {
         assertOnQueue()
         for object in registry.objects {
             object.managedObjectContext = nil
-            object.flags = []
+            object.flags.formIntersection(.changeLists)
         }
         registry = ObjectRegistry()
         sweepThreshold = 1024
-        insertedObjectsByID = [:]
-        updatedObjectsByID = [:]
-        deletedObjectsByID = [:]
+        unsavedInserts.removeAll()
+        unsavedUpdates.removeAll()
+        unsavedDeletes.removeAll()
         deletedInsertedObjectIDs = []
         readFailures = [:]
         faultBatches = [:]
@@ -101,10 +102,10 @@ extension ManagedObjectContext {
         // Turning into a fault discards what a failed read left undone.
         readFailures[id] = nil
         if object.state == .fault { return }
-        updatedObjectsByID[id] = nil
+        unsavedUpdates.remove(object)
         pendingChanges.updated.remove(id)
         if object.flags.contains(.deleted) {
-            deletedObjectsByID[id] = nil
+            unsavedDeletes.remove(object)
             pendingChanges.deleted.remove(id)
         }
         object.flags.subtract([.updated, .deleted])
@@ -151,9 +152,8 @@ extension ManagedObjectContext {
             guard let object = registry.removeValue(forKey: temporaryID) else { continue }
             object.objectID = permanentID
             registry[permanentID] = object
-            if insertedObjectsByID.removeValue(forKey: temporaryID) != nil { insertedObjectsByID[permanentID] = object }
         }
-        for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where object.entity.hasRelationships {
+        for object in unsavedInserts.objects + unsavedUpdates.objects where object.entity.hasRelationships {
             object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(mapping) })
         }
     }

@@ -87,7 +87,7 @@ extension ManagedObjectContext {
         })
         object.state = .loaded
         object.flags.insert([.deleted, .inaccessible])
-        deletedObjectsByID[object.objectID] = object
+        unsavedDeletes.insert(object)
         registry[object.objectID] = object
         readFailures[object.objectID] = nil
     }
@@ -122,14 +122,15 @@ extension ManagedObjectContext {
     /// that are deleted, plus those whose unsaved inverse points here.
     func overlayPendingChanges(on stored: [ObjectID], for relationship: RelationshipDescription, of owner: ObjectID) -> [ObjectID] {
         guard let inverse = relationship.inverseRelationship, !inverse.isToMany,
-              !(insertedObjectsByID.isEmpty && updatedObjectsByID.isEmpty && deletedObjectsByID.isEmpty) else { return stored }
+              !(unsavedInserts.isEmpty && unsavedUpdates.isEmpty && unsavedDeletes.isEmpty) else { return stored }
         var members = stored.filter { id in
-            guard deletedObjectsByID[id] == nil else { return false }
-            guard let member = updatedObjectsByID[id], member.state == .loaded else { return true }
+            guard let member = registry[id] else { return true }
+            guard !unsavedDeletes.contains(member) else { return false }
+            guard unsavedUpdates.contains(member), member.state == .loaded else { return true }
             return member.slots[inverse.index] == .object(owner)
         }
         var present = Set(members)
-        for candidate in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)
+        for candidate in unsavedInserts.objects + unsavedUpdates.objects
         where candidate.state == .loaded && candidate.entity.isKind(of: inverse.entity ?? candidate.entity)
             && candidate.slots[inverse.index] == .object(owner) && present.insert(candidate.objectID).inserted {
             members.append(candidate.objectID)

@@ -141,12 +141,12 @@ extension ManagedObjectContext {
     // MARK: - Pending changes
 
     private func hasPendingChanges(for fetch: StoreFetch) -> Bool {
-        if insertedObjectsByID.isEmpty && updatedObjectsByID.isEmpty && deletedObjectsByID.isEmpty { return false }
+        if unsavedInserts.isEmpty && unsavedUpdates.isEmpty && unsavedDeletes.isEmpty { return false }
         let entities = Set(fetch.entities.map(ObjectIdentifier.init))
-        func touches(_ objects: [ObjectID: ManagedObject]) -> Bool {
-            objects.values.contains { entities.contains(ObjectIdentifier($0.entity)) }
+        func touches(_ changed: ChangedObjects) -> Bool {
+            changed.objects.contains { entities.contains(ObjectIdentifier($0.entity)) }
         }
-        return touches(insertedObjectsByID) || touches(updatedObjectsByID) || touches(deletedObjectsByID)
+        return touches(unsavedInserts) || touches(unsavedUpdates) || touches(unsavedDeletes)
     }
 
     /// The store's matches without this context's deletes and stale updates,
@@ -161,7 +161,7 @@ extension ManagedObjectContext {
         storeFetch.sortDescriptors = []
         var seen = Set<ObjectID>()
         var objects: [ManagedObject] = []
-        for id in try parentObjectIDs(storeFetch) where deletedObjectsByID[id] == nil && updatedObjectsByID[id] == nil {
+        for id in try parentObjectIDs(storeFetch) where !(registry[id].map { unsavedDeletes.contains($0) || unsavedUpdates.contains($0) } ?? false) {
             if seen.insert(id).inserted { objects.append(object(with: id)) }
         }
         objects += try pendingMatches(of: fetch).filter { !seen.contains($0.objectID) }
@@ -229,7 +229,7 @@ extension ManagedObjectContext {
     /// The stored objects of the fetch's entities with unsaved updates or deletions here.
     private func changedStoredIDs(of fetch: StoreFetch) -> Set<ObjectID> {
         let entities = Set(fetch.entities.map(ObjectIdentifier.init))
-        return Set(Array(updatedObjectsByID.keys) + Array(deletedObjectsByID.keys))
+        return Set((unsavedUpdates.objects + unsavedDeletes.objects).map(\.objectID))
             .filter { !$0.isTemporaryID && entities.contains(ObjectIdentifier($0.entity)) }
     }
 
@@ -238,8 +238,8 @@ extension ManagedObjectContext {
     private func pendingMatches(of fetch: StoreFetch) throws -> [ManagedObject] {
         let entities = Set(fetch.entities.map(ObjectIdentifier.init))
         var seen = Set<ObjectID>()
-        return try (Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values)).filter { candidate in
-            guard entities.contains(ObjectIdentifier(candidate.entity)), deletedObjectsByID[candidate.objectID] == nil,
+        return try (unsavedInserts.objects + unsavedUpdates.objects).filter { candidate in
+            guard entities.contains(ObjectIdentifier(candidate.entity)), !unsavedDeletes.contains(candidate),
                   try fetch.predicate?.evaluate(with: candidate) ?? true else { return false }
             return seen.insert(candidate.objectID).inserted
         }

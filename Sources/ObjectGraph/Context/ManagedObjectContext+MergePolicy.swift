@@ -16,8 +16,8 @@ extension ManagedObjectContext {
             guard let stored = currentRow(conflict.objectID) else {
                 // The row is gone: there is nothing left to update or delete.
                 dropped.insert(conflict.objectID)
-                updatedObjectsByID[conflict.objectID] = nil
-                deletedObjectsByID[conflict.objectID] = nil
+                unsavedUpdates.remove(object)
+                unsavedDeletes.remove(object)
                 object.flags.subtract([.updated])
                 object.flags.insert([.deleted, .inaccessible])
                 continue
@@ -37,8 +37,8 @@ extension ManagedObjectContext {
             case .rollback:
                 object.slots = stored.values
                 object.flags.subtract([.updated, .deleted])
-                updatedObjectsByID[conflict.objectID] = nil
-                deletedObjectsByID[conflict.objectID] = nil
+                unsavedUpdates.remove(object)
+                unsavedDeletes.remove(object)
                 dropped.insert(conflict.objectID)
             case .mergeByPropertyObjectTrump:
                 // Start from the store's row; re-apply every property this context changed.
@@ -112,9 +112,9 @@ extension ManagedObjectContext {
         if !conflicts.uniquenessConflicts.isEmpty {
             let collapsed = try resolveUniquenessConflicts()
             // The change sets are the save: collapsing moved objects between them.
-            saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
-                                 updated: Array(updatedObjectsByID.values),
-                                 deleted: Array(deletedObjectsByID.values),
+            saved = SavedObjects(inserted: unsavedInserts.objects,
+                                 updated: unsavedUpdates.objects,
+                                 deleted: unsavedDeletes.objects,
                                  collapsed: saved.collapsed.merging(collapsed) { $1 })
         }
     }

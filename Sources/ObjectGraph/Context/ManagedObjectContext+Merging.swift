@@ -70,9 +70,9 @@ extension ManagedObjectContext {
         for object in deleted {
             let id = object.objectID
             registry[id] = nil
-            insertedObjectsByID[id] = nil
-            updatedObjectsByID[id] = nil
-            deletedObjectsByID[id] = nil
+            unsavedInserts.remove(object)
+            unsavedUpdates.remove(object)
+            unsavedDeletes.remove(object)
             faultBatches[id] = nil
             object.flags = [.deleted]
             object.managedObjectContext = nil

@@ -70,12 +70,12 @@ extension ManagedObjectContext {
         if object.flags.contains(.deleted) {
             // Inserting a deleted object undoes the delete.
             object.flags.remove(.deleted)
-            deletedObjectsByID[object.objectID] = nil
+            unsavedDeletes.remove(object)
             pendingChanges.deleted.remove(object.objectID)
             if object.flags.contains(.inserted) {
                 // Inserted, deleted before any save, inserted again: pending as an insert once more.
                 deletedInsertedObjectIDs.remove(object.objectID)
-                insertedObjectsByID[object.objectID] = object
+                unsavedInserts.insert(object)
                 pendingChanges.noteInserted(object)
             }
             return
@@ -86,7 +86,7 @@ extension ManagedObjectContext {
         if object.state == .new { object.materializeDefaults() }
         object.flags.insert(.inserted)
         registry[object.objectID] = object
-        insertedObjectsByID[object.objectID] = object
+        unsavedInserts.insert(object)
         pendingChanges.noteInserted(object)
         if firstInsert { object.awakeFromInsert() }
     }
@@ -192,16 +192,16 @@ extension ManagedObjectContext {
         let id = object.objectID
         object.managedObjectContext = self
         object.flags.insert(.deleted)
-        updatedObjectsByID[id] = nil
+        unsavedUpdates.remove(object)
         pendingChanges.updated.remove(id)
         if object.flags.contains(.inserted) {
             // Never saved: the store never hears of it, but observers do.
-            insertedObjectsByID[id] = nil
+            unsavedInserts.remove(object)
             pendingChanges.forgetInserted(object)
             pendingChanges.deleted.insert(id)
             deletedInsertedObjectIDs.insert(id)
         } else {
-            deletedObjectsByID[id] = object
+            unsavedDeletes.insert(object)
             pendingChanges.deleted.insert(id)
         }
         registry[id] = object
@@ -213,7 +213,7 @@ extension ManagedObjectContext {
         let id = object.objectID
         if !object.flags.contains(.updated) {
             object.flags.insert(.updated)
-            updatedObjectsByID[id] = object
+            unsavedUpdates.insert(object)
         }
         pendingChanges.updated.insert(id)
     }

@@ -37,8 +37,7 @@ extension ManagedObjectContext {
     func checkReadFailuresBeforeSaving() throws {
         guard !readFailures.isEmpty else { return }
         let blocking = readFailures.values.filter { failure in
-            failure.changeWasDropped || insertedObjectsByID[failure.objectID] != nil
-                || updatedObjectsByID[failure.objectID] != nil || deletedObjectsByID[failure.objectID] != nil
+            failure.changeWasDropped || registry[failure.objectID].map(hasUnsavedChange) == true
         }
         // The same state always throws the same error.
         if let first = blocking.min(by: { $0.objectID.description < $1.objectID.description }) {

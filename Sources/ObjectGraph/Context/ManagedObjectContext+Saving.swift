@@ -41,9 +41,9 @@ extension ManagedObjectContext {
         // Uniqueness constraints: thrown, or duplicates collapsed (ManagedObjectContext+Uniqueness.swift).
         let merged = parent == nil ? try resolveUniquenessConflicts() : [:]
 
-        var saved = SavedObjects(inserted: Array(insertedObjectsByID.values),
-                                 updated: Array(updatedObjectsByID.values),
-                                 deleted: Array(deletedObjectsByID.values))
+        var saved = SavedObjects(inserted: unsavedInserts.objects,
+                                 updated: unsavedUpdates.objects,
+                                 deleted: unsavedDeletes.objects)
         var stored = SaveResult(permanentIDs: [:])
         if let parent {
             try push(saved, into: parent)
@@ -88,13 +88,13 @@ extension ManagedObjectContext {
     /// `willSave()` itself changes, until no new object changes.
     private func callWillSave() {
         var called: [ManagedObject] = []
-        called.reserveCapacity(insertedObjectsByID.count + updatedObjectsByID.count + deletedObjectsByID.count)
+        called.reserveCapacity(unsavedInserts.count + unsavedUpdates.count + unsavedDeletes.count)
         defer { for object in called { object.flags.remove(.willSaveCalled) } }
         for _ in 0..<100 {
             let before = called.count
             // Copies of the change sets: `willSave()` may change them.
-            for changes in [insertedObjectsByID, updatedObjectsByID, deletedObjectsByID] {
-                for object in changes.values where !object.flags.contains(.willSaveCalled) {
+            for changes in [unsavedInserts, unsavedUpdates, unsavedDeletes] {
+                for object in changes.objects where !object.flags.contains(.willSaveCalled) {
                     object.flags.insert(.willSaveCalled)
                     called.append(object)
                     object.willSave()
@@ -119,7 +119,7 @@ extension ManagedObjectContext {
                 errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "\(error)"))
             }
         }
-        for object in insertedObjectsByID.values {
+        for object in unsavedInserts.objects {
             if object.entity.isAbstract {
                 let concrete = object.entity.selfAndDescendants.filter { !$0.isAbstract }.map(\.name)
                 errors.append(ValidationError(objectID: object.objectID, key: nil, reason: "entity \(object.entity.name) is abstract: "
@@ -127,8 +127,8 @@ extension ManagedObjectContext {
             }
             try collect(object) { try object.validateForInsert() }
         }
-        for object in updatedObjectsByID.values { try collect(object) { try object.validateForUpdate() } }
-        for object in deletedObjectsByID.values where !object.flags.contains(.inaccessible) {
+        for object in unsavedUpdates.objects { try collect(object) { try object.validateForUpdate() } }
+        for object in unsavedDeletes.objects where !object.flags.contains(.inaccessible) {
             try collect(object) { try object.validateForDelete() }
         }
         if !errors.isEmpty { throw ObjectGraphError.validationFailed(errors.sorted { $0.description < $1.description }) }
@@ -208,7 +208,7 @@ extension ManagedObjectContext {
             object.managedObjectContext = self
             object.flags.insert(.inserted)
             registry[id] = object
-            insertedObjectsByID[id] = object
+            unsavedInserts.insert(object)
             pendingChanges.noteInserted(object)
         }
         for node in request.updatedObjects {
@@ -302,12 +302,12 @@ extension ManagedObjectContext {
         for object in saved.deleted {
             deletedIDs.insert(object.objectID)
             registry[object.objectID] = nil
-            object.flags = []
+            object.flags.formIntersection(.changeLists)
             object.managedObjectContext = nil
         }
-        insertedObjectsByID = [:]
-        updatedObjectsByID = [:]
-        deletedObjectsByID = [:]
+        unsavedInserts.removeAll()
+        unsavedUpdates.removeAll()
+        unsavedDeletes.removeAll()
         deletedInsertedObjectIDs = []
         pendingChanges.removeAll()
         for object in saved.inserted { object.didSave() }

@@ -123,7 +123,7 @@ extension ManagedObjectContext {
 
         var groups: [Constraint: [[PropertyValue]: [ManagedObject]]] = [:]
         var lookups: [Constraint: Set<[PropertyValue]>] = [:]
-        for object in Array(insertedObjectsByID.values) + Array(updatedObjectsByID.values) where !object.isDeleted {
+        for object in unsavedInserts.objects + unsavedUpdates.objects where !object.isDeleted {
             let entityConstraints = constraints(of: object.entity)
             if entityConstraints.isEmpty { continue }
             try object.loadValues()
@@ -326,7 +326,7 @@ extension ManagedObjectContext {
             if wasInserted {
                 // Never saved: it simply leaves the context.
                 registry[id] = nil
-                other.flags = []
+                other.flags.formIntersection(.changeLists)
                 other.managedObjectContext = nil
             }
             survivors[id] = survivor
@@ -358,13 +358,13 @@ extension ManagedObjectContext {
             toManys.append((relationship, stored))
         }
         registry[temporaryID] = nil
-        insertedObjectsByID[temporaryID] = nil
+        unsavedInserts.remove(object)
         pendingChanges.forgetInserted(object)
         object.objectID = rowID
         object.flags.remove(.inserted)
         object.flags.insert(.updated)
         registry[rowID] = object
-        updatedObjectsByID[rowID] = object
+        unsavedUpdates.insert(object)
         pendingChanges.updated.insert(rowID)
         object.snapshot = node.values
         object.snapshotVersion = node.version

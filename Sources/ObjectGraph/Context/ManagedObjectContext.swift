@@ -146,9 +146,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Registry size at which the next sweep runs.
     @exclusivity(unchecked) var sweepThreshold = 1024
     /// Objects inserted, updated and deleted since the last save, by ID.
-    @exclusivity(unchecked) var insertedObjectsByID: [ObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var updatedObjectsByID: [ObjectID: ManagedObject] = [:]
-    @exclusivity(unchecked) var deletedObjectsByID: [ObjectID: ManagedObject] = [:]
+    @exclusivity(unchecked) var unsavedInserts = ChangedObjects(marking: .insertedChange, listing: .insertedListed)
+    @exclusivity(unchecked) var unsavedUpdates = ChangedObjects(marking: .updatedChange, listing: .updatedListed)
+    @exclusivity(unchecked) var unsavedDeletes = ChangedObjects(marking: .deletedChange, listing: .deletedListed)
+
+    /// Whether `object` is among the objects the next save inserts, updates or deletes.
+    func hasUnsavedChange(_ object: ManagedObject) -> Bool {
+        unsavedInserts.contains(object) || unsavedUpdates.contains(object) || unsavedDeletes.contains(object)
+    }
     /// Changes not yet reported by `processPendingChanges()`.
     @exclusivity(unchecked) var pendingChanges = PendingChanges()
     /// Reads that failed and are not resolved yet, by object (see `noteReadFailure`).
@@ -270,22 +275,22 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// nothing for that object) or rolls back.
     public var hasChanges: Bool {
         assertOnQueue()
-        return !insertedObjectsByID.isEmpty || !updatedObjectsByID.isEmpty || !deletedObjectsByID.isEmpty
+        return !unsavedInserts.isEmpty || !unsavedUpdates.isEmpty || !unsavedDeletes.isEmpty
             || !deletedInsertedObjectIDs.isEmpty
     }
 
     /// The objects inserted since the last save.
-    public var insertedObjects: Set<ManagedObject> { assertOnQueue(); return Set(insertedObjectsByID.values) }
+    public var insertedObjects: Set<ManagedObject> { assertOnQueue(); return Set(unsavedInserts.objects) }
     /// The objects changed since the last save (not inserted or deleted ones).
-    public var updatedObjects: Set<ManagedObject> { assertOnQueue(); return Set(updatedObjectsByID.values) }
+    public var updatedObjects: Set<ManagedObject> { assertOnQueue(); return Set(unsavedUpdates.objects) }
     /// The objects that the next save deletes.
-    public var deletedObjects: Set<ManagedObject> { assertOnQueue(); return Set(deletedObjectsByID.values) }
+    public var deletedObjects: Set<ManagedObject> { assertOnQueue(); return Set(unsavedDeletes.objects) }
 
     /// How many objects the next save inserts and updates, without building
     /// ``insertedObjects`` and ``updatedObjects``.
     package var pendingChangeCounts: (inserted: Int, updated: Int) {
         assertOnQueue()
-        return (insertedObjectsByID.count, updatedObjectsByID.count)
+        return (unsavedInserts.count, unsavedUpdates.count)
     }
 
     /// Makes room for `count` inserts, for a caller that knows how many come
@@ -293,7 +298,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     package func reserveCapacity(forInserting count: Int) {
         assertOnQueue()
         registry.reserveCapacity(registry.count + count)
-        insertedObjectsByID.reserveCapacity(insertedObjectsByID.count + count)
+        unsavedInserts.reserveCapacity(unsavedInserts.count + count)
         pendingChanges.reserveCapacity(forInserting: count)
     }
 

@@ -257,12 +257,12 @@ extension FetchedResultsController {
         let context = managedObjectContext
         var ids = Set<ObjectID>()
         var live: [ManagedObject] = []
-        for object in Array(context.insertedObjectsByID.values) + Array(context.updatedObjectsByID.values)
+        for object in context.unsavedInserts.objects + context.unsavedUpdates.objects
         where plan.entityNames.contains(object.entity.name) {
             ids.insert(object.objectID)
             if !object.isDeleted { live.append(object) }
         }
-        for object in context.deletedObjectsByID.values where plan.entityNames.contains(object.entity.name) {
+        for object in context.unsavedDeletes.objects where plan.entityNames.contains(object.entity.name) {
             ids.insert(object.objectID)
         }
         return (ids, live)

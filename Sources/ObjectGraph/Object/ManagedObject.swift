@@ -146,8 +146,8 @@ open class ManagedObject {
     }
 
     package struct Flags: OptionSet {
-        package let rawValue: UInt8
-        package init(rawValue: UInt8) { self.rawValue = rawValue }
+        package let rawValue: UInt16
+        package init(rawValue: UInt16) { self.rawValue = rawValue }
         package static let inserted = Flags(rawValue: 1 << 0)
         package static let updated = Flags(rawValue: 1 << 1)
         package static let deleted = Flags(rawValue: 1 << 2)
@@ -157,6 +157,20 @@ open class ManagedObject {
         package static let inaccessible = Flags(rawValue: 1 << 4)
         /// `willSave()` ran during the save in progress.
         package static let willSaveCalled = Flags(rawValue: 1 << 5)
+        /// In the context's list of objects the next save inserts, updates or
+        /// deletes (see `ChangedObjects`): set and cleared by the list only.
+        package static let insertedChange = Flags(rawValue: 1 << 6)
+        package static let updatedChange = Flags(rawValue: 1 << 7)
+        package static let deletedChange = Flags(rawValue: 1 << 8)
+        /// Has an entry in that list (marked or not: see `ChangedObjects`).
+        package static let insertedListed = Flags(rawValue: 1 << 9)
+        package static let updatedListed = Flags(rawValue: 1 << 10)
+        package static let deletedListed = Flags(rawValue: 1 << 11)
+        /// The flags the change lists own: clearing an object's state keeps
+        /// them (`flags.formIntersection(.changeLists)`), and the lists clear
+        /// them when they let the object go.
+        package static let changeLists: Flags = [.insertedChange, .updatedChange, .deletedChange,
+                                                 .insertedListed, .updatedListed, .deletedListed]
     }
 
     /// Creates an object of `entity`, and inserts it into `context` if one is given.
