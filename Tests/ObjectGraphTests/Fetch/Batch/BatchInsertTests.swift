@@ -434,6 +434,44 @@ import Testing
             == [["3"]])
     }
 
+    /// Upserts giving different attributes record each stored row's own columns;
+    /// a row upserted twice by one request records the columns of both.
+    @Test func upsertsRecordTheColumnsEachStoredRowWasGivenAcrossTheRequest() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("History.sqlite")
+        let coordinator = try PersistentHistoryTests.open(url, model: GraphTestModel.make())
+        let seeder = PersistentHistoryTests.context(coordinator, author: "seeder")
+        let stored = try seeder.performAndWait {
+            let listings = ["A", "B", "C"].map { symbol in
+                let listing = Listing(context: seeder)
+                listing.symbol = symbol
+                listing.price = 1
+                return listing
+            }
+            try seeder.save()
+            return listings.map(\.objectID)
+        }
+        let importer = PersistentHistoryTests.context(coordinator, author: "upserter")
+        importer.mergePolicy = .mergeByPropertyObjectTrump
+        var request = BatchInsertRequest(entityName: "Listing", objects: [
+            ["symbol": "A", "price": 3], ["symbol": "B", "name": "bee"], ["symbol": "N", "price": 9], ["symbol": "A", "name": "ay"],
+            ["symbol": "C", "price": 5], ["symbol": "N", "name": "new"],
+        ])
+        request.resultType = .objectIDs
+        let result = try importer.performAndWait { try importer.execute(request) }
+        guard case .objectIDs(let save) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(save.updatedObjectIDs == Set(stored) && save.insertedObjectIDs.count == 1)
+        let changes = try #require(try coordinator.fetchHistory(.fetchHistory(after: nil)).last?.changes)
+        let updates = Dictionary(uniqueKeysWithValues: changes.filter { $0.changeType == .update }.map { ($0.changedObjectID, $0.updatedProperties) })
+        #expect(updates == [stored[0]: ["name", "price"], stored[1]: ["name"], stored[2]: ["price"]])
+        // The row inserted and then upserted by the same request stays one insert, with both values.
+        #expect(changes.filter { $0.changeType == .insert }.count == 1)
+        #expect(try listings(PersistentHistoryTests.context(coordinator, author: nil)) == ["A ay 3.0", "B bee 1.0", "C - 5.0", "N new 9.0"])
+    }
+
     @Test func aFailedRequestLeavesNoHistory() throws {
         let directory = TemporaryDirectory()
         let url = directory.file("History.sqlite")
