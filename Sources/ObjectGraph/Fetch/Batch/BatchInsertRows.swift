@@ -106,8 +106,16 @@ package struct BatchInsertRows {
                 try hints.withUnsafeMutableBufferPointer { hints in
                     given.update(repeating: false)
                     var entry = 0
-                    for (key, raw) in row {
-                        defer { entry += 1 }
+                    // By index, each value read where it lies (the subscript lends
+                    // it) rather than copied out by an iterator and destroyed after.
+                    var cursor = row.startIndex
+                    let end = row.endIndex
+                    while cursor != end {
+                        defer {
+                            entry += 1
+                            cursor = row.index(after: cursor)
+                        }
+                        let key = row.keys[cursor]
                         let bits = Self.bits(of: key)
                         let hint = hints[entry]
                         var position: Int
@@ -125,10 +133,10 @@ package struct BatchInsertRows {
                             hints[entry] = position
                         }
                         given[position] = true
-                        if let value = Self.exactValue(raw, of: exactTypes[position]) {
+                        if let value = Self.exactValue(row.values[cursor], of: exactTypes[position]) {
                             values[position] = value
                         } else {
-                            values[position] = try convert(raw, at: position)
+                            values[position] = try convert(row.values[cursor], at: position)
                         }
                     }
                     for position in given.indices where !given[position] {
