@@ -70,6 +70,8 @@ fi
 declare -A phase=(
     [raw/import]="${prefix}9RawSQLiteC6insert_9chunkSize9upsertingySayAA12TickerValuesVG_SiSbtKF"
     [raw/fetch]="${prefix}9RawSQLiteC8fetchAllAA8ChecksumVyKF"
+    # Raw SQLite also writing Core Data's history as DataStack does (RawSQLiteWithHistory.swift).
+    [raw-history/import]="${prefix}20RawSQLiteWithHistoryC6insert_9chunkSizeySayAA12TickerValuesVG_SitKF"
     [raw/fault-ids]="${prefix}9RawSQLiteC16fetchIDsThenRows5everyAA8ChecksumVSi_tKF"
     [grdb-hand-written/import]="${prefix}9GRDBBenchO6insert_9chunkSize2as4intoySayAA12TickerValuesVG_SiAC6RecordO4GRDB13DatabaseQueueCtKFZyAM0N0CKXEfU_"
     [grdb-hand-written/fetch]="${prefix}9GRDBBenchO8fetchAll2as4fromAA8ChecksumVAC6RecordO_4GRDB13DatabaseQueueCtKFZAhK0L0CKXEfU_"
@@ -98,13 +100,26 @@ row() {   # label, raw count, GRDB count, DataStack count
     awk -v t="$1" -v r="$2" -v g="$3" -v d="$4" 'BEGIN {
         printf "| %s | %.1f M | %.1f M | %.1f M | %.2f× | %.2f× |\n", t, r / 1e6, g / 1e6, d / 1e6, d / r, d / g }'
 }
-for task in import fetch; do
-    row "$task" "$(count raw "${phase[raw/$task]}")" "$(count grdb-hand-written "${phase[grdb-hand-written/$task]}")" \
-        "$(count datastack "${phase[datastack/$task]}")"
-done
+raw_import=$(count raw "${phase[raw/import]}")
+datastack_import=$(count datastack "${phase[datastack/import]}")
+row import "$raw_import" "$(count grdb-hand-written "${phase[grdb-hand-written/import]}")" "$datastack_import"
+row fetch "$(count raw "${phase[raw/fetch]}")" "$(count grdb-hand-written "${phase[grdb-hand-written/fetch]}")" \
+    "$(count datastack "${phase[datastack/fetch]}")"
 # The raw contender fetches IDs in the fault task; GRDB does it both ways, like DataStack.
 raw_fault=$(count raw "${phase[raw/fault-ids]}")
 row "fault, rows read (DataStack's default; GRDB fetchAll)" "$raw_fault" \
     "$(count grdb-hand-written "${phase[grdb-hand-written/fault-rows]}")" "$(count datastack "${phase[datastack/fault-rows]}")"
 row "fault, IDs only (includesPropertyValues = false; GRDB IDs)" "$raw_fault" \
     "$(count grdb-hand-written "${phase[grdb-hand-written/fault-ids]}")" "$(count datastack "${phase[datastack/fault-ids]}")"
+
+# Import like against like. DataStack's default tracks history (an ACHANGE row per object), against
+# raw SQLite writing the same history rows; DataStack with history off against plain raw SQLite. The
+# history-off import is counted as both imports (the second one with history off) less the default's.
+raw_history_import=$(count raw-history "${phase[raw-history/import]}")
+both_imports=$(count datastack "${phase[datastack/import]}" --history-off-import)
+echo
+echo "| import (N = $n + 1,000 warm-up) | raw SQLite | raw SQLite + history | DataStack, history tracked | DataStack, history off | tracked ÷ raw + history | off ÷ raw |"
+echo "|---|---|---|---|---|---|---|"
+awk -v r="$raw_import" -v h="$raw_history_import" -v d="$datastack_import" -v b="$both_imports" 'BEGIN {
+    o = b - d
+    printf "| instructions | %.1f M | %.1f M | %.1f M | %.1f M | %.2f× | %.2f× |\n", r / 1e6, h / 1e6, d / 1e6, o / 1e6, d / h, o / r }'

@@ -48,7 +48,12 @@ enum BatchInsertBenchmark {
         case handler, objects
     }
 
-    static func run(rows count: Int, repetitions: Int) throws -> Result {
+    /// The ways it runs, by their names on the command line (`--insert-forms`).
+    static let forms: Set<String> = ["raw", "handler", "objects", "tracked"]
+
+    /// Runs the ways named in `forms` (raw SQLite, DataStack's `handler`, `objects` and `tracked` handler);
+    /// the untimed pass first runs raw and DataStack's first way.
+    static func run(rows count: Int, repetitions: Int, forms: Set<String> = forms) throws -> Result {
         let rows = TickerValues.rows(count)
         let directory = ScratchDirectory("batch-insert")
         let empty = directory.file("Empty.sqlite")
@@ -68,21 +73,32 @@ enum BatchInsertBenchmark {
             return url
         }
         // A short untimed pass first, so no contender pays for first use.
-        _ = try raw(Array(rows.prefix(1_000)), into: try copy("warm-raw.sqlite"))
-        _ = try dataStack(Array(rows.prefix(1_000)), .handler, into: try copy("warm.sqlite"), tracking: true)
+        let warm = Array(rows.prefix(1_000))
+        if forms.contains("raw") { _ = try raw(warm, into: try copy("warm-raw.sqlite")) }
+        if forms.contains("tracked") {
+            _ = try dataStack(warm, .handler, into: try copy("warm.sqlite"), tracking: true)
+        } else if forms.contains("handler") {
+            _ = try dataStack(warm, .handler, into: try copy("warm.sqlite"), tracking: false)
+        } else if forms.contains("objects") {
+            _ = try dataStack(warm, .objects, into: try copy("warm.sqlite"), tracking: false)
+        }
         var raw = Timing.never, handler = Timing.never, objects = Timing.never, tracked = Timing.never
         for _ in 0..<repetitions {
-            raw = raw.best(try Self.raw(rows, into: try copy("raw.sqlite")))
-            handler = handler.best(try dataStack(rows, .handler, into: try copy("handler.sqlite"), tracking: false))
-            objects = objects.best(try dataStack(rows, .objects, into: try copy("objects.sqlite"), tracking: false))
-            tracked = tracked.best(try dataStack(rows, .handler, into: try copy("history.sqlite"), tracking: true))
+            if forms.contains("raw") { raw = raw.best(try Self.raw(rows, into: try copy("raw.sqlite"))) }
+            if forms.contains("handler") {
+                handler = handler.best(try dataStack(rows, .handler, into: try copy("handler.sqlite"), tracking: false))
+            }
+            if forms.contains("objects") {
+                objects = objects.best(try dataStack(rows, .objects, into: try copy("objects.sqlite"), tracking: false))
+            }
+            if forms.contains("tracked") {
+                tracked = tracked.best(try dataStack(rows, .handler, into: try copy("history.sqlite"), tracking: true))
+            }
         }
-        return Result(rows: count, timings: [
-            ("raw SQLite (prepared INSERT)", raw),
-            ("DataStack, dictionary handler", handler),
-            ("DataStack, dictionaries built before", objects),
-            ("DataStack, dictionary handler, history tracked", tracked),
-        ])
+        let all = [("raw", "raw SQLite (prepared INSERT)", raw), ("handler", "DataStack, dictionary handler", handler),
+                   ("objects", "DataStack, dictionaries built before", objects),
+                   ("tracked", "DataStack, dictionary handler, history tracked", tracked)]
+        return Result(rows: count, timings: all.filter { forms.contains($0.0) }.map { ($0.1, $0.2) })
     }
 
     /// The baseline, timed: the rows bound to one prepared statement in one transaction.

@@ -20,6 +20,8 @@ struct Options: Sendable {
     var upsertRows = 100_000
     /// Rows the insert task writes with one batch insert.
     var insertRows = 100_000
+    /// Which ways the insert task runs (all when empty): for counting one alone (Scripts/instruction-counts.sh --insert).
+    var insertForms: Set<String> = []
     /// To-many sizes of the tomany-build task (each built through the inverse in one context).
     var toManyBuildSizes = [10_000, 20_000, 40_000]
     /// Saves the other process makes in the history task's latency measurement.
@@ -56,19 +58,21 @@ struct Options: Sendable {
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
           --tasks LIST     run only the named tasks
-          --contenders LIST  only raw, grdb-codable, grdb-hand-written, fluent (a build with DATASTACK_BENCH_FLUENT=1) and/or datastack
+          --contenders LIST  only raw, raw-history (raw SQLite also writing Core Data's history; import only), grdb-codable, grdb-hand-written, fluent (a build with DATASTACK_BENCH_FLUENT=1) and/or datastack
           --merge-k LIST     save sizes of the merge task (default 10,1000,100000)
           --migration-rows N rows of the store the migration task migrates (default 1000000)
           --history-saves N  saves by the other process in the history task (default 200)
           --bulk-rows N      rows of the store the bulk task (aggregate, batch update, batch delete) uses (default 1000000)
           --upsert-rows N    rows the upsert task imports, half of them stored before (default 100000)
           --insert-rows N    rows the insert task writes with one batch insert (default 100000; --quick: 10000)
+          --insert-forms LIST  only these of the insert task's ways: raw, handler, objects, tracked
           --readers-import-rows N  rows imported while the readers task fetches (default 100000; --quick: 10000);
                              its 3 contexts fetch for 2 s (--quick: 0.3 s) over N stored rows
           --tomany-build LIST  to-many sizes of the tomany-build task (default 10000,20000,40000; --quick: 1000,2000,4000)
           --search-rows N    companies in the search task's store, also imported with and without the index
                              (default 1000000; --quick: 20000)
           --no-history-off-import  skip DataStack's second import, with persistent history off
+          --history-off-import     run it (the default; after --no-history-off-import, to override it)
           --no-search-import  skip the search task's imports with and without the index
         """
 
@@ -115,10 +119,16 @@ struct Options: Sendable {
             case "--bulk-rows": options.bulkRows = try number(after: argument)
             case "--upsert-rows": options.upsertRows = try number(after: argument)
             case "--insert-rows": options.insertRows = try number(after: argument)
+            case "--insert-forms":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--insert-forms needs a list") }
+                options.insertForms = Set(list.split(separator: ",").map(String.init))
+                let unknown = options.insertForms.subtracting(BatchInsertBenchmark.forms)
+                if !unknown.isEmpty { throw UsageError(message: "unknown insert form \(unknown.sorted().joined(separator: ", "))") }
             case "--readers-import-rows": options.readersImportRows = try number(after: argument)
             case "--search-rows": options.searchRows = try number(after: argument)
             case "--no-search-import": options.searchImports = false
             case "--no-history-off-import": options.importsWithoutHistory = false
+            case "--history-off-import": options.importsWithoutHistory = true
             case "--help", "-h": throw UsageError(message: "")
             default: throw UsageError(message: "unknown argument \(argument)")
             }

@@ -37,25 +37,26 @@ extension SQLiteStore {
         try writer.writeRows()
         guard !writer.inserted.isEmpty || !writer.updated.isEmpty else { return BatchChanges() }
         try writer.allocateInsertedKeys()
-        let updatedKeys = writer.updated.keys.sorted()
+        let updated = writer.updated.sorted { $0.key < $1.key }
         var token: PersistentHistoryToken?
         if let history {
-            token = try recordBatchInsert(of: writer.mapping, inserted: writer.inserted,
-                                          updated: updatedKeys.map { ($0, writer.updated[$0] ?? []) }, attributes: writer.rows.attributes,
-                                          layout: history, author: author, contextName: contextName, connection: connection)
+            token = try recordBatchInsert(of: writer.mapping, inserted: writer.inserted, updated: updated, written: writer.writtenColumns,
+                                          attributes: writer.rows.attributes, layout: history, author: author, contextName: contextName,
+                                          connection: connection)
         }
         let entity = insert.entity
         let identity = identity
         return BatchChanges(insertedObjectIDs: Set(writer.inserted.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
-                            updatedObjectIDs: Set(updatedKeys.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
+                            updatedObjectIDs: Set(updated.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0.key) }),
                             historyToken: token)
     }
 
     /// Writes a batch insert's history transaction: an insert change per row of
-    /// `inserted`, then an update change per upserted row with the columns it wrote.
-    private func recordBatchInsert(of mapping: TableLayout.EntityMapping, inserted: Range<Int64>, updated: [(key: Int64, positions: Set<Int>)],
-                                   attributes: [AttributeDescription], layout: HistoryLayout, author: String?, contextName: String?,
-                                   connection: Connection) throws -> PersistentHistoryToken {
+    /// `inserted`, then an update change per upserted row (by key, in order) with
+    /// the columns it wrote (`written[value]`, positions among the attributes).
+    private func recordBatchInsert(of mapping: TableLayout.EntityMapping, inserted: Range<Int64>, updated: [(key: Int64, value: Int)],
+                                   written: [Set<Int>], attributes: [AttributeDescription], layout: HistoryLayout, author: String?,
+                                   contextName: String?, connection: Connection) throws -> PersistentHistoryToken {
         guard let entity = layout.entities[ObjectIdentifier(mapping.entity)] else {
             throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record the batch insert: no history layout for entity \(mapping.entity.name)")
         }
@@ -66,11 +67,11 @@ extension SQLiteStore {
                                         as: .insert, firstKey: firstChange, transaction: transaction, connection: connection)
         // Upserted rows by the columns they were given (mostly one set), each
         // set's rows copied by runs of consecutive keys as the inserted ones are.
-        var keysByPositions: [Set<Int>: [Int64]] = [:]
-        for (key, positions) in updated { keysByPositions[positions, default: []].append(key) }
-        for (positions, keys) in keysByPositions.sorted(by: { $0.value[0] < $1.value[0] }) {
-            next = try recordChangeRuns([(mapping, Self.runs(of: keys.sorted()))], as: .update,
-                                        columns: entity.columnsMask(slots: positions.sorted().map { attributes[$0].index }),
+        var keysByColumns = [[Int64]](repeating: [], count: written.count)
+        for (key, columns) in updated { keysByColumns[columns].append(key) }
+        for columns in keysByColumns.indices.filter({ !keysByColumns[$0].isEmpty }).sorted(by: { keysByColumns[$0][0] < keysByColumns[$1][0] }) {
+            next = try recordChangeRuns([(mapping, Self.runs(of: keysByColumns[columns]))], as: .update,
+                                        columns: entity.columnsMask(slots: written[columns].sorted().map { attributes[$0].index }),
                                         firstKey: next, transaction: transaction, connection: connection)
         }
         return PersistentHistoryToken(storeIdentifier: identifier, transactionNumber: transaction)
@@ -93,8 +94,14 @@ private struct BatchInsertWriter {
     private let first: Int64
     /// The key the next inserted row takes.
     private var next: Int64
-    /// The columns each upsert wrote into a row stored before the request, by its key.
-    private(set) var updated: [Int64: Set<Int>] = [:]
+    /// The columns each upsert wrote into a row stored before the request, by its
+    /// key: an index into ``writtenColumns``.
+    private(set) var updated: [Int64: Int] = [:]
+    /// Each set of columns (positions among the attributes) upserts wrote; mostly one.
+    private(set) var writtenColumns: [Set<Int>] = []
+    /// The given flags of the last upserted row and the index of the columns it
+    /// wrote: rows giving the same attributes reuse it, with no set built per row.
+    private var lastWritten: (given: [Bool], columns: Int)?
     /// Which columns take their values tagged inline: those with external binary
     /// storage (ExternalBinaryStorage.swift), as a batch writes no files.
     private let external: [Bool]
@@ -181,6 +188,11 @@ private struct BatchInsertWriter {
     }
 
     /// Binds the row's key and values, tagging those of external binary storage columns.
+    ///
+    /// Text is bound for the row's execution only, from the statement's own
+    /// buffer (``Statement/bindForExecution(_:at:)-(PropertyValue,_)``, as a
+    /// save binds its rows): SQLite's own copy of each string (`SQLITE_TRANSIENT`)
+    /// cost a `malloc` and a `free` per string, ~600 instructions, a tenth of a row's insert.
     private func bindRow(to statement: Statement) throws {
         try statement.bind(next, at: 1)
         try rows.values.withUnsafeBufferPointer { values in
@@ -188,7 +200,7 @@ private struct BatchInsertWriter {
                 if tagsExternal, external[position], case .data(let bytes) = values[position] {
                     try statement.bind(.data(ExternalBinaryStorage.inlineColumn(bytes)), at: Int32(position + 2))
                 } else {
-                    try statement.bind(values[position], at: Int32(position + 2))
+                    try statement.bindForExecution(values[position], at: Int32(position + 2))
                 }
             }
         }
@@ -213,8 +225,24 @@ private struct BatchInsertWriter {
         }
         // A key from `first` on is an earlier row of this request, which stays an insert.
         guard key < first else { return }
-        let written = rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }
-        updated[key, default: []].formUnion(written)
+        let columns: Int
+        if let lastWritten, lastWritten.given == rows.given {
+            columns = lastWritten.columns
+        } else {
+            columns = index(of: Set(rows.given.indices.filter { rows.given[$0] && !statements.keyPositions.contains($0) }))
+            lastWritten = (rows.given, columns)
+        }
+        // A row upserted twice by the request: the columns of both.
+        if let earlier = updated.updateValue(columns, forKey: key), earlier != columns {
+            updated[key] = index(of: writtenColumns[earlier].union(writtenColumns[columns]))
+        }
+    }
+
+    /// The index of a set of written columns in ``writtenColumns``, added when new.
+    private mutating func index(of columns: Set<Int>) -> Int {
+        if let found = writtenColumns.firstIndex(of: columns) { return found }
+        writtenColumns.append(columns)
+        return writtenColumns.count - 1
     }
 
     /// The error for a row a unique index refused: the first constraint whose
@@ -275,6 +303,10 @@ private struct BatchInsertStatements {
     private var single: Statement?
     private var last: (given: [Bool], statement: Statement)?
     private var upserts: [[Bool]: Statement] = [:]
+    /// Each constraint's `SELECT` of the row holding a row's key values, made once
+    /// (an upsert runs it for every row it merges).
+    private let holderSQL: [String]
+    private let holders: HolderStatements
 
     init(table tableName: String, entityNumber: Int64, columns: [String], constraints: [BatchInsertConstraint],
          onConflict: StoreBatchInsert.OnConflict, connection: Connection) {
@@ -288,6 +320,10 @@ private struct BatchInsertStatements {
             + columns.indices.map { ", ?\($0 + 2)" }.joined() + ")"
         resolvesConflicts = onConflict != .fail && !constraints.isEmpty
         table = tableName
+        holderSQL = constraints.map { constraint in
+            "SELECT Z_PK, Z_ENT FROM \(tableName) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND ") + " LIMIT 1"
+        }
+        holders = HolderStatements(count: constraints.count)
     }
 
     /// The statement for a row giving these attributes, reset and ready to bind.
@@ -331,15 +367,30 @@ private struct BatchInsertStatements {
     /// holder — the one SQLite's first matching `ON CONFLICT` clause met — with
     /// that constraint and the holder's entity number; nil when no row does.
     func holder(of rows: BatchInsertRows) throws -> (constraint: BatchInsertConstraint, key: Int64, entityNumber: Int64)? {
-        for constraint in constraints {
-            let values = constraint.positions.map { rows.values[$0] }
-            guard !values.contains(where: \.isNull) else { continue }
-            let statement = try connection.cachedStatement(
-                "SELECT Z_PK, Z_ENT FROM \(table) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND ") + " LIMIT 1")
+        for (index, constraint) in constraints.enumerated() {
+            guard !constraint.positions.contains(where: { rows.values[$0].isNull }) else { continue }
+            let statement = try holders.statement(index, sql: holderSQL[index], on: connection)
             defer { statement.reset() }
-            for (offset, value) in values.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }
+            for (offset, position) in constraint.positions.enumerated() { try statement.bind(rows.values[position], at: Int32(offset + 1)) }
             if try statement.step() { return (constraint, statement.int64(at: 0), statement.int64(at: 1)) }
         }
         return nil
+    }
+}
+
+/// The holder `SELECT`s of a request's constraints, each taken from the
+/// connection's cache the first time it runs and kept for the request.
+private final class HolderStatements {
+    private var statements: [Statement?]
+
+    init(count: Int) {
+        statements = Array(repeating: nil, count: count)
+    }
+
+    func statement(_ index: Int, sql: String, on connection: Connection) throws -> Statement {
+        if let statement = statements[index] { return statement }
+        let statement = try connection.cachedStatement(sql)
+        statements[index] = statement
+        return statement
     }
 }

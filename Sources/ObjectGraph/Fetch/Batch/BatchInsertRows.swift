@@ -12,6 +12,10 @@ package struct BatchInsertRows {
     package let attributes: [AttributeDescription]
     private let entityName: String
     private let names: [String]
+    /// Each name's two words, for matching a key by comparing them (see ``read(_:)``).
+    private let nameBits: [NameBits]
+    /// For each attribute, the Swift types whose values it takes as they are.
+    private let exactTypes: [ExactType]
     private let types: [AttributeType]
     private let defaults: [PropertyValue]
     private let isOptional: [Bool]
@@ -39,7 +43,9 @@ package struct BatchInsertRows {
             return attribute
         }
         names = attributes.map(\.name)
+        nameBits = names.map(Self.bits(of:))
         types = attributes.map(\.type)
+        exactTypes = types.map(ExactType.init(for:))
         defaults = attributes.map(\.defaultValue)
         isOptional = attributes.map(\.isOptional)
         values = defaults
@@ -80,36 +86,58 @@ package struct BatchInsertRows {
     ///
     /// The row is walked entry by entry and each key matched to its attribute
     /// by comparing names, starting with the attribute the same entry matched
-    /// in the previous row: rows filled the same way walk in the same order,
-    /// so a key usually matches at the first comparison (of two short strings,
-    /// a couple of machine words) where a lookup per attribute would hash
-    /// every name of every row.
+    /// in the previous row: rows filled the same way walk in the same order
+    /// (the handler's dictionary is one storage, cleared), so a key usually
+    /// matches at the first comparison, where a lookup per attribute would hash
+    /// every name of every row. A name is compared by its two words first: a
+    /// short ASCII name is its words (Swift's small-string form), so dictionaries
+    /// of their own each, whose order differs, cost a word comparison per
+    /// attribute and no string comparison; other keys fall back to `==`.
     private mutating func read(_ row: [String: any Sendable]) throws {
         // Worked on as local buffers, taken out of `self` and put back, so that no write checks for a copy.
         var values = self.values, given = self.given, hints = self.hints
         (self.values, self.given, self.hints) = ([], [], [])
         defer { (self.values, self.given, self.hints) = (values, given, hints) }
         if hints.count < row.count { hints += repeatElement(-1, count: row.count - hints.count) }
+        // Read through locals, so the loop never copies `self`.
+        let names = names, nameBits = nameBits, exactTypes = exactTypes
         try values.withUnsafeMutableBufferPointer { values in
             try given.withUnsafeMutableBufferPointer { given in
                 try hints.withUnsafeMutableBufferPointer { hints in
                     given.update(repeating: false)
                     var entry = 0
-                    for (key, raw) in row {
-                        defer { entry += 1 }
+                    // By index, each value read where it lies (the subscript lends
+                    // it) rather than copied out by an iterator and destroyed after.
+                    var cursor = row.startIndex
+                    let end = row.endIndex
+                    while cursor != end {
+                        defer {
+                            entry += 1
+                            cursor = row.index(after: cursor)
+                        }
+                        let key = row.keys[cursor]
+                        let bits = Self.bits(of: key)
                         let hint = hints[entry]
-                        let position: Int
-                        if hint >= 0, names[hint] == key {
+                        var position: Int
+                        if hint >= 0, nameBits[hint] == bits {
                             position = hint
-                        } else if let found = names.firstIndex(of: key) {
-                            position = found
-                            hints[entry] = found
                         } else {
-                            try checkKey(key)
-                            continue
+                            position = nameBits.firstIndex { $0 == bits } ?? -1
+                            if position < 0 {
+                                guard let found = names.firstIndex(of: key) else {
+                                    try checkKey(key)
+                                    continue
+                                }
+                                position = found
+                            }
+                            hints[entry] = position
                         }
                         given[position] = true
-                        values[position] = try convert(raw, at: position)
+                        if let value = Self.exactValue(row.values[cursor], of: exactTypes[position]) {
+                            values[position] = value
+                        } else {
+                            values[position] = try convert(row.values[cursor], at: position)
+                        }
                     }
                     for position in given.indices where !given[position] {
                         values[position] = defaults[position]
@@ -125,11 +153,17 @@ package struct BatchInsertRows {
         }
     }
 
+    /// A string's two words as they are (no retain): equal words are equal strings.
+    private typealias NameBits = (UInt64, UInt64)
+
+    @inline(__always)
+    private static func bits(of name: String) -> NameBits {
+        unsafeBitCast(name, to: NameBits.self)
+    }
+
     /// A value converted as key-value coding converts it; an optional holding
     /// nil is nil (found only once the conversion fails, so a row pays nothing for it).
-    @inline(__always)
     private func convert(_ raw: any Sendable, at position: Int) throws -> PropertyValue {
-        if let value = Self.exactValue(raw, for: types[position]) { return value }
         do {
             return try PropertyValue(raw, for: attributes[position], entity: entityName)
         } catch {
@@ -140,44 +174,48 @@ package struct BatchInsertRows {
 
     /// The value when it is already of the Swift type the attribute keeps
     /// (`String` for a string, `Double` for a double, `Int` or `Int64` for an
-    /// integer in range, `Date`, `Bool`), else nil for the general conversion.
+    /// integer in range, `Date`, `Bool`: `exact` from ``ExactType/metadata(for:)``),
+    /// else nil for the general conversion.
     ///
     /// Why not `raw as? String`: a dynamic cast out of an existential costs
     /// about 40 ns, and ``PropertyValue/init(_:for:key:entity:)`` first asks
     /// whether any value is `NSNull`, a cast to a class that on Linux searches
     /// for a bridging conformance — together a third of a batch insert's time.
-    /// The existential is opened instead (`T` is the value's dynamic type), its
-    /// type compared with the expected one, and only an exact match reinterpreted,
-    /// so `unsafeBitCast` never sees a value of another type.
+    /// Nor a generic function opening the existential (it runs unspecialized,
+    /// the value copied through its type's value witnesses) or `type(of:)` (a
+    /// runtime call). The existential is read where it lies instead, by Swift's
+    /// layout of an existential container (docs/ABI/TypeLayout.rst, "Existential
+    /// Container Layout"; `any Sendable` has `Any`'s, `Sendable` being a marker
+    /// protocol): three words of inline buffer, then the type metadata. Each
+    /// type taken here fits the buffer and is bitwise takable, so a value of it
+    /// always lies inline, at the start; it is read only once the metadata
+    /// word is that type's, so no value is ever read as another type.
     @inline(__always)
-    private static func exactValue<T: Sendable>(_ value: T, for type: AttributeType) -> PropertyValue? {
-        switch type {
-        case .string:
-            if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
-        case .double:
-            if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
-        case .integer64:
-            if T.self == Int.self { return .integer(Int64(unsafeBitCast(value, to: Int.self))) }
-            if T.self == Int64.self { return .integer(unsafeBitCast(value, to: Int64.self)) }
-        case .integer16, .integer32:
-            let integer: Int64
-            if T.self == Int.self {
-                integer = Int64(unsafeBitCast(value, to: Int.self))
-            } else if T.self == Int64.self {
-                integer = unsafeBitCast(value, to: Int64.self)
-            } else {
-                return nil
+    private static func exactValue(_ value: borrowing any Sendable, of exact: ExactType) -> PropertyValue? {
+        guard exact.kind != .none else { return nil }
+        return withUnsafePointer(to: value) { container -> PropertyValue? in
+            let raw = UnsafeRawPointer(container)
+            let metadata = raw.load(fromByteOffset: 3 * MemoryLayout<Int>.size, as: UnsafeRawPointer.self)
+            switch exact.kind {
+            case .none: return nil
+            case .string: return metadata == exact.metadata ? .string(raw.load(as: String.self)) : nil
+            case .double: return metadata == exact.metadata ? .double(raw.load(as: Double.self)) : nil
+            case .date: return metadata == exact.metadata ? .date(raw.load(as: Date.self)) : nil
+            case .bool: return metadata == exact.metadata ? .bool(raw.load(as: Bool.self)) : nil
+            case .integer:
+                let integer: Int64
+                if metadata == exact.metadata {
+                    integer = Int64(raw.load(as: Int.self))
+                } else if metadata == exact.otherMetadata {
+                    integer = raw.load(as: Int64.self)
+                } else {
+                    return nil
+                }
+                // Out of range: the general conversion throws the error that says so.
+                if let range = exact.range, !range.contains(integer) { return nil }
+                return .integer(integer)
             }
-            // Out of range: the general conversion throws the error that says so.
-            return type.integerRange?.contains(integer) == true ? .integer(integer) : nil
-        case .date:
-            if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
-        case .boolean:
-            if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
-        default:
-            break
         }
-        return nil
     }
 
     /// Throws for a key that is not a stored attribute; a transient attribute
@@ -201,4 +239,39 @@ private protocol OptionalValue {
 
 extension Optional: OptionalValue {
     var isNone: Bool { self == nil }
+}
+
+/// The Swift types whose values an attribute takes as they are
+/// (`BatchInsertRows.exactValue(_:of:)`), by their type metadata.
+private struct ExactType {
+    enum Kind {
+        case none, string, double, date, bool, integer
+    }
+
+    let kind: Kind
+    /// The type's metadata; for an integer `Int`'s.
+    let metadata: UnsafeRawPointer?
+    /// For an integer, `Int64`'s.
+    let otherMetadata: UnsafeRawPointer?
+    /// For a 16- or 32-bit integer, the values it holds.
+    let range: ClosedRange<Int64>?
+
+    init(for type: AttributeType) {
+        func metadata(_ type: Any.Type) -> UnsafeRawPointer { unsafeBitCast(type, to: UnsafeRawPointer.self) }
+        var other: UnsafeRawPointer?
+        var range: ClosedRange<Int64>?
+        switch type {
+        case .string: (kind, self.metadata) = (.string, metadata(String.self))
+        case .double: (kind, self.metadata) = (.double, metadata(Double.self))
+        case .date: (kind, self.metadata) = (.date, metadata(Date.self))
+        case .boolean: (kind, self.metadata) = (.bool, metadata(Bool.self))
+        case .integer16, .integer32, .integer64:
+            (kind, self.metadata) = (.integer, metadata(Int.self))
+            other = metadata(Int64.self)
+            range = type == .integer64 ? nil : type.integerRange
+        default: (kind, self.metadata) = (.none, nil)
+        }
+        otherMetadata = other
+        self.range = range
+    }
 }

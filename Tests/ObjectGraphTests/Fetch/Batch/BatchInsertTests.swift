@@ -82,6 +82,76 @@ import Testing
         #expect(number == [12])
     }
 
+    /// Values of the Swift type an attribute keeps are taken as they are (read in
+    /// place from the existential); the rest are converted, out-of-range integers
+    /// refused. Keys are matched by name whatever their representation: long
+    /// names, names built at run time, dictionaries each in an order of its own.
+    @Test(arguments: allStoreTypes)
+    func valuesOfEachAttributesOwnTypeAreTakenAsTheyAreAndKeysMatchWhateverTheirForm(type: StoreType) throws {
+        let names = ["aLongStringAttributeName", "double", "integer64", "small", "flag", "when", "aLongOptionalTextName"]
+        let model = ManagedObjectModel(entities: [
+            EntityDescription(name: "Sample", managedObjectClass: ManagedObject.self, properties: [
+                AttributeDescription(name: names[0], type: .string, isOptional: false),
+                AttributeDescription(name: names[1], type: .double, isOptional: false, defaultValue: .double(0)),
+                AttributeDescription(name: names[2], type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                AttributeDescription(name: names[3], type: .integer16, isOptional: true),
+                AttributeDescription(name: names[4], type: .boolean, isOptional: true),
+                AttributeDescription(name: names[5], type: .date, isOptional: true),
+                AttributeDescription(name: names[6], type: .string, isOptional: true),
+            ]),
+        ])
+        let stack = try TestStack(type: type, model: model)
+        let date = Date(timeIntervalSinceReferenceDate: 123_456.75)
+        // Keys made at run time: their storage is not the model's names'.
+        func key(_ index: Int) -> String { String(decoding: Array(names[index].utf8), as: UTF8.self) }
+        let long = String(repeating: "long text é ", count: 4)
+        let rows: [[String: any Sendable]] = (0..<40).map { index in
+            var row: [String: any Sendable] = [key(0): "row \(index) \(long)", names[1]: Double(index) + 0.5,
+                                               key(2): index.isMultiple(of: 2) ? Int(index) : Int64(index) * 1_000_000_000_000]
+            if index.isMultiple(of: 3) { row[names[3]] = Int(-index) }
+            if index.isMultiple(of: 4) { row[key(4)] = index.isMultiple(of: 8) }
+            if index.isMultiple(of: 5) { row[names[5]] = date.addingTimeInterval(Double(index)) }
+            if index.isMultiple(of: 6) { row[key(6)] = index == 0 ? "é" : "s\(index)" }
+            // Converted, not taken as they are: another integer type, a float, an Int into a double.
+            if index == 7 { row[names[1]] = Int(7) }
+            if index == 9 { row[names[3]] = Int8(9) }
+            if index == 11 { row[names[1]] = Float(11.5) }
+            return row
+        }
+        let context = stack.newContext()
+        try context.performAndWait { _ = try context.execute(BatchInsertRequest(entityName: "Sample", objects: rows)) }
+        let read = stack.newContext()
+        let stored = try read.performAndWait {
+            try read.fetch(FetchRequest<ManagedObject>(entityName: "Sample", predicate: nil, sortDescriptors: [FetchSort(key: names[1])]))
+                .map { object in try names.map { String(describing: try object.value(forKey: $0) ?? "nil") } }
+        }
+        #expect(stored.count == 40)
+        for (index, values) in stored.enumerated() {
+            #expect(values[0] == "row \(index) \(long)")
+            #expect(values[1] == String(describing: index == 7 ? 7.0 : Double(index) + 0.5))
+            #expect(values[2] == String(index.isMultiple(of: 2) ? Int64(index) : Int64(index) * 1_000_000_000_000))
+            #expect(values[3] == (index == 9 ? "9" : index.isMultiple(of: 3) ? String(-index) : "nil"))
+            #expect(values[4] == (index.isMultiple(of: 4) ? String(index.isMultiple(of: 8)) : "nil"))
+            #expect(values[5] == (index.isMultiple(of: 5) ? String(describing: date.addingTimeInterval(Double(index))) : "nil"))
+            #expect(values[6] == (index == 0 ? "é" : index.isMultiple(of: 6) ? "s\(index)" : "nil"))
+        }
+        // An Int or Int64 out of a 16-bit attribute's range is refused as any other value would be.
+        for value: any Sendable in [Int(Int16.max) + 1, Int64(Int16.min) - 1] {
+            let refused = context.performAndWait { () -> (any Error)? in
+                do { _ = try context.execute(BatchInsertRequest(entityName: "Sample", objects: [[names[0]: "x", names[3]: value]])) } catch { return error }
+                return nil
+            }
+            #expect(refused as? ObjectGraphError
+                == .valueOutOfRange(key: names[3], entity: "Sample", value: "\(value)", type: .integer16))
+        }
+        // A value of another type where a String is kept is refused, not read as a string.
+        let wrong = context.performAndWait { () -> (any Error)? in
+            do { _ = try context.execute(BatchInsertRequest(entityName: "Sample", objects: [[names[0]: 42]])) } catch { return error }
+            return nil
+        }
+        #expect((wrong as? ObjectGraphError)?.code == .wrongValueType)
+    }
+
     @Test(arguments: allStoreTypes)
     func rowsAreOfTheEntityExactlyAndSubentitiesKeepTheirDefaults(type: StoreType) throws {
         let graph = try GraphStack(type)
@@ -362,6 +432,44 @@ import Testing
         let raw = try SQLiteReference(url)
         #expect(try raw.rows("SELECT COUNT(*) FROM ACHANGE WHERE ZCOLUMNS IS NULL AND ZCHANGETYPE = 0 AND ZTRANSACTIONID = \(last.transactionNumber)")
             == [["3"]])
+    }
+
+    /// Upserts giving different attributes record each stored row's own columns;
+    /// a row upserted twice by one request records the columns of both.
+    @Test func upsertsRecordTheColumnsEachStoredRowWasGivenAcrossTheRequest() throws {
+        let directory = TemporaryDirectory()
+        let url = directory.file("History.sqlite")
+        let coordinator = try PersistentHistoryTests.open(url, model: GraphTestModel.make())
+        let seeder = PersistentHistoryTests.context(coordinator, author: "seeder")
+        let stored = try seeder.performAndWait {
+            let listings = ["A", "B", "C"].map { symbol in
+                let listing = Listing(context: seeder)
+                listing.symbol = symbol
+                listing.price = 1
+                return listing
+            }
+            try seeder.save()
+            return listings.map(\.objectID)
+        }
+        let importer = PersistentHistoryTests.context(coordinator, author: "upserter")
+        importer.mergePolicy = .mergeByPropertyObjectTrump
+        var request = BatchInsertRequest(entityName: "Listing", objects: [
+            ["symbol": "A", "price": 3], ["symbol": "B", "name": "bee"], ["symbol": "N", "price": 9], ["symbol": "A", "name": "ay"],
+            ["symbol": "C", "price": 5], ["symbol": "N", "name": "new"],
+        ])
+        request.resultType = .objectIDs
+        let result = try importer.performAndWait { try importer.execute(request) }
+        guard case .objectIDs(let save) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(save.updatedObjectIDs == Set(stored) && save.insertedObjectIDs.count == 1)
+        let changes = try #require(try coordinator.fetchHistory(.fetchHistory(after: nil)).last?.changes)
+        let updates = Dictionary(uniqueKeysWithValues: changes.filter { $0.changeType == .update }.map { ($0.changedObjectID, $0.updatedProperties) })
+        #expect(updates == [stored[0]: ["name", "price"], stored[1]: ["name"], stored[2]: ["price"]])
+        // The row inserted and then upserted by the same request stays one insert, with both values.
+        #expect(changes.filter { $0.changeType == .insert }.count == 1)
+        #expect(try listings(PersistentHistoryTests.context(coordinator, author: nil)) == ["A ay 3.0", "B bee 1.0", "C - 5.0", "N new 9.0"])
     }
 
     @Test func aFailedRequestLeavesNoHistory() throws {
