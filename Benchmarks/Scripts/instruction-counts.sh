@@ -5,6 +5,8 @@
 #   Benchmarks/Scripts/instruction-counts.sh [N]       (default N = 10000)
 #   Benchmarks/Scripts/instruction-counts.sh --search [ROWS]
 #                                    (the search task's queries on ROWS companies, default 20000)
+#   Benchmarks/Scripts/instruction-counts.sh --upsert [ROWS]
+#                                    (the upsert task: ROWS imported, half of them stored before; default 20000)
 #
 # Each phase is counted alone, in a run of its own, by toggling collection on
 # the phase's function (its mangled name: a pattern that also matched the
@@ -14,7 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 search=false
+upsert=false
 if [ "${1:-}" = "--search" ]; then search=true; shift; fi
+if [ "${1:-}" = "--upsert" ]; then upsert=true; shift; fi
 n="${1:-10000}"
 binary=.build/release/datastack-benchmarks
 [ -x "$binary" ] || { echo "error: build first: swift build -c release --package-path Benchmarks" >&2; exit 1; }
@@ -65,6 +69,28 @@ if $search; then
         printf "| CONTAINS[cd], the same 4 (%.0f× the search) | %.2f M | %.2f M | %.2f× |\n", d / s, r / 1e6, d / 1e6, d / r }'
     awk -v r="$raw_ranked" -v d="$ranked" 'BEGIN {
         printf "| relevance sort, limit 20 (raw: ORDER BY rank) | %.2f M | %.2f M | %.2f× |\n", r / 1e6, d / 1e6, d / r }'
+    exit 0
+fi
+# The upsert task (issue #36): raw SQLite's `INSERT … ON CONFLICT DO UPDATE` (its own function,
+# `UpsertBenchmark.rawUpsert`) against `performImport(_:upserting:by:key:_:)`: the importer's
+# chunks (`saveChunk`'s closure: lookup, objects, save, reset). The stores are seeded by other
+# functions, so neither count includes the rows stored before. Chunks of 10,000, as the task's.
+if $upsert; then
+    rows="${1:-20000}"
+    upsert_count() {
+        local out
+        out="$(mktemp)"
+        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
+            "$binary" --tasks upsert --upsert-rows "$rows" --repetitions 1 > /dev/null 2>&1
+        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+        rm -f "$out"
+    }
+    raw=$(upsert_count "${prefix}15UpsertBenchmarkO03rawD0_9chunkSize4into*")
+    datastack=$(upsert_count '$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_')
+    echo "| upsert, $rows rows ($((rows / 2)) stored before) | raw SQLite (ON CONFLICT DO UPDATE) | DataStack performImport(upserting:) | × raw |"
+    echo "|---|---|---|---|"
+    awk -v r="$raw" -v d="$datastack" -v n="$rows" 'BEGIN {
+        printf "| instructions (per row) | %.1f M (%.1f k) | %.1f M (%.1f k) | %.2f× |\n", r / 1e6, r / n / 1e3, d / 1e6, d / n / 1e3, d / r }'
     exit 0
 fi
 declare -A phase=(

@@ -16,8 +16,10 @@ extension StackManager {
     /// ```
     ///
     /// Each chunk finds its existing objects with one query (`attribute IN
-    /// keys`), as RestKit's managed object cache does, rather than a fetch per
-    /// input; inputs with the same key in a chunk share one object. Two
+    /// keys`, their values loaded), as RestKit's managed object cache does,
+    /// rather than a fetch per input; inputs with the same key in a chunk
+    /// share one object. Keys are converted once, as
+    /// ``ManagedObject/setValue(_:forKey:)`` converts them. Two
     /// importers — in this process or others — that insert the same new key
     /// at once both save: declare the attribute unique
     /// (``EntityDescription/uniquenessConstraints``) and the store settles the
@@ -47,45 +49,78 @@ extension StackManager {
         _ body: @escaping @Sendable (Inputs.Element, Object, ManagedObjectContext) throws -> Void,
         progress: (@Sendable (ImportProgress) -> Void)? = nil
     ) async throws -> ImportProgress where Inputs.Element: Sendable {
-        let entity = try upsertEntity(for: type, attribute: attribute)
+        let (entity, keyAttribute) = try upsertEntity(for: type, attribute: attribute)
         return try await performChunkedImport(inputs, chunkSize: chunkSize, onConflict: onConflict, progress: progress) { chunk, context in
-            let keys = chunk.map(key)
-            var objects: [Key: Object] = try Self.stored(Object.self, entity: entity, attribute: attribute, keys: keys, in: context)
-            for (input, value) in zip(chunk, keys) {
+            // Each key once as the attribute's slot value, as setValue(_:forKey:) would convert it
+            // (throwing its error for a key the attribute cannot take): the lookup binds it, a
+            // new object takes it, and inputs find their objects by it without a dynamic cast.
+            let values = try Self.slotValues(chunk.map(key), for: keyAttribute, entity: entity.name)
+            // By value, of the concrete class: a dictionary of the generic `Object` would hash
+            // and probe through unspecialized generic code. Every object in it is an `Object`.
+            var objects = try Self.stored(Object.self, entity: entity, attribute: keyAttribute, values: values, keyType: Key.self, in: context)
+            for position in chunk.indices {
+                let value = values[position]
                 let object: Object
                 if let existing = objects[value] {
-                    object = existing
+                    object = unsafeDowncast(existing, to: Object.self)
                 } else {
                     let made = Object(entity: entity, insertInto: context)
-                    try made.setValue(value, forKey: attribute)
+                    made.writeSlot(value, at: keyAttribute.index)
                     objects[value] = made
                     object = made
                 }
-                try body(input, object, context)
+                try body(chunk[position], object, context)
             }
         }
     }
 
-    /// The stored objects whose `attribute` holds one of `keys`, by key, loaded.
+    /// `keys` as slot values of `attribute`: what ``ManagedObject/setValue(_:forKey:)``
+    /// stores for each (strings without a dynamic cast per key).
     ///
-    /// - Throws: ``StackError/Code/keyTypeMismatch`` for a stored key of another
-    ///   type than `Key`, which would look absent and be inserted again.
-    private static func stored<Object: ManagedObject, Key: Hashable>(_ type: Object.Type, entity: EntityDescription, attribute: String,
-                                                                     keys: [Key], in context: ManagedObjectContext) throws -> [Key: Object] {
+    /// - Throws: the error `setValue(_:forKey:)` throws for a key the attribute cannot take.
+    private static func slotValues<Key>(_ keys: [Key], for attribute: AttributeDescription, entity: String) throws -> [PropertyValue] {
+        if Key.self == String.self, attribute.type == .string, !attribute.archivesValues {
+            return unsafeBitCast(keys, to: [String].self).map(PropertyValue.string)
+        }
+        return try keys.map { try PropertyValue($0, for: attribute, entity: entity) }
+    }
+
+    /// The stored objects whose `attribute` holds one of `values`, by value,
+    /// all of class `Object`, loaded: one query, its `IN` list built as a
+    /// tree (no format to parse, no argument to cast).
+    ///
+    /// - Throws: ``StackError/Code/keyTypeMismatch`` for a stored key that
+    ///   reads as another type than `Key`, or that the query matched but that
+    ///   equals none of `values`: either would look absent and be inserted again.
+    private static func stored<Object: ManagedObject, Key>(_ type: Object.Type, entity: EntityDescription, attribute: AttributeDescription,
+                                                           values: [PropertyValue], keyType: Key.Type,
+                                                           in context: ManagedObjectContext) throws -> [PropertyValue: ManagedObject] {
+        var unique = Set<PropertyValue>(minimumCapacity: values.count)
+        var list: [PredicateNode] = []
+        list.reserveCapacity(values.count)
+        for value in values where unique.insert(value).inserted { list.append(.constant(value)) }
         var request = FetchRequest<ManagedObject>(entityName: entity.name)
         // One query: a long key list is bound as one JSON array (PredicateSQLList), not a parameter per key.
-        request.predicate = try FetchPredicate(format: "%K IN %@", argumentArray: [attribute, Array(Set(keys))])
+        request.predicate = FetchPredicate(expression: .comparison(lhs: .keyPath([attribute.name]), op: .in, rhs: .collection(list),
+                                                                   options: [], modifier: .direct))
         request.returnsObjectsAsFaults = false
-        var objects: [Key: Object] = [:]
+        var objects: [PropertyValue: ManagedObject] = [:]
+        objects.reserveCapacity(values.count)
+        var typeChecked = false
         for case let object as Object in try context.fetch(request) {
-            let stored = try object.value(forKey: attribute)
-            guard let value = key(stored, as: Key.self) else {
-                let storedType = stored.map { "\(Swift.type(of: $0))" } ?? "nil"
-                throw StackError(.keyTypeMismatch, message: """
-                    \(entity.name).\(attribute) holds \(storedType) values, not the import's keys of type \(Key.self)
-                    """)
+            let stored = object.slotValue(at: attribute.index)
+            // The key type is checked once, on the first row: every row's value has the attribute's type.
+            if !typeChecked || !unique.contains(stored) {
+                let read = stored.anyValue(for: attribute.type)
+                guard unique.contains(stored), key(read, as: Key.self) != nil else {
+                    let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
+                    throw StackError(.keyTypeMismatch, message: """
+                        \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
+                        """)
+                }
+                typeChecked = true
             }
-            objects[value] = object
+            objects[stored] = object
         }
         return objects
     }
@@ -100,8 +135,8 @@ extension StackManager {
         return converted(integerType, integer) as? Key
     }
 
-    /// The entity of `type` in the stack's model, checked to have `attribute`.
-    private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> EntityDescription {
+    /// The entity of `type` in the stack's model, and its attribute named `attribute`.
+    private func upsertEntity(for type: ManagedObject.Type, attribute: String) throws -> (EntityDescription, AttributeDescription) {
         let model = try openSetup(for: "performImport(_:upserting:by:key:_:)").model
         // By class over all entities: the model's class index leaves out entities
         // of the plain `ManagedObject` class, which an upsert of them names.
@@ -113,9 +148,9 @@ extension StackManager {
             throw StackError(.notInModel, message: names.isEmpty ? "no entity of the model has the class \(type)"
                 : "entities \(names.joined(separator: ", ")) all have the class \(type): name one class per entity to upsert")
         }
-        guard entity.attributesByName[attribute] != nil else {
+        guard let keyAttribute = entity.attributesByName[attribute] else {
             throw StackError(.notInModel, message: "entity \(entity.name) has no attribute \(attribute) to find existing objects by")
         }
-        return entity
+        return (entity, keyAttribute)
     }
 }

@@ -63,6 +63,28 @@ import Testing
         #expect(kept == 50)
     }
 
+    /// A chunk's keys are bound as one JSON array (32 keys or more): keys that
+    /// JSON must escape, and keys it carries as they are, all find their rows.
+    @Test func keysThatJSONEscapesFindTheirRowsInALongLookup() async throws {
+        let directory = StackDirectory()
+        let stack = try await Self.stack(directory, uniqueSymbols: true)
+        let symbols = (0..<40).flatMap { number in
+            ["plain\(number)", "quote\"\(number)", "back\\slash\(number)", "tab\t\(number)", "nul\u{0}\(number)", "bell\u{7}\(number)",
+             "é\(number)", "e\u{301}x\(number)", "日本\(number)", "🙂\(number)"]
+        }
+        for round in 0..<2 {
+            let quotes = symbols.enumerated().map { Quote(symbol: $0.element, price: Double(round * 1_000 + $0.offset)) }
+            let progress = try await stack.performImport(quotes, chunkSize: 100, upserting: Ticker.self, by: "symbol", key: \.symbol) { quote, ticker, _ in
+                ticker.price = quote.price
+            }
+            #expect(round == 0 ? progress.insertedObjects == symbols.count : progress.updatedObjects == symbols.count,
+                    "round \(round): \(progress)")
+        }
+        let tickers = try await Self.tickers(stack)
+        #expect(tickers.count == symbols.count)
+        for (offset, symbol) in symbols.enumerated() { #expect(tickers[symbol] == Double(1_000 + offset), "\(symbol.debugDescription)") }
+    }
+
     @Test func inputsWithTheSameKeyInAChunkShareOneObject() async throws {
         let directory = StackDirectory()
         let stack = try await Self.stack(directory)

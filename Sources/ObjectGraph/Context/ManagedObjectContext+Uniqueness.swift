@@ -102,58 +102,118 @@ extension ManagedObjectContext {
 
     // MARK: - Finding conflicts
 
+    /// The values of one constraint's keys in an object: the first key's
+    /// value apart, so that the common constraint of one key makes no array
+    /// per object.
+    private struct Tuple: Hashable {
+        let first: PropertyValue
+        let rest: [PropertyValue]
+
+        /// The values at `indexes` of `slots`; nil when one of them is nil (it never conflicts).
+        init?(_ slots: ContiguousArray<PropertyValue>, at indexes: [Int]) {
+            first = slots[indexes[0]]
+            if first.isNull { return nil }
+            if indexes.count == 1 {
+                rest = []
+            } else {
+                let rest = indexes.dropFirst().map { slots[$0] }
+                if rest.contains(where: \.isNull) { return nil }
+                self.rest = rest
+            }
+        }
+
+        var values: [PropertyValue] { [first] + rest }
+    }
+
+    /// The first object of a save holding a tuple of a constraint, and
+    /// whether the store is asked for a row holding it: an inserted object, or
+    /// an existing object that changed it, holds it.
+    private struct FirstHolder {
+        let object: ManagedObject
+        var isLookedUp: Bool
+    }
+
+    // One pass over the saved objects, one hashed insert per object and
+    // constraint: its constraints by position (no hashing of the constraint's
+    // keys), a tuple with no array for a constraint of one key, and a list
+    // only for the tuples several objects hold.
     private func findUniquenessConflicts() throws -> [Conflict] {
-        var constraintsByEntity: [ObjectIdentifier: [Constraint]] = [:]
-        func constraints(of entity: EntityDescription) -> [Constraint] {
-            if let known = constraintsByEntity[ObjectIdentifier(entity)] { return known }
-            var found: [Constraint] = []
+        var constraints: [Constraint] = []
+        var positionsByEntity: [ObjectIdentifier: [Int]] = [:]
+        func positions(of entity: EntityDescription) -> [Int] {
+            if let known = positionsByEntity[ObjectIdentifier(entity)] { return known }
+            var found: [Int] = []
             var current: EntityDescription? = entity
             while let step = current {
                 for keys in step.uniquenessConstraints where !keys.isEmpty {
                     let indexes = keys.compactMap { step.propertiesByName[$0]?.index }
-                    if indexes.count == keys.count {
-                        found.append(Constraint(entity: ObjectIdentifier(step), keys: keys, indexes: indexes, declaringEntity: step))
+                    guard indexes.count == keys.count else { continue }
+                    // A superentity's constraint is one constraint for it and all its subentities.
+                    let constraint = Constraint(entity: ObjectIdentifier(step), keys: keys, indexes: indexes, declaringEntity: step)
+                    if let known = constraints.firstIndex(of: constraint) {
+                        found.append(known)
+                    } else {
+                        found.append(constraints.count)
+                        constraints.append(constraint)
                     }
                 }
                 current = step.superentity
             }
-            constraintsByEntity[ObjectIdentifier(entity)] = found
+            positionsByEntity[ObjectIdentifier(entity)] = found
             return found
         }
 
-        var groups: [Constraint: [[PropertyValue]: [ManagedObject]]] = [:]
-        var lookups: [Constraint: Set<[PropertyValue]>] = [:]
-        for object in unsavedInserts.objects + unsavedUpdates.objects where !object.isDeleted {
-            let entityConstraints = constraints(of: object.entity)
-            if entityConstraints.isEmpty { continue }
+        // By constraint position: the first holder of each tuple, and the further
+        // holders of the tuples several objects hold.
+        var firsts: [[Tuple: FirstHolder]] = []
+        var more: [[Tuple: [ManagedObject]]] = []
+        let saved = unsavedInserts.objects + unsavedUpdates.objects
+        for object in saved where !object.isDeleted {
+            let entityPositions = positions(of: object.entity)
+            if entityPositions.isEmpty { continue }
+            while firsts.count < constraints.count {
+                firsts.append(Dictionary(minimumCapacity: saved.count))
+                more.append([:])
+            }
             try object.loadValues()
-            for constraint in entityConstraints {
-                let tuple = constraint.indexes.map { object.slots[$0] }
-                if tuple.contains(where: \.isNull) { continue }
-                groups[constraint, default: [:]][tuple, default: []].append(object)
+            let slots = object.slots
+            let snapshot = object.isInserted ? nil : object.snapshot
+            for position in entityPositions {
+                let indexes = constraints[position].indexes
+                guard let tuple = Tuple(slots, at: indexes) else { continue }
                 // An existing object whose values did not change keeps the row it has.
-                let unchanged = !object.isInserted && constraint.indexes.allSatisfy { object.snapshot?[$0] == object.slots[$0] }
-                if !unchanged { lookups[constraint, default: []].insert(tuple) }
+                let unchanged = snapshot.map { snapshot in indexes.allSatisfy { snapshot[$0] == slots[$0] } } ?? false
+                if let first = firsts[position].updateValue(FirstHolder(object: object, isLookedUp: !unchanged), forKey: tuple) {
+                    firsts[position][tuple] = FirstHolder(object: first.object, isLookedUp: first.isLookedUp || !unchanged)
+                    more[position][tuple, default: []].append(object)
+                }
             }
         }
-        if groups.isEmpty { return [] }
+        if firsts.allSatisfy(\.isEmpty) { return [] }
 
-        var stored: [Constraint: [[PropertyValue]: ObjectID]] = [:]
+        var stored: [[Tuple: ObjectID]] = Array(repeating: [:], count: firsts.count)
         if let coordinator = persistentStoreCoordinator {
-            for (constraint, tuples) in lookups {
+            for position in firsts.indices {
+                let tuples = firsts[position].compactMap { $0.value.isLookedUp ? $0.key : nil }
+                if tuples.isEmpty { continue }
+                let constraint = constraints[position]
                 // Dropped: no store holding the entity means no stored row to find, and the
                 // coordinator's save throws noStore for its objects itself.
                 guard let store = try? coordinator.store(for: constraint.declaringEntity) as? any UniquenessCheckingStore else { continue }
-                let values = Array(tuples)
-                let ids = try store.objectIDs(of: constraint.declaringEntity, matching: constraint.keys, values: values)
-                for (tuple, id) in zip(values, ids) { if let id { stored[constraint, default: [:]][tuple] = id } }
+                let ids = try store.objectIDs(of: constraint.declaringEntity, matching: constraint.keys, values: tuples.map(\.values))
+                for (tuple, id) in zip(tuples, ids) { if let id { stored[position][tuple] = id } }
             }
         }
 
         var conflicts: [Conflict] = []
-        for (constraint, byValues) in groups {
-            for (tuple, objects) in byValues {
-                var databaseID = stored[constraint]?[tuple]
+        for position in firsts.indices {
+            // Only a tuple several objects hold, or a stored row holds, can conflict.
+            var candidates = Array(more[position].keys)
+            for tuple in stored[position].keys where more[position][tuple] == nil { candidates.append(tuple) }
+            for tuple in candidates {
+                guard let first = firsts[position][tuple] else { continue }
+                let objects = [first.object] + (more[position][tuple] ?? [])
+                var databaseID = stored[position][tuple]
                 if let id = databaseID {
                     if objects.contains(where: { $0.objectID == id }) {
                         databaseID = nil
@@ -163,7 +223,7 @@ extension ManagedObjectContext {
                     }
                 }
                 guard objects.count > 1 || databaseID != nil else { continue }
-                conflicts.append(Conflict(constraint: constraint, objects: objects.sorted(by: Self.isOlder), databaseID: databaseID))
+                conflicts.append(Conflict(constraint: constraints[position], objects: objects.sorted(by: Self.isOlder), databaseID: databaseID))
             }
         }
         return conflicts.sorted {

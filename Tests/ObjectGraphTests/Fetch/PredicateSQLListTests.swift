@@ -37,6 +37,10 @@ import Testing
         #expect(try compile("volume IN %@", Array(0..<39).map { $0 as Any } + ["x"]).bindings.count == 40)
         #expect(try compile("price IN %@", (0..<40).map(Double.init)).bindings.count == 40)
         #expect(try compile("name IN[c] %@", (0..<40).map(String.init)).bindings.count == 40)
+        // SQLite's JSON ends a string at `\u0000`: "a\0b" would match "a".
+        #expect(try compile("name IN %@", (0..<40).map { "n\($0)\u{0}x" }).bindings.count == 40)
+        let plain = try compile("name IN %@", (0..<40).map { "n\($0)" } + ["tab\there"])
+        #expect(plain.bindings.count == 1, "other control characters are escaped: still one JSON parameter")
         // Text compared with integers: affinity switched off, as for a short list.
         #expect(try compile("name IN %@", Array(0..<40)).sql == "+t0.ZNAME IN (SELECT value FROM json_each(?1))")
     }

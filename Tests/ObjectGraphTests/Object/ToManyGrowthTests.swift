@@ -87,6 +87,56 @@ import Testing
         }
     }
 
+    /// The benchmark's case (`--tasks tomany-build`, "fetched company"): a saved
+    /// owner with no members, fetched, its empty to-many read, then related
+    /// through key-value coding (`setValue(owner, forKey: "owner")`) and
+    /// through the typed property. The owner is not inserted, so each change
+    /// also marks it updated; the work stays a few members' worth each.
+    @Test(arguments: allStoreTypes)
+    func relatingToAFetchedOwnerWhoseEmptyToManyWasReadIsLinear(type: StoreType) throws {
+        let graph = try GraphStack(type)
+        let seeding = graph.context()
+        let ownerIDs = try seeding.performAndWait {
+            let owners = (0..<4).map { number in
+                let owner = Owner(context: seeding)
+                owner.name = "owner \(number)"
+                return owner
+            }
+            try seeding.save()
+            return owners.map(\.objectID)
+        }
+        let n = Self.smallerN
+        let context = graph.context()
+        try context.performAndWait {
+            let owners = try ownerIDs.map { try #require(context.existingObject(with: $0) as? Owner) }
+            for owner in owners {
+                let read = try #require(try owner.value(forKey: "pets") as? Set<ManagedObject>)
+                #expect(read.isEmpty, "reading loads the empty to-many")
+            }
+            func workOfSetting(_ count: Int, to owner: Owner) throws -> Int {
+                let before = context.toManyMemberWork
+                for number in 0..<count {
+                    let pet = Pet(context: context)
+                    try pet.setValue("pet \(number)", forKey: "name")
+                    try pet.setValue(owner, forKey: "owner")
+                }
+                return context.toManyMemberWork - before
+            }
+            expectLinear(try workOfSetting(n, to: owners[0]), try workOfSetting(2 * n, to: owners[1]), n: n,
+                         "a fetched owner, empty to-many read, setValue(_:forKey:)")
+            expectLinear(workOfAdding(n, to: owners[2], in: context).work, workOfAdding(2 * n, to: owners[3], in: context).work, n: n,
+                         "a fetched owner, empty to-many read, typed property")
+            #expect(owners.allSatisfy { $0.isUpdated })
+            #expect(owners.map { $0.pets.count } == [n, 2 * n, n, 2 * n])
+            try context.save()
+        }
+        let reader = graph.context()
+        try reader.performAndWait {
+            let owner = try #require(reader.existingObject(with: ownerIDs[1]) as? Owner)
+            #expect(owner.pets.count == 2 * n)
+        }
+    }
+
     @Test(arguments: allStoreTypes)
     func buildingAnOrderedToManyThroughItsInverseIsLinearAndKeepsTheOrder(type: StoreType) throws {
         let graph = try GraphStack(type)
