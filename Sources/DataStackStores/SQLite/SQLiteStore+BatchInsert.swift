@@ -46,7 +46,7 @@ extension SQLiteStore {
         }
         let entity = insert.entity
         let identity = identity
-        return BatchChanges(insertedObjectIDs: Set(writer.inserted.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0) }),
+        return BatchChanges(inserted: writer.inserted.map { ObjectID(entity: entity, store: identity, primaryKey: $0) },
                             updatedObjectIDs: Set(updated.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0.key) }),
                             historyToken: token)
     }

@@ -153,7 +153,7 @@ extension ManagedObjectContext {
         }
         let insert = StoreBatchInsert(entity: entity, rows: request.rows, onConflict: onConflict)
         let changes = try executeBatch(.insert(insert), on: try batchStore(for: entity))
-        return Self.result(changes, as: request.resultType, count: changes.insertedObjectIDs.count + changes.updatedObjectIDs.count)
+        return Self.result(changes, as: request.resultType, count: changes.inserted.count + changes.updatedObjectIDs.count)
     }
 
     /// Merges changes made elsewhere — a batch request, another process — into

@@ -29,9 +29,15 @@ public enum BatchResult: Sendable, Equatable {
 
 /// What a store's batch changed, by object ID.
 package struct BatchChanges: Sendable {
-    // Sets, as a did-save carries them: a million IDs are hashed once, not
-    // again for the row cache and again for the notification.
-    package var insertedObjectIDs: Set<ObjectID> = []
+    // The updated and deleted IDs are sets, as a did-save carries them: a
+    // million IDs are hashed once, not again for the row cache and again for
+    // the notification. The inserted ones are a list, built into a set only
+    // if the save's payload is read as one (see `DeferredObjectIDSet`).
+    package var insertedObjectIDs: Set<ObjectID> {
+        get { inserted.set }
+        set { inserted = DeferredObjectIDSet(newValue) }
+    }
+    package var inserted = DeferredObjectIDSet()
     package var updatedObjectIDs: Set<ObjectID> = []
     package var deletedObjectIDs: Set<ObjectID> = []
     /// The history transaction the store recorded, if it tracks history.
@@ -39,18 +45,27 @@ package struct BatchChanges: Sendable {
 
     package init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
                  historyToken: PersistentHistoryToken? = nil) {
-        self.insertedObjectIDs = insertedObjectIDs
+        self.inserted = DeferredObjectIDSet(insertedObjectIDs)
         self.updatedObjectIDs = updatedObjectIDs
         self.deletedObjectIDs = deletedObjectIDs
         self.historyToken = historyToken
     }
 
+    /// A batch's changes, its inserted IDs as a list of distinct IDs.
+    package init(inserted: [ObjectID], updatedObjectIDs: Set<ObjectID>, historyToken: PersistentHistoryToken?) {
+        self.inserted = DeferredObjectIDSet(distinct: inserted)
+        self.updatedObjectIDs = updatedObjectIDs
+        self.historyToken = historyToken
+    }
+
     /// Whether the batch changed no row.
-    package var isEmpty: Bool { insertedObjectIDs.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
+    package var isEmpty: Bool { inserted.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
 
     /// The changes as a save, for merging.
     package var asSave: ContextDidSave {
-        ContextDidSave(insertedObjectIDs: insertedObjectIDs, updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
-                       historyTokens: historyToken.map { [$0] } ?? [])
+        var save = ContextDidSave(updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
+                                  historyTokens: historyToken.map { [$0] } ?? [])
+        save.inserted = inserted
+        return save
     }
 }
