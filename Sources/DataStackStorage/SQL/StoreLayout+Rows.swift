@@ -15,7 +15,7 @@ import Foundation
 public struct RowReader {
     let schema: TableLayout
     let identity: StoreIdentity
-    private var last: (number: Int64, entity: EntityDescription, layout: RowLayout)?
+    private var last: (number: Int64, entity: EntityDescription, scope: ObjectIDScope, layout: RowLayout)?
 
     init(schema: TableLayout, identity: StoreIdentity) {
         self.schema = schema
@@ -37,14 +37,15 @@ public struct RowReader {
     public mutating func node(from row: some StoredRow) throws -> IncrementalStoreNode {
         let key = try row.int64(at: 0)
         let number = try row.int64(at: 1)
-        let entity: EntityDescription, layout: RowLayout
+        let entity: EntityDescription, scope: ObjectIDScope, layout: RowLayout
         if let last, last.number == number {
-            (entity, layout) = (last.entity, last.layout)
+            (entity, scope, layout) = (last.entity, last.scope, last.layout)
         } else {
             entity = try self.entity(numbered: number, row: key)
             guard let found = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
             layout = found
-            last = (number, entity, layout)
+            scope = entity.idScope(in: identity)
+            last = (number, entity, scope, layout)
         }
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(layout.steps.count)
@@ -75,7 +76,7 @@ public struct RowReader {
                 }
             }
         }
-        return IncrementalStoreNode(objectID: ObjectID(entity: entity, store: identity, primaryKey: key),
+        return IncrementalStoreNode(objectID: ObjectID(scope: scope, primaryKey: key),
                                     values: values, version: try row.int64(at: 2))
     }
 

@@ -16,6 +16,8 @@ struct RowDecoder {
     private var lastNumber: Int64 = -1
     private var lastLayout: RowLayout?
     private var lastEntity: EntityDescription?
+    /// The last entity's ID scope: one lookup per run of rows of one entity.
+    private var lastScope: ObjectIDScope?
 
     init(schema: TableLayout, identity: StoreIdentity, url: URL?) {
         self.schema = schema
@@ -36,13 +38,21 @@ struct RowDecoder {
         for (slot, step) in steps.enumerated() {
             values.append(try value(of: step, in: statement, slot: slot, layout: layout))
         }
-        return IncrementalStoreNode(objectID: ObjectID(entity: layout.entity, store: identity, primaryKey: statement.int64(at: 0)),
+        return IncrementalStoreNode(objectID: ObjectID(scope: try scope(of: statement), primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
     }
 
     /// The row's ID, for a select of `Z_PK, Z_ENT` first.
     mutating func objectID(from statement: Statement) throws -> ObjectID {
-        ObjectID(entity: try entity(of: statement), store: identity, primaryKey: statement.int64(at: 0))
+        ObjectID(scope: try scope(of: statement), primaryKey: statement.int64(at: 0))
+    }
+
+    private mutating func scope(of statement: Statement) throws -> ObjectIDScope {
+        let entity = try entity(of: statement)
+        if let lastScope { return lastScope }
+        let scope = entity.idScope(in: identity)
+        lastScope = scope
+        return scope
     }
 
     private mutating func entity(of statement: Statement) throws -> EntityDescription {
@@ -54,6 +64,7 @@ struct RowDecoder {
         lastNumber = number
         lastEntity = entity
         lastLayout = nil
+        lastScope = nil
         return entity
     }
 

@@ -44,10 +44,9 @@ extension SQLiteStore {
                                           attributes: writer.rows.attributes, layout: history, author: author, contextName: contextName,
                                           connection: connection)
         }
-        let entity = insert.entity
-        let identity = identity
-        return BatchChanges(inserted: writer.inserted.map { ObjectID(entity: entity, store: identity, primaryKey: $0) },
-                            updatedObjectIDs: Set(updated.lazy.map { ObjectID(entity: entity, store: identity, primaryKey: $0.key) }),
+        let scope = insert.entity.idScope(in: identity)
+        return BatchChanges(inserted: writer.inserted.map { ObjectID(scope: scope, primaryKey: $0) },
+                            updatedObjectIDs: Set(updated.lazy.map { ObjectID(scope: scope, primaryKey: $0.key) }),
                             historyToken: token)
     }
 

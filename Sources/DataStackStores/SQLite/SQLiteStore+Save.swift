@@ -292,8 +292,13 @@ extension SQLiteStore {
         for (root, positions) in groups {
             let last = try Self.allocateKeys(Int64(positions.count), entity: root, connection: connection, url: url)
             var next = last - Int64(positions.count) + 1
+            var lastScope: ObjectIDScope?
             for position in positions {
-                ids[position] = ObjectID(entity: ids[position].entity, store: identity, primaryKey: next)
+                // One scope lookup per run of one entity (positions are grouped by root, not entity).
+                let entity = ids[position].entity
+                let scope = lastScope.flatMap { $0.entity === entity ? $0 : nil } ?? entity.idScope(in: identity)
+                lastScope = scope
+                ids[position] = ObjectID(scope: scope, primaryKey: next)
                 keys[position] = next
                 next += 1
             }

@@ -35,7 +35,7 @@ extension ManagedObjectContext {
         }
         for object in unsavedUpdates.objects + unsavedDeletes.objects {
             if object.flags.contains(.inaccessible) { continue }
-            if let snapshot = object.snapshot { object.slots = snapshot }
+            if var snapshot = object.snapshot { object.takeFetchedValues(&snapshot) }
             object.flags.subtract([.updated, .deleted])
             change.refreshedObjectIDs.insert(object.objectID)
         }

@@ -93,6 +93,7 @@ extension ManagedObjectContext {
             // IDs), and when the caller does not want the rows.
             if batchSize > 0 || parent != nil || !includesPropertyValues {
                 let ids = try parentObjectIDs(fetch)
+                registry.reserveCapacity(registry.count + ids.count)
                 let objects = ids.map { object(withFetched: $0) }
                 if batchSize > 0 {
                     for start in stride(from: 0, to: ids.count, by: batchSize) {

@@ -98,9 +98,12 @@ extension ManagedObjectContext {
             for index in values.indices where object.slots[index] != base[index] {
                 values[index] = object.slots[index]
             }
+            object.slots = values
+            object.snapshot = node.values
+        } else {
+            // No changes to keep: the row is both, as after a fetch.
+            object.takeFetchedValues(&values)
         }
-        object.slots = values
-        object.snapshot = node.values
         object.snapshotVersion = node.version
         object.awakeFromFetch()
     }

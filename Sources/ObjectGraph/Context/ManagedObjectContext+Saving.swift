@@ -273,7 +273,7 @@ extension ManagedObjectContext {
                 let mapping = permanentIDs()
                 if !mapping.isEmpty { object.slots = ContiguousArray(object.slots.map { $0.remappingIDs(mapping) }) }
             }
-            object.snapshot = object.slots
+            object.takeValuesAsSnapshot()
             object.flags.subtract([.inserted, .updated])
         }
         // Re-keying an entry costs a removal from the registry; when most of it

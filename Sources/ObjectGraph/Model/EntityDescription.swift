@@ -115,6 +115,12 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
     @usableFromInline let managedSlotEntries: ManagedSlotEntries
     /// Whether ``markLayoutFinal()`` was called.
     private let layoutIsFinal = Atomic<Bool>(false)
+    /// The scope of this entity's temporary IDs (see ``ObjectIDScope``): made
+    /// with the entity, so that an insert reads it without a lock; nil only
+    /// once the model has gone (``releaseIDScopes()``).
+    @exclusivity(unchecked) private var temporaryScope: ObjectIDScope?
+    /// The scopes of this entity's permanent IDs, one per store it was used with.
+    private let permanentScopes = Mutex<[ObjectIDScope]>([])
     /// Position of the entity in its model's `entities`.
     @exclusivity(unchecked) package internal(set) var modelIndex: Int = -1
 
@@ -126,6 +132,35 @@ public final class EntityDescription: @unchecked Sendable, CustomStringConvertib
         self.nameSeed = Self.seed(of: name)
         self.properties = properties
         for property in properties { property.entity = self }
+        self.temporaryScope = ObjectIDScope(entity: self, store: nil)
+    }
+
+    /// The scope of this entity's permanent IDs in `store`: one per store,
+    /// made on first use. A store that makes an ID per row it reads takes it
+    /// once and makes each ID with ``ObjectID/init(scope:primaryKey:)``.
+    @_spi(StoreImplementation)
+    public func idScope(in store: StoreIdentity) -> ObjectIDScope {
+        permanentScopes.withLock { scopes in
+            if let scope = scopes.first(where: { $0.storeReference?.takeUnretainedValue() === store }) { return scope }
+            let scope = ObjectIDScope(entity: self, store: store)
+            scopes.append(scope)
+            return scope
+        }
+    }
+
+    /// The scope of this entity's temporary IDs.
+    package var temporaryIDScope: ObjectIDScope {
+        // Once the model has gone (which its users must not let happen while
+        // they use its entities) a fresh scope: its IDs still compare equal.
+        temporaryScope ?? ObjectIDScope(entity: self, store: nil)
+    }
+
+    /// Lets go of the scopes, which hold the entity: called when the model
+    /// goes, so that the entity and its scopes are freed with the last ID
+    /// that names them.
+    func releaseIDScopes() {
+        temporaryScope = nil
+        permanentScopes.withLock { $0.removeAll() }
     }
 
     /// Every property, inherited ones included, by name.

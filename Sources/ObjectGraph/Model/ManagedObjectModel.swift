@@ -59,6 +59,13 @@ public final class ManagedObjectModel: @unchecked Sendable {
         adopt(entities)
     }
 
+    deinit {
+        // Each entity and its ID scopes hold each other (see `ObjectIDScope`):
+        // break the cycle, so that an entity lives as long as the IDs that
+        // name it, not forever.
+        for entity in entities { entity.releaseIDScopes() }
+    }
+
     /// The entities by name.
     public var entitiesByName: [String: EntityDescription] {
         prepareLayout()

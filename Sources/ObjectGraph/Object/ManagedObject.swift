@@ -89,51 +89,141 @@ open class ManagedObject {
     }
     /// The values last read from or written to the parent store; nil if never saved.
     package var snapshot: ContiguousArray<PropertyValue>? {
-        get { snapshotIsSlots ? storedSlots : storedSnapshot }
+        get {
+            if snapshotIsSlots { return storedSlots }
+            if case .boxed(let box) = storage { return box.snapshot }
+            return nil
+        }
         set {
             snapshotIsSlots = false
-            storedSnapshot = newValue
+            if let newValue {
+                madeBox.snapshot = newValue
+            } else if case .boxed(let box) = storage {
+                box.snapshot = nil
+                unboxIfPossible()
+            }
         }
     }
-    @exclusivity(unchecked) private var storedSlots: ContiguousArray<PropertyValue> = []
-    @exclusivity(unchecked) private var storedSnapshot: ContiguousArray<PropertyValue>?
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
-    @exclusivity(unchecked) package var snapshotVersion: Int64 = 0
-    /// What few objects need, in a box of its own made on first use, so that
-    /// the rest do not carry its two dictionaries (16 bytes each object).
-    @exclusivity(unchecked) private var extras: Extras?
-    // The one-byte fields last and together: they share one word.
-    /// Whether the snapshot is the values themselves, as after a fetch, until
-    /// the values first change: then `storedSnapshot` takes them over.
+    package var snapshotVersion: Int64 {
+        get {
+            if compactVersion == Self.versionInBox, case .boxed(let box) = storage { return box.version }
+            return Int64(compactVersion)
+        }
+        set {
+            if newValue >= 0 && newValue < Int64(Self.versionInBox) {
+                compactVersion = UInt32(newValue)
+            } else {
+                madeBox.version = newValue
+                compactVersion = Self.versionInBox
+            }
+        }
+    }
+
+    // The stored fields make an instance of 56 bytes, a 64-byte heap block:
+    // the ID (two words), the context, the values (one word) and a word of
+    // small fields, in this order so that the small ones share the last word.
+    // What only some objects need goes in a box (``Storage/boxed(_:)``).
+
+    /// The values, alone or in a box with what few objects need besides.
+    @exclusivity(unchecked) private var storage: Storage = .values([])
+    /// `snapshotVersion` when it fits in 32 bits (every row that was saved
+    /// fewer than four billion times); `versionInBox` when the box holds it.
+    @exclusivity(unchecked) private var compactVersion: UInt32 = 0
+    /// Whether the snapshot is the values themselves, as after a fetch or a
+    /// save, until the values first change: then the box takes a copy.
     @exclusivity(unchecked) private var snapshotIsSlots = false
     @exclusivity(unchecked) package var state: State = .new
     @exclusivity(unchecked) package var flags: Flags = []
 
-    private final class Extras {
+    private static let versionInBox = UInt32.max
+
+    private enum Storage {
+        /// Only the values: a fault's are empty; the snapshot is nil or the
+        /// values (`snapshotIsSlots`). One word, as the array is.
+        case values(ContiguousArray<PropertyValue>)
+        /// The values with a snapshot of their own, or member indexes,
+        /// prefetched objects or a version that needs 64 bits.
+        case boxed(Box)
+    }
+
+    private final class Box {
+        var slots: ContiguousArray<PropertyValue>
+        var snapshot: ContiguousArray<PropertyValue>?
+        var version: Int64 = 0
         /// The member indexes of loaded to-many slots, by slot index: only of
         /// slots whose members were added or removed one at a time (see
         /// ``ManagedObject/withToManyMembers(at:_:)``).
         var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
         /// See ``ManagedObject/prefetchedObjects``.
         var prefetchedObjects: [Int: [ManagedObject]] = [:]
+
+        init(slots: ContiguousArray<PropertyValue>) { self.slots = slots }
+    }
+
+    private var storedSlots: ContiguousArray<PropertyValue> {
+        @inline(__always) get {
+            switch storage {
+            case .values(let values): values
+            case .boxed(let box): box.slots
+            }
+        }
+        set {
+            switch storage {
+            case .values: storage = .values(newValue)
+            case .boxed(let box): box.slots = newValue
+            }
+        }
+        _modify {
+            switch storage {
+            case .boxed(let box):
+                yield &box.slots
+            case .values(var values):
+                // Out of the enum while it changes, so that the array is
+                // uniquely referenced and changes in place.
+                storage = .values([])
+                defer { storage = .values(values) }
+                yield &values
+            }
+        }
+    }
+
+    /// The box, made now if the object has none.
+    private var madeBox: Box {
+        switch storage {
+        case .boxed(let box):
+            return box
+        case .values(let values):
+            let box = Box(slots: values)
+            storage = .boxed(box)
+            return box
+        }
+    }
+
+    /// Goes back to the values alone when the box holds nothing else.
+    private func unboxIfPossible() {
+        guard case .boxed(let box) = storage, box.snapshot == nil || snapshotIsSlots,
+              box.toManyMemberIndexes.isEmpty, box.prefetchedObjects.isEmpty,
+              compactVersion != Self.versionInBox else { return }
+        storage = .values(box.slots)
     }
 
     /// The destinations a fetch prefetched for this object's relationships
     /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
     /// its values, as a fired relationship retains its objects in Core Data.
     package var prefetchedObjects: [Int: [ManagedObject]] {
-        get { extras?.prefetchedObjects ?? [:] }
-        set {
-            if newValue.isEmpty && extras == nil { return }
-            madeExtras.prefetchedObjects = newValue
+        get {
+            if case .boxed(let box) = storage { return box.prefetchedObjects }
+            return [:]
         }
-    }
-
-    private var madeExtras: Extras {
-        if let extras { return extras }
-        let made = Extras()
-        extras = made
-        return made
+        set {
+            if case .boxed(let box) = storage {
+                box.prefetchedObjects = newValue
+                if newValue.isEmpty { unboxIfPossible() }
+            } else if !newValue.isEmpty {
+                madeBox.prefetchedObjects = newValue
+            }
+        }
     }
 
     package enum State {
@@ -202,23 +292,40 @@ open class ManagedObject {
     /// are out of the processor's caches by the time objects are made, and a
     /// copy would touch each one's memory just to count a reference.
     package func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
-        storedSnapshot = nil
         snapshotIsSlots = true
-        forgetToManyMemberIndexes()
-        storedSlots = []
-        swap(&storedSlots, &values)
+        var taken = ContiguousArray<PropertyValue>()
+        swap(&taken, &values)
+        switch storage {
+        case .values:
+            storage = .values(taken)
+        case .boxed(let box):
+            box.snapshot = nil
+            box.toManyMemberIndexes = [:]
+            box.slots = taken
+            unboxIfPossible()
+        }
+    }
+
+    /// The values become the snapshot, without a copy: after a save wrote them.
+    package func takeValuesAsSnapshot() {
+        snapshotIsSlots = true
+        if case .boxed(let box) = storage {
+            box.snapshot = nil
+            unboxIfPossible()
+        }
     }
 
     @inline(__always)
     private func keepSnapshot() {
         guard snapshotIsSlots else { return }
-        storedSnapshot = storedSlots
+        let box = madeBox
+        box.snapshot = box.slots
         snapshotIsSlots = false
     }
 
     @inline(__always)
     private func forgetToManyMemberIndexes() {
-        if let extras, !extras.toManyMemberIndexes.isEmpty { extras.toManyMemberIndexes = [:] }
+        if case .boxed(let box) = storage, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes = [:] }
     }
 
     // MARK: - Slot writes
@@ -226,7 +333,7 @@ open class ManagedObject {
     /// Writes one slot, forgetting the member index of that slot only.
     package final func replaceSlot(_ value: PropertyValue, at index: Int) {
         keepSnapshot()
-        if let extras, !extras.toManyMemberIndexes.isEmpty { extras.toManyMemberIndexes[index] = nil }
+        if case .boxed(let box) = storage, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
         storedSlots[index] = value
     }
 
@@ -251,7 +358,7 @@ open class ManagedObject {
         if case .objects(let list) = taken { ids = list }
         taken = .null
         var memberIndex: ToManyMemberIndex
-        if let known = extras?.toManyMemberIndexes.removeValue(forKey: index) {
+        if case .boxed(let box) = storage, let known = box.toManyMemberIndexes.removeValue(forKey: index) {
             memberIndex = known
         } else if let built = ToManyMemberIndex(ids) {
             memberIndex = built
@@ -270,7 +377,7 @@ open class ManagedObject {
         if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before { countToManyMemberWork(ids.count) }
         #endif
         storedSlots[index] = .objects(ids)
-        madeExtras.toManyMemberIndexes[index] = memberIndex
+        madeBox.toManyMemberIndexes[index] = memberIndex
         return result
     }
 
@@ -414,6 +521,7 @@ open class ManagedObject {
         snapshot = nil
         slots = []
         prefetchedObjects = [:]
+        unboxIfPossible()
         state = .fault
         didTurnIntoFault()
     }

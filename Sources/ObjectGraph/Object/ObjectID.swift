@@ -16,19 +16,16 @@ import Synchronization
 /// id.uriRepresentation()                        // x-coredata://<STORE-UUID>/Ticker/p42
 /// ```
 public struct ObjectID: Sendable, Hashable {
-    /// The object's entity.
-    public let entity: EntityDescription
-    /// The store that holds the row; nil while the ID is temporary.
-    package var store: StoreIdentity? { storeReference?.takeUnretainedValue() }
-    /// Unretained: identities are interned for the life of the process (see
-    /// ``StoreIdentity``), so an ID needs no reference count on it, and IDs are
-    /// copied on every registry, set and dictionary operation.
-    @_spi(StoreImplementation) public let storeReference: Unmanaged<StoreIdentity>?
+    /// The ID's entity and store, one shared instance per pair (see
+    /// ``ObjectIDScope``): one word rather than two, which makes an ID two words
+    /// in every object, registry bucket, set of IDs and `PropertyValue` (an
+    /// ID-sized payload set that enum's stride: 24 bytes now, 32 with a
+    /// three-word ID).
+    @usableFromInline let scope: ObjectIDScope
     /// The primary key's bits for a permanent ID, the counter for a temporary
-    /// one: which of the two it is, `storeReference` says (a temporary ID has
-    /// no store). One word rather than an enum of the two, whose tag would make
-    /// the ID 32 bytes in memory instead of 24, in every object, registry
-    /// bucket and set of IDs.
+    /// one: which of the two it is, the scope says (a temporary ID has no
+    /// store). One word rather than an enum of the two, whose tag would take
+    /// a word of its own.
     @usableFromInline package let rawKey: UInt64
 
     package enum Key: Hashable, Sendable {
@@ -36,36 +33,52 @@ public struct ObjectID: Sendable, Hashable {
         case temporary(UInt64)
     }
 
+    /// The object's entity.
+    @inlinable public var entity: EntityDescription { scope.entity }
+    /// The store that holds the row; nil while the ID is temporary.
+    package var store: StoreIdentity? { scope.storeReference?.takeUnretainedValue() }
+    /// The store's identity, unretained (see ``StoreIdentity``).
+    @_spi(StoreImplementation) public var storeReference: Unmanaged<StoreIdentity>? { scope.storeReference }
+
     /// The key, as the kind of ID it is.
     package var key: Key {
-        storeReference == nil ? .temporary(rawKey) : .permanent(Int64(bitPattern: rawKey))
+        scope.storeReference == nil ? .temporary(rawKey) : .permanent(Int64(bitPattern: rawKey))
     }
 
-    /// The ID of a stored row. Inlinable because a store above this layer makes
-    /// one per row it reads: as a call across the module boundary it cost ~70
-    /// instructions a row (fault with IDs only +2.7 %).
-    @_spi(StoreImplementation) @inlinable
+    /// The ID of a stored row.
+    ///
+    /// Looks the entity's scope for `store` up (a lock and a short list);
+    /// a store that makes an ID per row it reads takes the scope once
+    /// (``EntityDescription/idScope(in:)``) and uses ``init(scope:primaryKey:)``.
+    @_spi(StoreImplementation)
     public init(entity: EntityDescription, store: StoreIdentity, primaryKey: Int64) {
-        self.entity = entity
-        self.storeReference = Unmanaged.passUnretained(store)
+        self.init(scope: entity.idScope(in: store), primaryKey: primaryKey)
+    }
+
+    /// The ID of a stored row of the scope's entity and store (a scope made
+    /// by ``EntityDescription/idScope(in:)``, so it has a store). Inlinable
+    /// because a store above this layer makes one per row it reads: as a call
+    /// across the module boundary it cost ~70 instructions a row.
+    @_spi(StoreImplementation) @inlinable
+    public init(scope: ObjectIDScope, primaryKey: Int64) {
+        self.scope = scope
         self.rawKey = UInt64(bitPattern: primaryKey)
     }
 
     private init(temporaryFor entity: EntityDescription) {
-        self.entity = entity
-        self.storeReference = nil
+        self.scope = entity.temporaryIDScope
         self.rawKey = Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue
+    }
+
+    private init(scope: ObjectIDScope, rawKey: UInt64) {
+        self.scope = scope
+        self.rawKey = rawKey
     }
 
     /// The same ID with `entity` (which has the same name) as its entity.
     package func withEntity(_ entity: EntityDescription) -> ObjectID {
-        ObjectID(entity: entity, storeReference: storeReference, rawKey: rawKey)
-    }
-
-    private init(entity: EntityDescription, storeReference: Unmanaged<StoreIdentity>?, rawKey: UInt64) {
-        self.entity = entity
-        self.storeReference = storeReference
-        self.rawKey = rawKey
+        let scope = scope.storeReference.map { entity.idScope(in: $0.takeUnretainedValue()) } ?? entity.temporaryIDScope
+        return ObjectID(scope: scope, rawKey: rawKey)
     }
 
     /// A fresh temporary ID for a new object of `entity`.
@@ -85,11 +98,11 @@ public struct ObjectID: Sendable, Hashable {
     public var entityName: String { entity.name }
 
     /// Whether the ID is temporary: its object has not been saved to a store yet.
-    public var isTemporaryID: Bool { storeReference == nil }
+    public var isTemporaryID: Bool { scope.storeReference == nil }
 
     /// The row's primary key in its store (`Z_PK`), for a permanent ID.
     public var primaryKey: Int64? {
-        storeReference == nil ? nil : Int64(bitPattern: rawKey)
+        scope.storeReference == nil ? nil : Int64(bitPattern: rawKey)
     }
 
     /// The UUID of the store that holds the object, for a permanent ID.
@@ -117,8 +130,12 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
-        lhs.rawKey == rhs.rawKey && lhs.storeReference?.toOpaque() == rhs.storeReference?.toOpaque()
-            && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
+        // One scope per entity and store: the same scope is the same entity
+        // and store. IDs from two copies of a model have two scopes, equal
+        // when their stores are the same and their entities have one name.
+        lhs.rawKey == rhs.rawKey && (lhs.scope === rhs.scope
+            || (lhs.scope.storeReference?.toOpaque() == rhs.scope.storeReference?.toOpaque()
+                && lhs.scope.entity.name == rhs.scope.entity.name))
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -138,7 +155,7 @@ public struct ObjectID: Sendable, Hashable {
     /// mixed with the entity's name seed so that equal keys of two entities
     /// (every table counts from 1) do not collide. By name, as `==` compares.
     private var hashBits: UInt64 {
-        (rawKey &<< 1 | (storeReference == nil ? 1 : 0)) ^ entity.nameSeed
+        (rawKey &<< 1 | (scope.storeReference == nil ? 1 : 0)) ^ scope.entity.nameSeed
     }
 }
 
@@ -168,5 +185,27 @@ public final class StoreIdentity: Sendable {
             identities[uuid] = identity
             return identity
         }
+    }
+}
+
+/// An entity and a store, as IDs name them: one instance per pair, shared by
+/// every ID of the pair, so that an ``ObjectID`` is this reference and a key.
+///
+/// The entity keeps its scopes (``EntityDescription/idScope(in:)``) until its
+/// model goes; a scope keeps its entity alive, so an ID outlives its model as
+/// it did when it held the entity itself.
+///
+/// Public because ``ObjectID`` inlines its reads for the stores built on this
+/// layer; only a store has a use for one (``EntityDescription/idScope(in:)``).
+public final class ObjectIDScope: Sendable {
+    /// The entity of the scope's IDs.
+    public let entity: EntityDescription
+    /// The store of the scope's IDs; nil for temporary ones. Unretained:
+    /// identities live as long as the process (``StoreIdentity``).
+    @_spi(StoreImplementation) public let storeReference: Unmanaged<StoreIdentity>?
+
+    init(entity: EntityDescription, store: StoreIdentity?) {
+        self.entity = entity
+        self.storeReference = store.map { Unmanaged.passUnretained($0) }
     }
 }

@@ -18,8 +18,12 @@ import Testing
         return object
     }
 
-    @Test func agreesWithADictionaryOverRandomInsertsReplacementsAndRemovals() {
+    /// From a table of 16 buckets growing by doubling, and from tables of
+    /// sizes that are no power of two (as a fetch reserves them).
+    @Test(arguments: [0, 1_001, 2_222, 3_999])
+    func agreesWithADictionaryOverRandomInsertsReplacementsAndRemovals(reserved: Int) {
         var registry = ObjectRegistry()
+        registry.reserveCapacity(reserved)
         var expected: [ObjectID: ManagedObject] = [:]
         var generator = SplitMix64(seed: 7)
         // Two entities with overlapping key ranges, and temporary IDs: the keys collide on purpose.
@@ -48,6 +52,21 @@ import Testing
         #expect(Set(registry.objects.map(ObjectIdentifier.init)) == Set(expected.values.map(ObjectIdentifier.init)))
         for (key, object) in expected { #expect(registry[key] === object) }
         #expect(registry[id("Company", 1_000_000)] == nil)
+    }
+
+    /// A reserved table holds its capacity without growing, at a load of at
+    /// most 3/4 and in no more buckets than that needs (a block of four spare).
+    @Test(arguments: [1, 12, 13, 100, 1_000, 99_999, 100_000, 131_073])
+    func aReservedTableIsJustLargeEnough(capacity: Int) {
+        var registry = ObjectRegistry()
+        registry.reserveCapacity(capacity)
+        let buckets = registry.bucketCount
+        #expect(buckets % 4 == 0)
+        #expect(buckets / 4 * 3 >= capacity)
+        #expect(buckets <= max(16, capacity * 4 / 3 + 8), "\(buckets) buckets for \(capacity)")
+        // Filling it (up to 2,000 here) never grows it.
+        for key in 0..<Int64(min(capacity, 2_000)) { registry[id("Company", key)] = object(for: id("Company", key)) }
+        #expect(registry.bucketCount == buckets)
     }
 
     @Test func anIDFromAnotherCopyOfTheModelFindsTheSameObject() {

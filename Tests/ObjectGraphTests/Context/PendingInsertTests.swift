@@ -121,16 +121,60 @@ private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer?) -> Int
     }
 
     /// What each object costs in memory, which issue #36 measures per object:
-    /// an ID of three words, and an object whose instance fits a 96-byte heap block.
-    @Test func anIDIsThreeWordsAndAFaultIsSmall() throws {
-        #expect(MemoryLayout<ObjectID>.size == 3 * MemoryLayout<Int>.size)
+    /// an ID of two words (a scope and a key), a value of three, and an object
+    /// whose instance fits a 64-byte heap block.
+    @Test func anIDIsTwoWordsAndAFaultIsSmall() throws {
+        #expect(MemoryLayout<ObjectID>.size == 2 * MemoryLayout<Int>.size)
+        #expect(MemoryLayout<PropertyValue>.stride == 3 * MemoryLayout<Int>.size)
         let entity = TestModel.make().entitiesByName["Company"]!
         #if os(Linux)
         let object = ManagedObject(entity: entity, insertInto: nil)
         let size = withExtendedLifetime(object) { mallocUsableSize(Unmanaged.passUnretained(object).toOpaque()) }
-        #expect(size <= 88, "a ManagedObject instance takes \(size) bytes of heap")
+        #expect(size <= 56, "a ManagedObject instance takes \(size) bytes of heap")
         #else
         _ = entity
         #endif
+    }
+}
+
+/// What an object keeps beside its values (a snapshot of its own, a version
+/// beyond 32 bits) lives in a box made on first need; each reads back as written.
+@Suite struct ObjectStorageTests {
+    @Test(arguments: [Int64(0), 1, Int64(UInt32.max) - 1, Int64(UInt32.max), Int64(UInt32.max) + 5, Int64.max, -1, Int64.min])
+    func aVersionOfAnySizeReadsBackAsWritten(_ version: Int64) throws {
+        let entity = try #require(TestModel.make().entitiesByName["Company"])
+        let object = ManagedObject(entity: entity, insertInto: nil)
+        var values = entity.initialSlots
+        object.takeFetchedValues(&values)
+        object.snapshotVersion = version
+        #expect(object.snapshotVersion == version)
+        // A change of the values (which gives the object a snapshot of its own) keeps it.
+        object.replaceSlot(.string("changed"), at: try #require(entity.propertiesByName["name"]).index)
+        #expect(object.snapshotVersion == version)
+        #expect(object.snapshot == entity.initialSlots)
+        object.takeValuesAsSnapshot()
+        #expect(object.snapshotVersion == version)
+        #expect(object.snapshot == object.slots)
+        object.snapshotVersion = 3
+        #expect(object.snapshotVersion == 3)
+    }
+
+    @Test func theSnapshotIsKeptApartFromTheValuesOnlyWhileTheyDiffer() throws {
+        let entity = try #require(TestModel.make().entitiesByName["Company"])
+        let name = try #require(entity.propertiesByName["name"]).index
+        let object = ManagedObject(entity: entity, insertInto: nil)
+        var fetched = entity.initialSlots
+        fetched[name] = .string("fetched")
+        let row = fetched
+        object.takeFetchedValues(&fetched)
+        #expect(fetched.isEmpty && object.slots == row && object.snapshot == row)
+        object.slots[name] = .string("edited")
+        #expect(object.snapshot == row && object.slots[name] == .string("edited"))
+        object.snapshot = nil
+        #expect(object.snapshot == nil && object.slots[name] == .string("edited"))
+        object.takeValuesAsSnapshot()
+        #expect(object.snapshot?[name] == .string("edited"))
+        object.turnIntoFault()
+        #expect(object.slots.isEmpty && object.snapshot == nil && object.isFault)
     }
 }
