@@ -89,16 +89,12 @@ open class ManagedObject {
     }
     /// The values last read from or written to the parent store; nil if never saved.
     package var snapshot: ContiguousArray<PropertyValue>? {
-        get {
-            if snapshotIsSlots { return storedSlots }
-            if case .boxed(let box) = storage { return box.snapshot }
-            return nil
-        }
+        get { snapshotIsSlots ? storedSlots : box?.snapshot }
         set {
             snapshotIsSlots = false
             if let newValue {
                 madeBox.snapshot = newValue
-            } else if case .boxed(let box) = storage {
+            } else if let box {
                 box.snapshot = nil
                 unboxIfPossible()
             }
@@ -107,7 +103,7 @@ open class ManagedObject {
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
     package var snapshotVersion: Int64 {
         get {
-            if compactVersion == Self.versionInBox, case .boxed(let box) = storage { return box.version }
+            if compactVersion == Self.versionInBox, let box { return box.version }
             return Int64(compactVersion)
         }
         set {
@@ -120,13 +116,16 @@ open class ManagedObject {
         }
     }
 
-    // The stored fields make an instance of 56 bytes, a 64-byte heap block:
-    // the ID (two words), the context, the values (one word) and a word of
-    // small fields, in this order so that the small ones share the last word.
-    // What only some objects need goes in a box (``Storage/boxed(_:)``).
+    // The stored fields make an instance of 64 bytes (an 80-byte heap block,
+    // with room for eight `@Managed` properties of a subclass): the ID (two
+    // words), the context, the values, the box and a word of small fields,
+    // in this order so that the small ones share the last word. What only
+    // some objects need goes in the box.
 
-    /// The values, alone or in a box with what few objects need besides.
-    @exclusivity(unchecked) private var storage: Storage = .values([])
+    @exclusivity(unchecked) private var storedSlots: ContiguousArray<PropertyValue> = []
+    /// A snapshot of the object's own, member indexes, prefetched objects or
+    /// a version that needs 64 bits; nil for most objects.
+    @exclusivity(unchecked) private var box: Box?
     /// `snapshotVersion` when it fits in 32 bits (every row that was saved
     /// fewer than four billion times); `versionInBox` when the box holds it.
     @exclusivity(unchecked) private var compactVersion: UInt32 = 0
@@ -138,17 +137,7 @@ open class ManagedObject {
 
     private static let versionInBox = UInt32.max
 
-    private enum Storage {
-        /// Only the values: a fault's are empty; the snapshot is nil or the
-        /// values (`snapshotIsSlots`). One word, as the array is.
-        case values(ContiguousArray<PropertyValue>)
-        /// The values with a snapshot of their own, or member indexes,
-        /// prefetched objects or a version that needs 64 bits.
-        case boxed(Box)
-    }
-
     private final class Box {
-        var slots: ContiguousArray<PropertyValue>
         var snapshot: ContiguousArray<PropertyValue>?
         var version: Int64 = 0
         /// The member indexes of loaded to-many slots, by slot index: only of
@@ -157,67 +146,30 @@ open class ManagedObject {
         var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
         /// See ``ManagedObject/prefetchedObjects``.
         var prefetchedObjects: [Int: [ManagedObject]] = [:]
-
-        init(slots: ContiguousArray<PropertyValue>) { self.slots = slots }
-    }
-
-    private var storedSlots: ContiguousArray<PropertyValue> {
-        @inline(__always) get {
-            switch storage {
-            case .values(let values): values
-            case .boxed(let box): box.slots
-            }
-        }
-        set {
-            switch storage {
-            case .values: storage = .values(newValue)
-            case .boxed(let box): box.slots = newValue
-            }
-        }
-        _modify {
-            switch storage {
-            case .boxed(let box):
-                yield &box.slots
-            case .values(var values):
-                // Out of the enum while it changes, so that the array is
-                // uniquely referenced and changes in place.
-                storage = .values([])
-                defer { storage = .values(values) }
-                yield &values
-            }
-        }
     }
 
     /// The box, made now if the object has none.
     private var madeBox: Box {
-        switch storage {
-        case .boxed(let box):
-            return box
-        case .values(let values):
-            let box = Box(slots: values)
-            storage = .boxed(box)
-            return box
-        }
+        if let box { return box }
+        let made = Box()
+        box = made
+        return made
     }
 
-    /// Goes back to the values alone when the box holds nothing else.
+    /// Lets the box go when it holds nothing any more.
     private func unboxIfPossible() {
-        guard case .boxed(let box) = storage, box.snapshot == nil || snapshotIsSlots,
-              box.toManyMemberIndexes.isEmpty, box.prefetchedObjects.isEmpty,
-              compactVersion != Self.versionInBox else { return }
-        storage = .values(box.slots)
+        guard let box, box.snapshot == nil || snapshotIsSlots, box.toManyMemberIndexes.isEmpty,
+              box.prefetchedObjects.isEmpty, compactVersion != Self.versionInBox else { return }
+        self.box = nil
     }
 
     /// The destinations a fetch prefetched for this object's relationships
     /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
     /// its values, as a fired relationship retains its objects in Core Data.
     package var prefetchedObjects: [Int: [ManagedObject]] {
-        get {
-            if case .boxed(let box) = storage { return box.prefetchedObjects }
-            return [:]
-        }
+        get { box?.prefetchedObjects ?? [:] }
         set {
-            if case .boxed(let box) = storage {
+            if let box {
                 box.prefetchedObjects = newValue
                 if newValue.isEmpty { unboxIfPossible() }
             } else if !newValue.isEmpty {
@@ -293,15 +245,11 @@ open class ManagedObject {
     /// copy would touch each one's memory just to count a reference.
     package func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
         snapshotIsSlots = true
-        var taken = ContiguousArray<PropertyValue>()
-        swap(&taken, &values)
-        switch storage {
-        case .values:
-            storage = .values(taken)
-        case .boxed(let box):
+        storedSlots = []
+        swap(&storedSlots, &values)
+        if let box {
             box.snapshot = nil
             box.toManyMemberIndexes = [:]
-            box.slots = taken
             unboxIfPossible()
         }
     }
@@ -309,7 +257,7 @@ open class ManagedObject {
     /// The values become the snapshot, without a copy: after a save wrote them.
     package func takeValuesAsSnapshot() {
         snapshotIsSlots = true
-        if case .boxed(let box) = storage {
+        if let box {
             box.snapshot = nil
             unboxIfPossible()
         }
@@ -318,14 +266,13 @@ open class ManagedObject {
     @inline(__always)
     private func keepSnapshot() {
         guard snapshotIsSlots else { return }
-        let box = madeBox
-        box.snapshot = box.slots
+        madeBox.snapshot = storedSlots
         snapshotIsSlots = false
     }
 
     @inline(__always)
     private func forgetToManyMemberIndexes() {
-        if case .boxed(let box) = storage, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes = [:] }
+        if let box, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes = [:] }
     }
 
     // MARK: - Slot writes
@@ -333,7 +280,7 @@ open class ManagedObject {
     /// Writes one slot, forgetting the member index of that slot only.
     package final func replaceSlot(_ value: PropertyValue, at index: Int) {
         keepSnapshot()
-        if case .boxed(let box) = storage, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
+        if let box, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
         storedSlots[index] = value
     }
 
@@ -358,7 +305,7 @@ open class ManagedObject {
         if case .objects(let list) = taken { ids = list }
         taken = .null
         var memberIndex: ToManyMemberIndex
-        if case .boxed(let box) = storage, let known = box.toManyMemberIndexes.removeValue(forKey: index) {
+        if let known = box?.toManyMemberIndexes.removeValue(forKey: index) {
             memberIndex = known
         } else if let built = ToManyMemberIndex(ids) {
             memberIndex = built

@@ -122,7 +122,8 @@ private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer?) -> Int
 
     /// What each object costs in memory, which issue #36 measures per object:
     /// an ID of two words (a scope and a key), a value of three, and an object
-    /// whose instance fits a 64-byte heap block.
+    /// of 64 bytes, an 80-byte heap block (72 usable: room for eight one-byte
+    /// `@Managed` properties of a subclass).
     @Test func anIDIsTwoWordsAndAFaultIsSmall() throws {
         #expect(MemoryLayout<ObjectID>.size == 2 * MemoryLayout<Int>.size)
         #expect(MemoryLayout<PropertyValue>.stride == 3 * MemoryLayout<Int>.size)
@@ -130,7 +131,7 @@ private func mallocUsableSize(_ pointer: UnsafeMutableRawPointer?) -> Int
         #if os(Linux)
         let object = ManagedObject(entity: entity, insertInto: nil)
         let size = withExtendedLifetime(object) { mallocUsableSize(Unmanaged.passUnretained(object).toOpaque()) }
-        #expect(size <= 56, "a ManagedObject instance takes \(size) bytes of heap")
+        #expect(size <= 72, "a ManagedObject instance takes \(size) bytes of heap")
         #else
         _ = entity
         #endif
