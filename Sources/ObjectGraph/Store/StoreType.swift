@@ -185,6 +185,19 @@ public struct StoreOptions: Sendable {
     /// (GRDB's `DatabasePool` default); 1 makes every read wait for the one
     /// before it. Values below 1 count as 1. Other stores ignore it.
     public var maximumReaderCount = 5
+    /// How long a store that reaches its database over a network (the
+    /// PostgreSQL store) waits for a connection to open before the call that
+    /// needed it throws; a parameter in the store's URL (`connect_timeout`)
+    /// wins. Nil: the store's default (PostgreSQL: 10 s). Stores in a file
+    /// ignore it.
+    public var connectionTimeout: Duration?
+    /// How long a network store's connection may hear nothing from the
+    /// server before it counts as lost (TCP keepalives, on both ends), so that
+    /// a call over a dead link throws rather than hang, and the server ends
+    /// the session of a client that vanished; parameters in the store's URL
+    /// win. Nil: the store's default (PostgreSQL: 30 s). Stores in a file
+    /// ignore it.
+    public var keepAliveTimeout: Duration?
 
     public init() {}
 

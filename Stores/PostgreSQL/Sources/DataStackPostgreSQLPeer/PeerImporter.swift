@@ -15,6 +15,11 @@ struct PeerImporter {
     let count: Int
     /// A pause between saves, so that the run lasts long enough to be watched.
     let interval: Duration
+    /// Whether a save the store refuses (`PersistentStoreError`: the server
+    /// unreachable, the connection lost) is reported as a `failed` line, its
+    /// changes discarded, and the run goes on with the next entry; otherwise
+    /// the importer stops with the error.
+    var keepsGoing = false
 
     func run() async throws {
         let context = stack.importerContext()
@@ -25,9 +30,20 @@ struct PeerImporter {
         try await context.perform { try Self.createCounterIfNeeded(in: context) }
         for number in 1...max(1, count) {
             let entryName = "\(name)-\(number)"
-            let (value, attempts) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
+            let started = Date()
+            let value: Int64, attempts: Int
+            do {
+                (value, attempts) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
+            } catch let error as PersistentStoreError where keepsGoing {
+                // Not saved: nothing of it may stay pending for the next save.
+                await context.perform { context.rollback() }
+                PeerOutput.write(PeerOutput.Failed(failed: entryName, code: "\(error.code)", error: "\(error)"))
+                try await Task.sleep(for: interval)
+                continue
+            }
             guard let token = tokens.last else { throw PeerError("the save of \(entryName) reported no history token") }
-            PeerOutput.write(PeerOutput.Saved(saved: entryName, token: token.transactionNumber, counter: value, attempts: attempts))
+            PeerOutput.write(PeerOutput.Saved(saved: entryName, token: token.transactionNumber, counter: value, attempts: attempts,
+                                              at: started.timeIntervalSince1970))
             try await Task.sleep(for: interval)
         }
     }

@@ -5,9 +5,10 @@ import Foundation
 // datastack-postgresql-peer: one process of a multi-process test on a PostgreSQL
 // store; see the package's README ("Tests"). A line of JSON per event on stdout.
 let usage = """
-    usage: datastack-postgresql-peer importer <postgresql-url> --name NAME --count N [--interval-ms MS]
+    usage: datastack-postgresql-peer importer <postgresql-url> --name NAME --count N [--interval-ms MS] [--keep-going]
            datastack-postgresql-peer viewer <postgresql-url>
            datastack-postgresql-peer read <postgresql-url>
+    options of every mode: [--connect-timeout-ms MS] [--keepalive-s S] (StoreOptions.connectionTimeout, .keepAliveTimeout)
     """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +23,18 @@ func option(_ name: String, in arguments: [String]) -> String? {
 
 PostgreSQLStore.register()
 
+/// The stack's default options, with the connection settings the arguments give.
+let storeOptions: StoreOptions = {
+    var options = StoreOptions.stackDefaults
+    if let milliseconds = option("--connect-timeout-ms", in: arguments).flatMap(Int.init) {
+        options.connectionTimeout = .milliseconds(milliseconds)
+    }
+    if let seconds = option("--keepalive-s", in: arguments).flatMap(Int.init) {
+        options.keepAliveTimeout = .seconds(seconds)
+    }
+    return options
+}()
+
 switch mode {
 case "importer":
     guard let name = option("--name", in: arguments), let count = option("--count", in: arguments).flatMap(Int.init), count > 0 else { PeerOutput.fail(usage) }
@@ -29,8 +42,9 @@ case "importer":
     Task.detached {
         do {
             let stack = StackManager()
-            try await stack.setup(model: PeerModel.make(), storeURL: url)
-            try await PeerImporter(stack: stack, name: name, count: count, interval: interval).run()
+            try await stack.setup(model: PeerModel.make(), storeURL: url, storeType: PostgreSQLStore.storeType, options: storeOptions)
+            try await PeerImporter(stack: stack, name: name, count: count, interval: interval,
+                                   keepsGoing: arguments.contains("--keep-going")).run()
             exit(0)
         } catch {
             PeerOutput.fail("importer \(name): \(error)")
@@ -50,7 +64,7 @@ case "viewer":
     Task.detached {
         do {
             let stack = StackManager()
-            try await stack.setup(model: PeerModel.make(), storeURL: url)
+            try await stack.setup(model: PeerModel.make(), storeURL: url, storeType: PostgreSQLStore.storeType, options: storeOptions)
             let viewer = PeerViewer(stack: stack)
             viewer.start()
             // Kept for the life of the process.
@@ -66,7 +80,7 @@ case "read":
     // A fresh coordinator, no stack: what the store holds.
     do {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: PeerModel.make())
-        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url)
+        try coordinator.addPersistentStore(type: PostgreSQLStore.storeType, at: url, options: storeOptions)
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
         let seen = try context.performAndWait {
             PeerOutput.Seen(entries: try PeerModel.entryNames(in: context),

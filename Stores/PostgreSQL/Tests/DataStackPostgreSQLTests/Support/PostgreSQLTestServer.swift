@@ -37,6 +37,16 @@ final class PostgreSQLTestServer: Sendable {
 
     private let binaries: Binaries
     private let state = Mutex(State())
+    /// Where the server runs on a test network (TestHosts): its namespace, the
+    /// address it listens on and the range pg_hba.conf trusts; nil for the
+    /// Unix socket only.
+    let network: Network?
+
+    struct Network: Sendable {
+        var namespace: String
+        var address: String
+        var trustedRange: String
+    }
 
     private struct State {
         var isRunning = false
@@ -75,7 +85,7 @@ final class PostgreSQLTestServer: Sendable {
     // MARK: - Starting
 
     /// Creates a data folder with initdb and starts a server on it.
-    static func start() throws -> PostgreSQLTestServer {
+    static func start(network: Network? = nil) throws -> PostgreSQLTestServer {
         let binaries = try locateBinaries()
         let folder = URL(fileURLWithPath: "/tmp/ds-pg-\(UUID().uuidString.prefix(8).lowercased())")
         let socket = folder.appendingPathComponent("socket")
@@ -94,11 +104,19 @@ final class PostgreSQLTestServer: Sendable {
                 throw PostgreSQLTestServerError(description: "chown \(path) to postgres failed: \(String(cString: strerror(errno)))")
             }
         }
-        let server = PostgreSQLTestServer(folder: folder, binaries: binaries)
+        let server = PostgreSQLTestServer(folder: folder, binaries: binaries, network: network)
         do {
             try server.run(
                 binaries.initdb,
                 ["-D", server.dataDirectory, "-A", "trust", "-U", "datastack", "--no-sync", "-E", "UTF8", "--locale=C"])
+            if let network {
+                // The test network's hosts log in over TCP, trusted as on the socket.
+                let hba = URL(fileURLWithPath: server.dataDirectory).appendingPathComponent("pg_hba.conf")
+                let handle = try FileHandle(forWritingTo: hba)
+                defer { try? handle.close() }
+                handle.seekToEndOfFile()
+                handle.write(Data("host all all \(network.trustedRange) trust\n".utf8))
+            }
             try server.startServer()
         } catch {
             server.stop()
@@ -107,9 +125,10 @@ final class PostgreSQLTestServer: Sendable {
         return server
     }
 
-    private init(folder: URL, binaries: Binaries) {
+    private init(folder: URL, binaries: Binaries, network: Network?) {
         self.folder = folder
         self.binaries = binaries
+        self.network = network
         dataDirectory = folder.appendingPathComponent("data").path
         socketDirectory = folder.appendingPathComponent("socket").path
         logFile = folder.appendingPathComponent("log").path
@@ -174,6 +193,25 @@ final class PostgreSQLTestServer: Sendable {
         state.withLock { $0.isRunning = false }
     }
 
+    /// Stops the server cleanly (`pg_ctl stop -m fast`: sessions are ended,
+    /// open transactions rolled back); the data folder stays for ``restart()``.
+    func stopKeepingData() throws {
+        try run(binaries.pgCtl, ["stop", "-D", dataDirectory, "-m", "fast", "-w"])
+        state.withLock { $0.isRunning = false }
+    }
+
+    /// Restarts the server with a fast shutdown (`pg_ctl restart -m fast`):
+    /// sessions are ended and their transactions rolled back, then it starts again.
+    func restartFast() throws {
+        try run(binaries.pgCtl, ["restart", "-D", dataDirectory, "-m", "fast", "-w", "-o", serverOptions, "-l", logFile])
+    }
+
+    /// The URL of a database over the test network: `postgresql://datastack@<address>:5432/<name>`.
+    func networkURL(database: String, parameters: String = "") -> URL? {
+        guard let network else { return nil }
+        return URL(string: "postgresql://datastack@\(network.address):5432/\(database)" + (parameters.isEmpty ? "" : "?" + parameters))
+    }
+
     /// Starts the server again on the same data folder and socket.
     func restart() throws {
         try startServer()
@@ -181,10 +219,13 @@ final class PostgreSQLTestServer: Sendable {
 
     // MARK: - Private helpers
 
+    private var serverOptions: String {
+        "-c unix_socket_directories='\(socketDirectory)' -c listen_addresses='\(network?.address ?? "")' -c fsync=off -c max_connections=100"
+    }
+
     private func startServer() throws {
-        let options = "-c unix_socket_directories='\(socketDirectory)' -c listen_addresses='' -c fsync=off -c max_connections=100"
         do {
-            try run(binaries.pgCtl, ["start", "-D", dataDirectory, "-o", options, "-w", "-l", logFile])
+            try run(binaries.pgCtl, ["start", "-D", dataDirectory, "-o", serverOptions, "-w", "-l", logFile])
         } catch {
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
             throw PostgreSQLTestServerError(description: "\(error)\nserver log:\n\(log.suffix(2000))")
@@ -203,6 +244,10 @@ final class PostgreSQLTestServer: Sendable {
         // `sh -c 'cd … && exec …'`: start in a folder the postgres user can enter
         // (the test process's may not be); posix_spawn's chdir action is not imported.
         var argv = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", folder.path]
+        if let network {
+            // Inside the server's namespace (as root), then as postgres.
+            argv += [TestHosts.ipTool, "netns", "exec", network.namespace]
+        }
         if let runuser = binaries.runuser {
             argv += [runuser, "-u", "postgres", "--"]
         }
