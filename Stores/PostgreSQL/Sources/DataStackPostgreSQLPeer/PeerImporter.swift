@@ -30,10 +30,9 @@ struct PeerImporter {
         try await context.perform { try Self.createCounterIfNeeded(in: context) }
         for number in 1...max(1, count) {
             let entryName = "\(name)-\(number)"
-            let started = Date()
-            let value: Int64, attempts: Int
+            let value: Int64, attempts: Int, started: Date
             do {
-                (value, attempts) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
+                (value, attempts, started) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
             } catch let error as PersistentStoreError where keepsGoing {
                 // Not saved: nothing of it may stay pending for the next save.
                 await context.perform { context.rollback() }
@@ -50,8 +49,8 @@ struct PeerImporter {
 
     /// Inserts the entry, increments the counter and saves; on a merge
     /// conflict, reads the counter again and retries. Returns the counter's
-    /// saved value and the number of tries.
-    private static func save(entryNamed entryName: String, in context: ManagedObjectContext) throws -> (Int64, Int) {
+    /// saved value, the number of tries, and when the last try called `save()`.
+    private static func save(entryNamed entryName: String, in context: ManagedObjectContext) throws -> (Int64, Int, Date) {
         let entry = ManagedObject(entity: try entity("Entry", in: context), insertInto: context)
         try entry.setValue(entryName, forKey: "name")
         guard let counter = try context.fetch(PeerModel.counterRequest).first else {
@@ -61,8 +60,9 @@ struct PeerImporter {
             let value = try PeerModel.value(of: counter) + 1
             try counter.setValue(Int(value), forKey: "value")
             do {
+                let called = Date()
                 try context.save()
-                return (value, attempt)
+                return (value, attempt, called)
             } catch ObjectGraphError.Code.mergeConflict where attempt < 1_000 {
                 // Discard the stale increment; the next read fires the fault from the store.
                 context.refresh(counter, mergeChanges: false)

@@ -8,10 +8,24 @@ let usage = """
     usage: datastack-postgresql-peer importer <postgresql-url> --name NAME --count N [--interval-ms MS] [--keep-going]
            datastack-postgresql-peer viewer <postgresql-url>
            datastack-postgresql-peer read <postgresql-url>
+           datastack-postgresql-peer relay <listen-address:port> --to ADDRESS:PORT --delay-ms MS
     options of every mode: [--connect-timeout-ms MS] [--keepalive-s S] (StoreOptions.connectionTimeout, .keepAliveTimeout)
     """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+
+/// `ADDRESS:PORT`, for the relay.
+func endpoint(_ text: String?) -> (host: String, port: UInt16)? {
+    guard let text, let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+    return (String(text[..<colon]), port)
+}
+
+if arguments.first == "relay", arguments.count >= 2 {
+    guard let local = endpoint(arguments[1]), let upstream = endpoint(option("--to", in: arguments)),
+          let delay = option("--delay-ms", in: arguments).flatMap(Int.init) else { PeerOutput.fail(usage) }
+    PeerRelay.run(listeningOn: local, to: upstream, delay: .milliseconds(delay))
+}
+
 guard arguments.count >= 2, let url = URL(string: arguments[1]) else { PeerOutput.fail(usage) }
 let mode = arguments[0]
 

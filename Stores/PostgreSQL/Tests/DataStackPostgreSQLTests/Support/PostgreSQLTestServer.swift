@@ -206,10 +206,10 @@ final class PostgreSQLTestServer: Sendable {
         try run(binaries.pgCtl, ["restart", "-D", dataDirectory, "-m", "fast", "-w", "-o", serverOptions, "-l", logFile])
     }
 
-    /// The URL of a database over the test network: `postgresql://datastack@<address>:5432/<name>`.
-    func networkURL(database: String, parameters: String = "") -> URL? {
+    /// The URL of a database over the test network: `postgresql://datastack@<address>:<port>/<name>`.
+    func networkURL(database: String, port: Int = 5432, parameters: String = "") -> URL? {
         guard let network else { return nil }
-        return URL(string: "postgresql://datastack@\(network.address):5432/\(database)" + (parameters.isEmpty ? "" : "?" + parameters))
+        return URL(string: "postgresql://datastack@\(network.address):\(port)/\(database)" + (parameters.isEmpty ? "" : "?" + parameters))
     }
 
     /// Starts the server again on the same data folder and socket.
