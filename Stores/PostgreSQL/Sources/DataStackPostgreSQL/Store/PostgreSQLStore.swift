@@ -72,6 +72,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     static let historyChannel = "datastack_history"
 
     let configuration: StoreConfiguration
+    /// The primary's URL as libpq takes it: the store's URL without the standby's parameters.
     let databaseURL: URL
     /// The URL errors name: ``databaseURL`` without its password.
     let reportedURL: URL
@@ -87,6 +88,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let readers: PostgreSQLReaderPool
     /// The connect timeout and keepalives of every session the store opens.
     let connectionSettings: PostgreSQLConnectionSettings
+    /// The streaming standby reads go to, when the URL names one (PostgreSQLStandby.swift).
+    let standby: PostgreSQLStandby?
     let stateLock = NSLock()
     var state = State()
 
@@ -112,7 +115,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                                        message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
         }
         self.configuration = configuration
-        self.databaseURL = url
+        (self.databaseURL, self.standby) = PostgreSQLStandby.split(url, maximumReaderCount: configuration.options.maximumReaderCount,
+                                                                   reportedURL: reportedURL)
         self.reportedURL = reportedURL
         self.readers = PostgreSQLReaderPool(maximumCount: configuration.options.maximumReaderCount, url: reportedURL)
         self.connectionSettings = Self.connectionSettings(configuration.options)
@@ -139,7 +143,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         connection?.close()
     }
 
-    public var url: URL? { databaseURL }
+    public var url: URL? { configuration.url }
     public var identifier: String { stateLock.withLock { state.identifier } }
     public var type: StoreType { Self.storeType }
     public var configurationName: String? { configuration.configurationName }
@@ -170,6 +174,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     public func willRemove() {
         stopObservingRemoteChanges()
         readers.close()
+        standby?.readers.close()
         connectionLock.withLock {
             connection?.close()
             connection = nil
@@ -195,7 +200,18 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             defer { writerThread.withLock { $0 = outer } }
             do {
                 let connection = try openConnection()
-                return try body(connection)
+                let value = try body(connection)
+                if standby != nil, outer == nil, !connection.isInTransaction {
+                    // Reads on the standby wait until it has replayed what was just written. What was
+                    // written stands even when the position cannot be read (the session broke just
+                    // after): reads then go to the primary until a later position is known.
+                    do {
+                        PostgreSQLStandby.require(try PostgreSQLStandby.primaryPosition(connection), for: databaseURL)
+                    } catch {
+                        PostgreSQLStandby.requireUnknownPosition(for: databaseURL)
+                    }
+                }
+                return value
             } catch let error as PostgreSQLError {
                 throw storeError(error)
             }
@@ -214,6 +230,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             return try withConnection(body)
         }
         do {
+            if let standby, let value = try readFromStandby(standby, body) { return value }
             return try readers.withConnection(opening: openReader, body)
         } catch let error as PostgreSQLError {
             throw storeError(error)

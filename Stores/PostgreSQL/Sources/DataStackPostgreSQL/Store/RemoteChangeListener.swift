@@ -30,6 +30,9 @@ final class RemoteChangeListener: @unchecked Sendable {
     private var isStopped = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
+    /// Whether reads go to a standby: then, before reporting, the primary's WAL
+    /// position is noted for them to wait for (PostgreSQLStandby.swift).
+    private let notesWALPosition: Bool
 
     /// How long the listener waits for a notification before it checks the link.
     static let heartbeatInterval = Duration.seconds(1)
@@ -44,9 +47,10 @@ final class RemoteChangeListener: @unchecked Sendable {
     /// it returns goes unreported.
     ///
     /// - Throws: ``PostgreSQLError`` when the first connection fails.
-    init(url: URL, settings: PostgreSQLConnectionSettings, storeIdentifier: String,
+    init(url: URL, settings: PostgreSQLConnectionSettings, storeIdentifier: String, notesWALPosition: Bool = false,
          onChange: @escaping @Sendable (StoreRemoteChange) -> Void) throws {
         self.url = url
+        self.notesWALPosition = notesWALPosition
         self.settings = settings
         self.storeIdentifier = storeIdentifier
         self.onChange = onChange
@@ -84,6 +88,7 @@ final class RemoteChangeListener: @unchecked Sendable {
             do {
                 let slice = Duration.milliseconds(200)
                 let notifications = try current.notifications(waitingUpTo: slice)
+                if !notifications.isEmpty { try noteWALPosition(current) }
                 for notification in notifications where !shouldStop {
                     report(change(from: notification.payload))
                 }
@@ -109,6 +114,7 @@ final class RemoteChangeListener: @unchecked Sendable {
         do {
             let again = try PostgreSQLConnection(url: url, settings: attempt)
             try again.listen(PostgreSQLStore.historyChannel)
+            try noteWALPosition(again)
             if !shouldStop { report(StoreRemoteChange(storeIdentifier: storeIdentifier, storeURL: url, historyToken: nil)) }
             return again
         } catch {
@@ -117,6 +123,13 @@ final class RemoteChangeListener: @unchecked Sendable {
                          + Double(Self.retryPause.components.seconds))
             return nil
         }
+    }
+
+    /// With a standby: the primary's WAL position now, past every commit announced so far,
+    /// is what the store's reads must see before they use the standby.
+    private func noteWALPosition(_ connection: PostgreSQLConnection) throws {
+        guard notesWALPosition else { return }
+        PostgreSQLStandby.require(try PostgreSQLStandby.primaryPosition(connection), for: url)
     }
 
     /// Hands a change over, with no lock held; nothing is reported once stop() has begun.
@@ -142,7 +155,8 @@ extension PostgreSQLStore: RemoteChangeObservingStore {
         stopObservingRemoteChanges()
         let listener: RemoteChangeListener
         do {
-            listener = try RemoteChangeListener(url: databaseURL, settings: connectionSettings, storeIdentifier: identifier, onChange: onChange)
+            listener = try RemoteChangeListener(url: databaseURL, settings: connectionSettings, storeIdentifier: identifier,
+                                                notesWALPosition: standby != nil, onChange: onChange)
         } catch let error as PostgreSQLError {
             throw storeError(error)
         }

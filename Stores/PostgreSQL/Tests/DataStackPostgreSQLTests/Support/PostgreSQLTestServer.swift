@@ -57,6 +57,7 @@ final class PostgreSQLTestServer: Sendable {
     private struct Binaries {
         var initdb: String
         var pgCtl: String
+        var pgBasebackup: String
         /// `runuser`, when the tests run as root; commands then run as `postgres`.
         var runuser: String?
     }
@@ -87,23 +88,7 @@ final class PostgreSQLTestServer: Sendable {
     /// Creates a data folder with initdb and starts a server on it.
     static func start(network: Network? = nil) throws -> PostgreSQLTestServer {
         let binaries = try locateBinaries()
-        let folder = URL(fileURLWithPath: "/tmp/ds-pg-\(UUID().uuidString.prefix(8).lowercased())")
-        let socket = folder.appendingPathComponent("socket")
-        try FileManager.default.createDirectory(at: socket, withIntermediateDirectories: true)
-        // 0755: the postgres user (when root hands the folder over) owns it; the tests
-        // (root) reach the socket anyway.
-        for path in [folder.path, socket.path] {
-            chmod(path, 0o755)
-        }
-        if binaries.runuser != nil {
-            guard let account = getpwnam("postgres") else {
-                throw PostgreSQLTestServerError(
-                    description: "PostgreSQL refuses to run as root and there is no `postgres` user to run it as; run the tests as another user or install postgresql (apt-get install postgresql)")
-            }
-            for path in [folder.path, socket.path] where chown(path, account.pointee.pw_uid, account.pointee.pw_gid) != 0 {
-                throw PostgreSQLTestServerError(description: "chown \(path) to postgres failed: \(String(cString: strerror(errno)))")
-            }
-        }
+        let folder = try makeFolder(binaries)
         let server = PostgreSQLTestServer(folder: folder, binaries: binaries, network: network)
         do {
             try server.run(
@@ -123,6 +108,43 @@ final class PostgreSQLTestServer: Sendable {
             throw error
         }
         return server
+    }
+
+    /// A streaming standby of this server (`pg_basebackup -R -X stream`), on a
+    /// folder and Unix socket of its own: hot, read-only, replaying this one's WAL.
+    func startStandby() throws -> PostgreSQLTestServer {
+        let folder = try Self.makeFolder(binaries)
+        let standby = PostgreSQLTestServer(folder: folder, binaries: binaries, network: nil)
+        do {
+            try standby.run(binaries.pgBasebackup, ["-D", standby.dataDirectory, "-R", "-X", "stream", "-h", socketDirectory, "-U", "datastack"])
+            try standby.startServer()
+        } catch {
+            standby.stop()
+            throw error
+        }
+        return standby
+    }
+
+    /// A new folder under /tmp with `socket/`, handed to `postgres` when root.
+    private static func makeFolder(_ binaries: Binaries) throws -> URL {
+        let folder = URL(fileURLWithPath: "/tmp/ds-pg-\(UUID().uuidString.prefix(8).lowercased())")
+        let socket = folder.appendingPathComponent("socket")
+        try FileManager.default.createDirectory(at: socket, withIntermediateDirectories: true)
+        // 0755: the postgres user (when root hands the folder over) owns it; the tests
+        // (root) reach the socket anyway.
+        for path in [folder.path, socket.path] {
+            chmod(path, 0o755)
+        }
+        if binaries.runuser != nil {
+            guard let account = getpwnam("postgres") else {
+                throw PostgreSQLTestServerError(
+                    description: "PostgreSQL refuses to run as root and there is no `postgres` user to run it as; run the tests as another user or install postgresql (apt-get install postgresql)")
+            }
+            for path in [folder.path, socket.path] where chown(path, account.pointee.pw_uid, account.pointee.pw_gid) != 0 {
+                throw PostgreSQLTestServerError(description: "chown \(path) to postgres failed: \(String(cString: strerror(errno)))")
+            }
+        }
+        return folder
     }
 
     private init(folder: URL, binaries: Binaries, network: Network?) {
@@ -311,6 +333,12 @@ final class PostgreSQLTestServer: Sendable {
                     description: "PostgreSQL refuses to run as root, and runuser (util-linux) is not installed to run it as `postgres`")
             }
         }
-        return Binaries(initdb: "\(folder)/initdb", pgCtl: "\(folder)/pg_ctl", runuser: runuser)
+        // pg_basebackup (for standbys) beside pg_ctl, or beside what a linked pg_ctl points to.
+        let linked = (try? fileManager.destinationOfSymbolicLink(atPath: "\(folder)/pg_ctl")).map {
+            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: folder, isDirectory: true)).deletingLastPathComponent().path
+        }
+        let pgBasebackup = ([folder] + [linked].compactMap { $0 } + folders).map { "\($0)/pg_basebackup" }
+            .first { fileManager.isExecutableFile(atPath: $0) } ?? "\(folder)/pg_basebackup"
+        return Binaries(initdb: "\(folder)/initdb", pgCtl: "\(folder)/pg_ctl", pgBasebackup: pgBasebackup, runuser: runuser)
     }
 }
