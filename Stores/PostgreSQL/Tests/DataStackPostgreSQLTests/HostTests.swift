@@ -258,6 +258,83 @@ struct HostTests {
               + "(\(failed.map(\.failed).joined(separator: ", ")))")
     }
 
+    // MARK: - A standby
+
+    @Test("a standby on a fourth host: the viewer reads from it and never shows older data than the last save it merged; the standby stopped, it keeps merging")
+    func viewerReadsFromAStandby() throws {
+        let hosts = try TestHosts(hosts: ["importer", "viewer", "standby"])
+        defer { hosts.remove() }
+        let primary = try PostgreSQLTestServer.start(network: .init(namespace: hosts.server.namespace, address: hosts.server.address,
+                                                                    trustedRange: hosts.range))
+        defer { primary.stop() }
+        let standbyHost = try hosts.host("standby")
+        let standby = try primary.startStandby(network: .init(namespace: standbyHost.namespace, address: standbyHost.address,
+                                                              trustedRange: hosts.range))
+        defer { standby.stop() }
+        let local = try primary.makeDatabase()
+        let name = String(local.path.dropFirst())
+        let primaryURL = try #require(primary.networkURL(database: name, parameters: Self.linkParameters))
+        let standbyURL = try #require(standby.networkURL(database: name, parameters: Self.linkParameters))
+        let encoded = try #require(standbyURL.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let viewerURL = try #require(URL(string: primaryURL.absoluteString + "&standby=\(encoded)"))
+        let deadline = ContinuousClock.now + .seconds(90)
+        // The standby has the database once it replayed its creation.
+        let standbyControl = try connect(to: standby.url(database: name), until: deadline)
+        defer { standbyControl.close() }
+
+        let viewer = try PeerProcess(["viewer", viewerURL.absoluteString, "--connect-timeout-ms", "\(Self.connectTimeoutMilliseconds)"],
+                                     namespace: try hosts.host("viewer").namespace)
+        defer { viewer.closeStdin() }
+        try #require(!viewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }.isEmpty, "viewer: \(viewer.stderrText)")
+        let importer = try PeerProcess(["importer", primaryURL.absoluteString, "--name", "A", "--count", "120", "--interval-ms", "20",
+                                        "--connect-timeout-ms", "\(Self.connectTimeoutMilliseconds)"],
+                                       namespace: try hosts.host("importer").namespace)
+        try #require(viewer.wait(for: PeerSeen.self, until: deadline) { ($0.last?.entries.count ?? 0) >= 30 }.last.map { $0.entries.count >= 30 } == true,
+                     "the viewer never followed: \(viewer.stderrText)")
+        // The viewer's reads run on the standby: its sessions there come from the viewer's address.
+        let viewerSessions = try standbyControl.execute("SELECT count(*) FROM pg_stat_activity WHERE client_addr = $1::inet",
+                                                        [.text(try hosts.host("viewer").address)]).int64(row: 0, column: 0) ?? 0
+        #expect(viewerSessions > 0, "the viewer reads from the standby")
+
+        standbyControl.close()
+        try standby.stopKeepingData()
+        let savedAtStop = importer.lines(PeerSaved.self).count
+
+        try #require(importer.waitForExit(until: deadline), "the importer did not finish: \(importer.stderrText)")
+        #expect(importer.exitStatus == 0, "importer: \(importer.stderrText)")
+        let saved = importer.lines(PeerSaved.self)
+        let names = Set(saved.map(\.saved))
+        #expect(saved.count == 120)
+        #expect(saved.count > savedAtStop, "saves after the standby stopped")
+        let lastToken = saved.map(\.token).max() ?? 0
+        let lines = viewer.wait(for: PeerSeen.self, until: deadline) { ($0.last?.token ?? 0) >= lastToken && names.isSubset(of: $0.last?.entries ?? []) }
+        let final = try #require(lines.last)
+        #expect(Set(final.entries) == names && final.entries.count == names.count, "every save once, after the standby stopped too")
+        #expect(final.counter == 120)
+        expectMonotonic(lines)
+        // Never older than the last merged save: a line that merged up to a save's token shows
+        // at least the counter that save wrote (the counter object is refreshed by the merges).
+        let counterByToken = Dictionary(saved.map { ($0.token, $0.counter) }, uniquingKeysWith: max)
+        for line in lines {
+            guard let token = line.token, let written = counterByToken.filter({ $0.key <= token }).values.max() else { continue }
+            #expect((line.counter ?? 0) >= written, "merged up to \(token) but shows counter \(String(describing: line.counter)) < \(written)")
+        }
+        try expectStored(names, counter: 120, at: local)
+        print("HostTests standby: the viewer read from the standby (\(viewerSessions) sessions), \(saved.count - savedAtStop) saves merged "
+              + "after it stopped, in \(lines.count) viewer lines")
+    }
+
+    /// A connection to `url`, retried while it fails to connect (a standby replaying a new database).
+    private func connect(to url: URL, until deadline: ContinuousClock.Instant) throws -> PostgreSQLConnection {
+        while true {
+            do {
+                return try PostgreSQLConnection(url: url)
+            } catch let error as PostgreSQLError where error.kind == .connectionFailed && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     /// What the store holds, read over the Unix socket: exactly these entries, and the counter at `counter`.

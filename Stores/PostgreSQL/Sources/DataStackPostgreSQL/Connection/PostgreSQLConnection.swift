@@ -62,6 +62,9 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     var listenedChannels: [String] = []
     /// How long opening may take, for ``reconnect()`` as for the first time; nil: no limit.
     let connectTimeout: Duration?
+    /// Set by the connection's owner once it checked what it needs of the session (the
+    /// store: the model a standby's copy holds, once the standby has replayed it).  // protected by the caller's serialization
+    var isVerified = false
 
     // MARK: - Opening
 

@@ -100,10 +100,11 @@ final class PostgreSQLStandby: Sendable {
     /// - Throws: ``PostgreSQLError`` when the standby cannot be reached (the
     ///   caller reads from the primary), and what `body` throws.
     func read<T>(atLeast position: UInt64, opening open: () throws -> PostgreSQLConnection,
+                 verifying verify: (PostgreSQLConnection) throws -> Void,
                  _ body: (PostgreSQLConnection) throws -> T) throws -> T? {
         if let until = unreachableUntil.withLock({ $0 }), ContinuousClock.now < until { return nil }
         do {
-            return try readOnStandby(atLeast: position, opening: open, body)
+            return try readOnStandby(atLeast: position, opening: open, verifying: verify, body)
         } catch let error as PostgreSQLError where error.kind == .connectionFailed || error.kind == .connectionLost {
             unreachableUntil.withLock { $0 = ContinuousClock.now + Self.retryInterval }
             throw error
@@ -111,6 +112,7 @@ final class PostgreSQLStandby: Sendable {
     }
 
     private func readOnStandby<T>(atLeast position: UInt64, opening open: () throws -> PostgreSQLConnection,
+                                  verifying verify: (PostgreSQLConnection) throws -> Void,
                                   _ body: (PostgreSQLConnection) throws -> T) throws -> T? {
         try readers.withConnection(opening: open) { connection -> T? in
             if position > replayed.withLock({ $0 }) {
@@ -123,6 +125,11 @@ final class PostgreSQLStandby: Sendable {
                     if clock.now >= deadline { return nil }
                     Thread.sleep(forTimeInterval: 0.001)
                 }
+            }
+            // Checked once replayed this far: the standby's copy of a new store may lag its creation.
+            if !connection.isVerified {
+                try verify(connection)
+                connection.isVerified = true
             }
             return try body(connection)
         }
@@ -163,7 +170,8 @@ extension PostgreSQLStore {
         let required = PostgreSQLStandby.requiredPosition(for: databaseURL)
         let reason: String
         do {
-            if let value = try standby.read(atLeast: required, opening: { try openStandbyReader(standby) }, body) {
+            if let value = try standby.read(atLeast: required, opening: { try PostgreSQLConnection(url: standby.url, settings: connectionSettings) },
+                                            verifying: holdOpenStoreLock, body) {
                 noteReadSource(standby, onStandby: true, reason: nil)
                 return value
             }
@@ -186,17 +194,5 @@ extension PostgreSQLStore {
         } else {
             NotificationCenter.default.post(name: Self.readsDidFallBackNotification, object: self, userInfo: ["reason": reason ?? ""])
         }
-    }
-
-    private func openStandbyReader(_ standby: PostgreSQLStandby) throws -> PostgreSQLConnection {
-        let reader = try PostgreSQLConnection(url: standby.url, settings: connectionSettings)
-        do {
-            // Checks the model the standby holds (advisory locks are the standby's own: harmless).
-            try holdOpenStoreLock(reader)
-        } catch {
-            reader.close()
-            throw error
-        }
-        return reader
     }
 }

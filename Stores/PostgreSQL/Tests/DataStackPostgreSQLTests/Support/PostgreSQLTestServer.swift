@@ -100,7 +100,7 @@ final class PostgreSQLTestServer: Sendable {
                 let handle = try FileHandle(forWritingTo: hba)
                 defer { try? handle.close() }
                 handle.seekToEndOfFile()
-                handle.write(Data("host all all \(network.trustedRange) trust\n".utf8))
+                handle.write(Data("host all all \(network.trustedRange) trust\nhost replication all \(network.trustedRange) trust\n".utf8))
             }
             try server.startServer()
         } catch {
@@ -112,11 +112,15 @@ final class PostgreSQLTestServer: Sendable {
 
     /// A streaming standby of this server (`pg_basebackup -R -X stream`), on a
     /// folder and Unix socket of its own: hot, read-only, replaying this one's WAL.
-    func startStandby() throws -> PostgreSQLTestServer {
+    ///
+    /// With `network`, the standby runs on that host of the test network and
+    /// replicates over TCP from this server's address.
+    func startStandby(network standbyNetwork: Network? = nil) throws -> PostgreSQLTestServer {
         let folder = try Self.makeFolder(binaries)
-        let standby = PostgreSQLTestServer(folder: folder, binaries: binaries, network: nil)
+        let standby = PostgreSQLTestServer(folder: folder, binaries: binaries, network: standbyNetwork)
+        let primaryHost = standbyNetwork != nil ? network?.address ?? socketDirectory : socketDirectory
         do {
-            try standby.run(binaries.pgBasebackup, ["-D", standby.dataDirectory, "-R", "-X", "stream", "-h", socketDirectory, "-U", "datastack"])
+            try standby.run(binaries.pgBasebackup, ["-D", standby.dataDirectory, "-R", "-X", "stream", "-h", primaryHost, "-U", "datastack"])
             try standby.startServer()
         } catch {
             standby.stop()
