@@ -191,6 +191,49 @@ struct PostgreSQLConnectionsTests {
         #expect(try reader.performAndWait { try symbols(in: reader) } == ["ACME", "NEW1"])
     }
 
+    @Test("a save whose COMMIT loses its answer after the server committed it returns success, not an error")
+    func lostCommitAnswerIsResolved() throws {
+        let server = try PostgreSQLTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        let model = StoreTestModel.make()
+        let coordinator = try coordinator(model, at: url)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            try insertCompany("ACME", model, into: context)
+            try context.save()
+            try insertCompany("NEW1", model, into: context)
+        }
+        // A synchronous standby that never comes: COMMIT writes the commit, then waits for it
+        // (wait event SyncRep). Ending the session there loses COMMIT's answer after the commit.
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        _ = try admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+        _ = try admin.execute("SELECT pg_reload_conf()")
+        defer {
+            // Cleanup of a throwaway server: a failure here changes nothing the test checked.
+            _ = try? admin.execute("ALTER SYSTEM RESET synchronous_standby_names")
+            _ = try? admin.execute("SELECT pg_reload_conf()")
+        }
+        let save = BackgroundSave(context)
+        var waiting: Int64?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while waiting == nil, ContinuousClock.now < deadline {
+            _ = try admin.execute("SELECT pg_stat_clear_snapshot()")
+            let sessions = try admin.execute("SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND datname = current_database()")
+            waiting = sessions.rowCount > 0 ? try sessions.int64(row: 0, column: 0) : nil
+            if waiting == nil { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        let pid = try #require(waiting, "the save's COMMIT never waited for the synchronous standby")
+        _ = try admin.execute("SELECT pg_terminate_backend($1::int)", [PostgreSQLValue(pid)])
+        let outcome = try #require(save.outcome(within: 20), "the save did not return")
+        #expect(outcome == nil, "committed, so the save succeeded: \(String(describing: outcome))")
+        _ = try admin.execute("ALTER SYSTEM RESET synchronous_standby_names")
+        _ = try admin.execute("SELECT pg_reload_conf()")
+        #expect(try admin.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL = 'NEW1'").int64(row: 0, column: 0) == 1)
+        #expect(context.performAndWait { !context.hasChanges }, "the context knows its save went through")
+    }
+
     // MARK: - The change listener
 
     @Test("the change listener calls onChange with no lock held: onChange may stop the listener")

@@ -62,6 +62,13 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     var listenedChannels: [String] = []
     /// How long opening may take, for ``reconnect()`` as for the first time; nil: no limit.
     let connectTimeout: Duration?
+    /// What the session was opened with, for a second session that asks how a
+    /// transaction whose COMMIT lost its answer ended (PostgreSQLConnection+Transactions.swift).
+    let conninfo: String
+    let settings: PostgreSQLConnectionSettings
+    /// Whether ``transaction(_:)`` learns its transaction ID, so that a COMMIT
+    /// whose answer is lost can be resolved rather than reported as failed.  // protected by the caller's serialization
+    var verifiesCommits = false
     /// Set by the connection's owner once it checked what it needs of the session (the
     /// store: the model a standby's copy holds, once the standby has replayed it).  // protected by the caller's serialization
     var isVerified = false
@@ -103,6 +110,8 @@ public final class PostgreSQLConnection: @unchecked Sendable {
         let (connection, timeout) = try Self.open(conninfo: conninfo, settings: settings)
         self.connection = connection
         self.connectTimeout = timeout
+        self.conninfo = conninfo
+        self.settings = settings
         // Notices (for example "relation already exists, skipping" from CREATE TABLE IF
         // NOT EXISTS) would otherwise go to stderr; nothing here acts on them.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)

@@ -264,6 +264,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             made = connection
         } else {
             made = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings)
+            // A save whose COMMIT loses its answer is resolved, not reported as failed when it committed.
+            made.verifiesCommits = true
             connection = made
         }
         guard isLoaded else { return made }
