@@ -8,6 +8,7 @@ let usage = """
     usage: datastack-postgresql-peer importer <postgresql-url> --name NAME --count N [--interval-ms MS] [--keep-going]
            datastack-postgresql-peer viewer <postgresql-url>
            datastack-postgresql-peer read <postgresql-url>
+           datastack-postgresql-peer readers <postgresql-url> --contexts N --seconds S --max-readers K
            datastack-postgresql-peer relay <listen-address:port> --to ADDRESS:PORT --delay-ms MS
     options of every mode: [--connect-timeout-ms MS] [--keepalive-s S] (StoreOptions.connectionTimeout, .keepAliveTimeout)
     """
@@ -105,6 +106,16 @@ case "read":
         exit(0)
     } catch {
         PeerOutput.fail("read: \(error)")
+    }
+case "readers":
+    do {
+        try PeerReaders.run(url: url, contexts: option("--contexts", in: arguments).flatMap(Int.init) ?? 3,
+                            seconds: option("--seconds", in: arguments).flatMap(Double.init) ?? 2,
+                            maximumReaderCount: option("--max-readers", in: arguments).flatMap(Int.init) ?? 5,
+                            options: storeOptions)
+        exit(0)
+    } catch {
+        PeerOutput.fail("readers: \(error)")
     }
 default:
     PeerOutput.fail(usage)
