@@ -200,8 +200,9 @@ struct HostTests {
         let seenDuring = viewer.lines(PeerSeen.self)
         #expect(seenDuring.count <= linesAtCut + 1, "the viewer merged nothing while cut off (a line in flight at most)")
 
-        try network.hosts.setLink(of: "viewer", up: true)
+        // From just before the command: the viewer may catch up before `ip` has exited.
         let up = Date().timeIntervalSince1970
+        try network.hosts.setLink(of: "viewer", up: true)
         let caughtUp = viewer.wait(for: PeerSeen.self, until: deadline) { savedDuring.isSubset(of: $0.last?.entries ?? []) }
         let catchUpLine = try #require(caughtUp.first { savedDuring.isSubset(of: $0.entries) }, "never caught up: \(viewer.stderrText)")
         let catchUp = (catchUpLine.at ?? up) - up

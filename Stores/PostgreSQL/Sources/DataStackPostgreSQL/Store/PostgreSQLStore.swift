@@ -42,7 +42,9 @@ import Synchronization
 /// save. Every session connects within ``ObjectGraph/StoreOptions/connectionTimeout``
 /// and watches its link with TCP keepalives (``ObjectGraph/StoreOptions/keepAliveTimeout``),
 /// or as the URL's `connect_timeout` and `keepalives_*` say; a session that broke is
-/// opened again by the next call that needs it.
+/// opened again by the next call that needs it. A URL may name a streaming
+/// standby (`standby=`) for the reads, which then wait until it has replayed
+/// what they must see, or go to the primary (PostgreSQLStandby.swift).
 ///
 /// - A store written with another model version migrates in place, in the
 ///   opening transaction, by the engine's lightweight migration
