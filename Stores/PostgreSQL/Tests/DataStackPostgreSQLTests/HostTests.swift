@@ -252,7 +252,7 @@ struct HostTests {
         let took = ContinuousClock.now - cut
         #expect(failure.failed == "A-1")
         #expect(failure.code == "ioFailure", "\(failure.code): \(failure.error)")
-        #expect(failure.error.contains("10.77.0.1") || failure.error.contains("server"), "names the server: \(failure.error)")
+        #expect(failure.error.contains("PostgreSQL server at 10.77.0.1:5432"), "names the server: \(failure.error)")
         try network.hosts.setLink(of: "importer", up: true)
 
         try #require(importer.waitForExit(until: deadline), "the importer did not finish: \(importer.stderrText)")

@@ -289,6 +289,9 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// A server that cannot be reached once the store is open is an outage
     /// (`.ioFailure`), not a store that cannot be opened (`.cannotOpen`, as
     /// when adding it): the save or read that met it can be tried again.
+    ///
+    /// A lost or failed connection names the server (`PostgreSQL server at
+    /// 10.0.0.2:5432: …`): libpq's message for a connection lost mid-statement does not.
     func storeError(_ error: PostgreSQLError) -> PersistentStoreError {
         Self.storeError(error, url: reportedURL, isOpen: isLoaded)
     }
@@ -300,7 +303,19 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         case .serializationFailure: code = .busy
         default: code = .ioFailure
         }
-        return PersistentStoreError(code, url: url, message: "PostgreSQL: \(error)", underlying: error)
+        let isConnection = error.kind == .connectionFailed || error.kind == .connectionLost
+        let head = isConnection ? "PostgreSQL server \(server(of: url))" : "PostgreSQL"
+        return PersistentStoreError(code, url: url, message: "\(head): \(error)", underlying: error)
+    }
+
+    /// The server a URL names, as messages say it: `at 10.0.0.2:5432`, `on socket /run/postgresql/.s.PGSQL.5432`.
+    static func server(of url: URL) -> String {
+        let parameters = PostgreSQLConnection.parsedParameters(url.absoluteString)
+        let host = parameters["host"] ?? parameters["hostaddr"] ?? ""
+        let port = parameters["port"] ?? "5432"
+        if host.isEmpty { return "on the default socket (port \(port))" }
+        if host.hasPrefix("/") || host.hasPrefix("@") { return "on socket \(host)/.s.PGSQL.\(port)" }
+        return "at \(host):\(port)"
     }
 
     /// Throws unless the store may save objects: added read-only, or refusing
