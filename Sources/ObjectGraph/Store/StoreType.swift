@@ -178,13 +178,27 @@ public struct StoreOptions: Sendable {
     /// token to fetch up to. The default is false. See ``SQLiteChangeWatcher``
     /// for how commits are noticed and what it costs.
     public var remoteChangeNotifications = false
-    /// The most connections a SQLite store reads on at once: the fetches and
-    /// faults of all the contexts of its coordinator run at the same time,
-    /// each on a connection of its own, opened when first needed and kept
-    /// open; a read beyond this many waits for one of them. The default is 5
-    /// (GRDB's `DatabasePool` default); 1 makes every read wait for the one
-    /// before it. Values below 1 count as 1. Other stores ignore it.
+    /// The most connections a SQLite or PostgreSQL store reads on at once:
+    /// the fetches and faults of all the contexts of its coordinator run at
+    /// the same time, each on a connection of its own, opened when first
+    /// needed and kept open; a read beyond this many waits for one of them.
+    /// The default is 5 (GRDB's `DatabasePool` default); 1 makes every read
+    /// wait for the one before it. Values below 1 count as 1. Other stores
+    /// ignore it.
     public var maximumReaderCount = 5
+    /// How long a store that reaches its database over a network (the
+    /// PostgreSQL store) waits for a connection to open before the call that
+    /// needed it throws; a parameter in the store's URL (`connect_timeout`)
+    /// wins. Nil: the store's default (PostgreSQL: 10 s). Stores in a file
+    /// ignore it.
+    public var connectionTimeout: Duration?
+    /// How long a network store's connection may hear nothing from the
+    /// server before it counts as lost (TCP keepalives, on both ends), so that
+    /// a call over a dead link throws rather than hang, and the server ends
+    /// the session of a client that vanished; parameters in the store's URL
+    /// win. Nil: the store's default (PostgreSQL: 30 s). Stores in a file
+    /// ignore it.
+    public var keepAliveTimeout: Duration?
 
     public init() {}
 

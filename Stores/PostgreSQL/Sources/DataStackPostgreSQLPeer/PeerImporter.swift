@@ -15,6 +15,11 @@ struct PeerImporter {
     let count: Int
     /// A pause between saves, so that the run lasts long enough to be watched.
     let interval: Duration
+    /// Whether a save the store refuses (`PersistentStoreError`: the server
+    /// unreachable, the connection lost) is reported as a `failed` line, its
+    /// changes discarded, and the run goes on with the next entry; otherwise
+    /// the importer stops with the error.
+    var keepsGoing = false
 
     func run() async throws {
         let context = stack.importerContext()
@@ -25,17 +30,27 @@ struct PeerImporter {
         try await context.perform { try Self.createCounterIfNeeded(in: context) }
         for number in 1...max(1, count) {
             let entryName = "\(name)-\(number)"
-            let (value, attempts) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
+            let value: Int64, attempts: Int, started: Date
+            do {
+                (value, attempts, started) = try await context.perform { try Self.save(entryNamed: entryName, in: context) }
+            } catch let error as PersistentStoreError where keepsGoing {
+                // Not saved: nothing of it may stay pending for the next save.
+                await context.perform { context.rollback() }
+                PeerOutput.write(PeerOutput.Failed(failed: entryName, code: "\(error.code)", error: "\(error)"))
+                try await Task.sleep(for: interval)
+                continue
+            }
             guard let token = tokens.last else { throw PeerError("the save of \(entryName) reported no history token") }
-            PeerOutput.write(PeerOutput.Saved(saved: entryName, token: token.transactionNumber, counter: value, attempts: attempts))
+            PeerOutput.write(PeerOutput.Saved(saved: entryName, token: token.transactionNumber, counter: value, attempts: attempts,
+                                              at: started.timeIntervalSince1970))
             try await Task.sleep(for: interval)
         }
     }
 
     /// Inserts the entry, increments the counter and saves; on a merge
     /// conflict, reads the counter again and retries. Returns the counter's
-    /// saved value and the number of tries.
-    private static func save(entryNamed entryName: String, in context: ManagedObjectContext) throws -> (Int64, Int) {
+    /// saved value, the number of tries, and when the last try called `save()`.
+    private static func save(entryNamed entryName: String, in context: ManagedObjectContext) throws -> (Int64, Int, Date) {
         let entry = ManagedObject(entity: try entity("Entry", in: context), insertInto: context)
         try entry.setValue(entryName, forKey: "name")
         guard let counter = try context.fetch(PeerModel.counterRequest).first else {
@@ -45,8 +60,9 @@ struct PeerImporter {
             let value = try PeerModel.value(of: counter) + 1
             try counter.setValue(Int(value), forKey: "value")
             do {
+                let called = Date()
                 try context.save()
-                return (value, attempt)
+                return (value, attempt, called)
             } catch ObjectGraphError.Code.mergeConflict where attempt < 1_000 {
                 // Discard the stale increment; the next read fires the fault from the store.
                 context.refresh(counter, mergeChanges: false)

@@ -15,6 +15,19 @@ enum PeerOutput {
         var counter: Int64
         /// How many times the save was tried (1 + merge conflicts on the counter).
         var attempts: Int
+        /// When `save()` was called (seconds since 1970, the machine's clock), for merge latency.
+        var at: Double?
+    }
+
+    /// An importer's line for a save the store refused (with `--keep-going`):
+    /// its changes were discarded.
+    struct Failed: Codable, Sendable {
+        /// The `Entry` the save would have inserted.
+        var failed: String
+        /// The `PersistentStoreError` code (`ioFailure`, …).
+        var code: String
+        /// The error's description.
+        var error: String
     }
 
     /// A viewer's line (and the `read` mode's one line).
@@ -25,6 +38,8 @@ enum PeerOutput {
         var counter: Int64?
         /// The last history transaction the main context merged (nil for `read`).
         var token: Int64?
+        /// When the line was written (seconds since 1970, the machine's clock; nil for `read`).
+        var at: Double?
     }
 
     static func write<Line: Encodable>(_ line: Line) {

@@ -44,7 +44,11 @@ final class PeerViewer: @unchecked Sendable {
             let seen = PeerOutput.Seen(entries: try PeerModel.entryNames(in: main),
                                        counter: try counter.map(PeerModel.value(of:)),
                                        token: stack.lastMergedHistoryToken?.transactionNumber)
-            if seen != last { PeerOutput.write(seen) }
+            if seen != last {
+                var line = seen
+                line.at = Date().timeIntervalSince1970
+                PeerOutput.write(line)
+            }
             last = seen
         } catch {
             PeerOutput.fail("viewer: \(error)")

@@ -91,7 +91,7 @@ extension PostgreSQLConnection {
         return String(cString: escaped)
     }
 
-    private func consumeInput(_ connection: OpaquePointer) throws {
+    func consumeInput(_ connection: OpaquePointer) throws {
         if PQconsumeInput(connection) == 0 {
             throw PostgreSQLError(connection: connection, kind: .connectionLost)
         }
@@ -113,7 +113,7 @@ extension PostgreSQLConnection {
 
     /// A duration as poll(2)'s timeout: whole milliseconds, rounded up so a short wait
     /// does not become a busy loop, and capped to Int32.
-    private static func milliseconds(_ duration: Duration) -> Int32 {
+    static func milliseconds(_ duration: Duration) -> Int32 {
         let (seconds, attoseconds) = duration.components
         let millis = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: max(0, millis))

@@ -27,7 +27,7 @@ extension PostgreSQLConnection {
     /// Runs a statement prepared once per session and reused (PQprepare, then PQexecPrepared).
     ///
     /// Statements are keyed by their SQL text and named `ds_<n>`. The cache is bounded
-    /// (``init(conninfo:preparedStatementCacheCapacity:)``, 256 by default): when it is
+    /// (``init(conninfo:settings:preparedStatementCacheCapacity:)``, 256 by default): when it is
     /// full, the least recently used statement is deallocated on the server to make room,
     /// and the others stay prepared.
     ///

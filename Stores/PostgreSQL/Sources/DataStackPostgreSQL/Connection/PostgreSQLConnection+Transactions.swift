@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 
 // MARK: - Transactions
 
@@ -29,7 +30,11 @@ extension PostgreSQLConnection {
                 kind: .other,
                 message: "transaction(_:) called while a transaction is open; PostgreSQL has no nested transactions (use a SAVEPOINT)")
         }
-        try execute("BEGIN")
+        // One round trip either way: with verification, the transaction's ID comes with the BEGIN.
+        let begin = "BEGIN; SELECT pg_current_xact_id()::text"
+        // PQexec: the simple protocol runs both statements and returns the last one's rows.
+        let transactionID = verifiesCommits ? try checked(PQexec(connection, begin), sql: begin).string(row: 0, column: 0) : nil
+        if !verifiesCommits { try execute("BEGIN") }
         let value: T
         do {
             value = try body()
@@ -48,11 +53,67 @@ extension PostgreSQLConnection {
                 kind: .other,
                 message: "the transaction was rolled back because a statement in it failed (its error was caught inside the transaction)")
         }
-        let commit = try execute("COMMIT")
+        let commit: PostgreSQLResult
+        do {
+            commit = try execute("COMMIT")
+        } catch let error as PostgreSQLError where error.kind == .connectionLost {
+            // The answer to COMMIT is lost: the transaction may have committed or not.
+            guard let transactionID else { throw error }
+            try resolveLostCommit(transactionID, error)
+            return value
+        }
         // COMMIT of an aborted transaction succeeds with the tag ROLLBACK.
         if let tag = PQcmdStatus(commit.result).map({ String(cString: $0) }), tag == "ROLLBACK" {
             throw PostgreSQLError(kind: .other, message: "the transaction was rolled back by the server instead of committed")
         }
         return value
+    }
+
+    /// Tells how a transaction whose COMMIT lost its answer ended, on a second
+    /// session: returns when it committed; throws when it did not, or when that
+    /// cannot be told (the server unreachable until the connect timeout).
+    ///
+    /// A transaction still in progress — its session alive on the server, the
+    /// COMMIT never received (a link gone silent) — is ended first
+    /// (`pg_terminate_backend`, which rolls it back), so its answer is final
+    /// and its row locks go at once.
+    func resolveLostCommit(_ transactionID: String, _ lost: PostgreSQLError) throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + (connectTimeout ?? .seconds(10))
+        var lastError: any Error = lost
+        while clock.now < deadline {
+            do {
+                let check = try PostgreSQLConnection(conninfo: conninfo, settings: settings)
+                defer { check.close() }
+                var status = try check.execute("SELECT pg_xact_status($1::xid8)", [.text(transactionID)]).string(row: 0, column: 0)
+                if status == "in progress" {
+                    _ = try check.execute("""
+                        SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+                        WHERE backend_xid IS NOT NULL AND backend_xid::text::numeric = $1::numeric % 4294967296
+                        """, [.text(transactionID)])
+                    status = try check.execute("SELECT pg_xact_status($1::xid8)", [.text(transactionID)]).string(row: 0, column: 0)
+                }
+                switch status {
+                case "committed":
+                    return
+                case "aborted":
+                    throw PostgreSQLError(kind: .connectionLost, message: """
+                        \(lost.message) (the connection was lost during COMMIT; the server says the transaction did not commit)
+                        """, sql: "COMMIT")
+                default:
+                    throw PostgreSQLError(kind: .connectionLost, message: """
+                        \(lost.message) (the connection was lost during COMMIT, and whether the transaction committed is \
+                        unknown: the server reports \(status ?? "nothing") for transaction \(transactionID))
+                        """, sql: "COMMIT")
+                }
+            } catch let error as PostgreSQLError where error.kind == .connectionFailed {
+                lastError = error
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        throw PostgreSQLError(kind: .connectionLost, message: """
+            \(lost.message) (the connection was lost during COMMIT, and the server could not be reached again to tell \
+            whether the transaction committed: its outcome is unknown; last: \(lastError))
+            """, sql: "COMMIT")
     }
 }

@@ -24,9 +24,14 @@ import Foundation
 /// ## Topics
 ///
 /// ### Opening and closing
-/// - ``init(url:preparedStatementCacheCapacity:)``
-/// - ``init(conninfo:preparedStatementCacheCapacity:)``
+/// - ``init(url:settings:preparedStatementCacheCapacity:)``
+/// - ``init(conninfo:settings:preparedStatementCacheCapacity:)``
+/// - ``PostgreSQLConnectionSettings``
 /// - ``isConnected``
+/// - ``isAlive``
+/// - ``ping(timeout:)``
+/// - ``server``
+/// - ``parameters``
 /// - ``reconnect()``
 /// - ``close()``
 /// - ``serverProcessID``
@@ -55,52 +60,58 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     var statementCache: PreparedStatementCache
     /// Channels LISTENed to, so `reconnect()` can listen again.  // protected by the caller's serialization
     var listenedChannels: [String] = []
+    /// How long opening may take, for ``reconnect()`` as for the first time; nil: no limit.
+    let connectTimeout: Duration?
+    /// What the session was opened with, for a second session that asks how a
+    /// transaction whose COMMIT lost its answer ended (PostgreSQLConnection+Transactions.swift).
+    let conninfo: String
+    let settings: PostgreSQLConnectionSettings
+    /// Whether ``transaction(_:)`` learns its transaction ID, so that a COMMIT
+    /// whose answer is lost can be resolved rather than reported as failed.  // protected by the caller's serialization
+    var verifiesCommits = false
+    /// Set by the connection's owner once it checked what it needs of the session (the
+    /// store: the model a standby's copy holds, once the standby has replayed it).  // protected by the caller's serialization
+    var isVerified = false
 
     // MARK: - Opening
 
     /// Opens a connection from a `postgresql://` URL.
     ///
     /// The URL goes to libpq as is, so everything libpq's URI syntax allows works,
-    /// including a Unix socket folder in the query: `postgresql://user@/db?host=%2Ftmp%2Fpg`.
+    /// including a Unix socket folder in the query: `postgresql://user@/db?host=%2Ftmp%2Fpg`,
+    /// and parameters such as `connect_timeout` and `keepalives_idle`.
     ///
+    /// - Parameter settings: the connect timeout and keepalives, where the URL does not
+    ///   give them (``PostgreSQLConnectionSettings``). The default changes nothing.
     /// - Parameter preparedStatementCacheCapacity: how many statements ``execute(cached:_:)``
     ///   keeps prepared. The default is 256.
     /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``.
     ///
     /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING>
-    public convenience init(url: URL, preparedStatementCacheCapacity: Int = 256) throws {
-        try self.init(conninfo: url.absoluteString, preparedStatementCacheCapacity: preparedStatementCacheCapacity)
+    public convenience init(url: URL, settings: PostgreSQLConnectionSettings = PostgreSQLConnectionSettings(),
+                            preparedStatementCacheCapacity: Int = 256) throws {
+        try self.init(conninfo: url.absoluteString, settings: settings, preparedStatementCacheCapacity: preparedStatementCacheCapacity)
     }
 
     /// Opens a connection from a libpq connection string (`"host=/tmp dbname=shop"`) or URI.
     ///
     /// The session always uses UTF-8 as its client encoding, whatever the string says,
-    /// because ``PostgreSQLResult`` decodes text as UTF-8.
+    /// because ``PostgreSQLResult`` decodes text as UTF-8. Over TCP, the server's end of
+    /// the session gets the keepalives the client's end has (``PostgreSQLConnectionSettings/keepAliveTimeout``).
     ///
+    /// - Parameter settings: the connect timeout and keepalives, where the string does not
+    ///   give them. The default changes nothing.
     /// - Parameter preparedStatementCacheCapacity: how many statements ``execute(cached:_:)``
     ///   keeps prepared. The default is 256.
     /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``.
-    public init(conninfo: String, preparedStatementCacheCapacity: Int = 256) throws {
+    public init(conninfo: String, settings: PostgreSQLConnectionSettings = PostgreSQLConnectionSettings(),
+                preparedStatementCacheCapacity: Int = 256) throws {
         statementCache = PreparedStatementCache(capacity: max(1, preparedStatementCacheCapacity))
-        // PQconnectdbParams with expand_dbname: the first value is parsed as a full
-        // connection string or URI, and later keywords override it. Putting
-        // client_encoding there (rather than a SET) keeps it across PQreset.
-        let keywords = ["dbname", "client_encoding"]
-        let values = [conninfo, "UTF8"]
-        let connection = Self.withCStringArray(keywords) { keywords in
-            Self.withCStringArray(values) { values in
-                PQconnectdbParams(keywords, values, 1)
-            }
-        }
-        guard let connection else {
-            throw PostgreSQLError(kind: .connectionFailed, message: "libpq could not allocate a connection")
-        }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let error = PostgreSQLError(connection: connection, kind: .connectionFailed)
-            PQfinish(connection)
-            throw error
-        }
+        let (connection, timeout) = try Self.open(conninfo: conninfo, settings: settings)
         self.connection = connection
+        self.connectTimeout = timeout
+        self.conninfo = conninfo
+        self.settings = settings
         // Notices (for example "relation already exists, skipping" from CREATE TABLE IF
         // NOT EXISTS) would otherwise go to stderr; nothing here acts on them.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
@@ -128,8 +139,8 @@ public final class PostgreSQLConnection: @unchecked Sendable {
         return PQbackendPID(connection)
     }
 
-    /// Opens the session again with the same parameters (PQreset), for example after
-    /// ``PostgreSQLError/Kind/connectionLost``.
+    /// Opens the session again with the same parameters and connect timeout
+    /// (PQresetStart), for example after ``PostgreSQLError/Kind/connectionLost``.
     ///
     /// Session state does not survive: prepared statements are forgotten (and will be
     /// prepared again on use), an open transaction is gone, and channels passed to
@@ -142,10 +153,11 @@ public final class PostgreSQLConnection: @unchecked Sendable {
             throw PostgreSQLError(kind: .connectionFailed, message: "the connection was closed; open a new one")
         }
         statementCache.removeAll()
-        PQreset(connection)
-        guard PQstatus(connection) == CONNECTION_OK else {
+        guard PQresetStart(connection) == 1 else {
             throw PostgreSQLError(connection: connection, kind: .connectionFailed)
         }
+        try Self.waitUntilConnected(connection, within: connectTimeout) { PQresetPoll($0) }
+        try Self.applyServerKeepAlives(connection)
         for channel in listenedChannels {
             try executeListen(channel)
         }

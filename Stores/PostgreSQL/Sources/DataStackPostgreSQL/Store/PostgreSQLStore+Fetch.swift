@@ -15,7 +15,7 @@ extension PostgreSQLStore {
     private func execute(_ fetch: StoreFetch) throws -> StoreResult {
         let layout = try layout
         let query = try layout.query(for: fetch)
-        let result = try withConnection { try $0.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init)) }
+        let result = try withReader { try $0.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init)) }
         var reader = layout.rowReader(storeIdentifier: identifier)
         switch fetch.resultType {
         case .count:
@@ -40,7 +40,7 @@ extension PostgreSQLStore: BatchFaultingStore {
     /// so a batch of faults the coordinator fires together costs one round trip.
     public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         let layout = try layout
-        return try withConnection { try rows(of: objectIDs, layout: layout, locking: false, $0) }
+        return try withReader { try rows(of: objectIDs, layout: layout, locking: false, $0) }
     }
 
     /// The rows of these objects that exist, one query per table; `locking`
@@ -71,7 +71,7 @@ extension PostgreSQLStore {
         guard let key = objectID.primaryKey, let sql = try layout.toManyQuery(for: relationship) else { return .objects([]) }
         let layout = try layout
         let reader = layout.rowReader(storeIdentifier: identifier)
-        let result = try withConnection { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray([key]))]) }
+        let result = try withReader { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray([key]))]) }
         return .objects(try result.rows.map { try reader.objectID(from: $0) })
     }
 

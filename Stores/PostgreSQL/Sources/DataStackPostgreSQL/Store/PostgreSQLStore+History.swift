@@ -83,7 +83,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
 
     public func currentPersistentHistoryToken() throws -> PersistentHistoryToken {
         try requireHistory()
-        let result = try withConnection { connection in
+        let result = try withReader { connection in
             try connection.execute(cached: "SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = $1", [PostgreSQLValue(Self.historyTransactionEntity)])
         }
         guard result.rowCount == 1 else { throw missingHistoryCounter() }
@@ -101,7 +101,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
         }
         let layout = try layout
         let identifier = identifier
-        return try withConnection { connection in
+        return try withReader { connection in
             try connection.transaction {
                 // One snapshot for the transactions and their changes.
                 _ = try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

@@ -130,7 +130,7 @@ extension PostgreSQLStore {
     public static func destroy(at url: URL) throws {
         let reportedURL = withoutPassword(url)
         do {
-            let connection = try PostgreSQLConnection(url: url)
+            let connection = try PostgreSQLConnection(url: url, settings: PostgreSQLConnectionSettings(connectTimeout: defaultConnectionTimeout))
             defer { connection.close() }
             try connection.transaction {
                 _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('datastack.schema'))")

@@ -13,7 +13,7 @@ extension PostgreSQLStore: RelationshipPrefetchingStore, UniquenessCheckingStore
         var ownerByKey: [Int64: ObjectID] = [:]
         for id in objectIDs { if let key = id.primaryKey { ownerByKey[key] = id } }
         guard !ownerByKey.isEmpty else { return RelationshipPrefetch() }
-        let result = try withConnection { try $0.execute(cached: query.sql, [PostgreSQLValue(layout.keyArray(ownerByKey.keys.sorted()))]) }
+        let result = try withReader { try $0.execute(cached: query.sql, [PostgreSQLValue(layout.keyArray(ownerByKey.keys.sorted()))]) }
         var reader = layout.rowReader(storeIdentifier: identifier)
         var prefetch = RelationshipPrefetch()
         for row in result.rows {
@@ -37,7 +37,7 @@ extension PostgreSQLStore: RelationshipPrefetchingStore, UniquenessCheckingStore
         let layout = try layout
         let sql = try layout.rowLookupQuery(for: entity, keys: keys)
         let reader = layout.rowReader(storeIdentifier: identifier)
-        return try withConnection { connection in
+        return try withReader { connection in
             try values.map { tuple -> ObjectID? in
                 guard tuple.count == keys.count, !tuple.contains(where: \.isNull) else { return nil }
                 let result = try connection.execute(cached: sql, tuple.map { PostgreSQLValue(StoredValue($0)) })

@@ -1,5 +1,6 @@
 import DataStack
 import Foundation
+import Synchronization
 @_spi(StoreImplementation) import ObjectGraph
 @_spi(StoreImplementation) import DataStackStorage
 
@@ -34,9 +35,16 @@ import Foundation
 ///   connection's commit; after a dropped connection it reconnects and reports
 ///   once, so a reader catches up from its last token.
 ///
-/// Calls are serialized on the store's one connection (a lock); a stack opens
-/// two stores, the writer's and the main coordinator's, so reads of the main
-/// context never wait behind an import's save.
+/// Saves run on the store's writer session, one at a time (a lock); fetches,
+/// faults and history reads run on a pool of reader sessions
+/// (``ObjectGraph/StoreOptions/maximumReaderCount``, opened on demand), so the
+/// contexts of a coordinator read at the same time and never wait behind a
+/// save. Every session connects within ``ObjectGraph/StoreOptions/connectionTimeout``
+/// and watches its link with TCP keepalives (``ObjectGraph/StoreOptions/keepAliveTimeout``),
+/// or as the URL's `connect_timeout` and `keepalives_*` say; a session that broke is
+/// opened again by the next call that needs it. A URL may name a streaming
+/// standby (`standby=`) for the reads, which then wait until it has replayed
+/// what they must see, or go to the primary (PostgreSQLStandby.swift).
 ///
 /// - A store written with another model version migrates in place, in the
 ///   opening transaction, by the engine's lightweight migration
@@ -66,6 +74,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     static let historyChannel = "datastack_history"
 
     let configuration: StoreConfiguration
+    /// The primary's URL as libpq takes it: the store's URL without the standby's parameters.
     let databaseURL: URL
     /// The URL errors name: ``databaseURL`` without its password.
     let reportedURL: URL
@@ -74,6 +83,15 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// its transaction (PostgreSQLStore+Save.swift).
     let connectionLock = NSRecursiveLock()
     private var connection: PostgreSQLConnection?
+    /// The thread inside ``withConnection(_:)``, whose reads go to the writer's
+    /// session (they belong in its transaction); nil when none is.
+    private let writerThread = Mutex<ObjectIdentifier?>(nil)
+    /// The sessions reads run on, so that they never wait behind a save (PostgreSQLReaderPool.swift).
+    let readers: PostgreSQLReaderPool
+    /// The connect timeout and keepalives of every session the store opens.
+    let connectionSettings: PostgreSQLConnectionSettings
+    /// The streaming standby reads go to, when the URL names one (PostgreSQLStandby.swift).
+    let standby: PostgreSQLStandby?
     let stateLock = NSLock()
     var state = State()
 
@@ -99,8 +117,21 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                                        message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
         }
         self.configuration = configuration
-        self.databaseURL = url
+        (self.databaseURL, self.standby) = PostgreSQLStandby.split(url, maximumReaderCount: configuration.options.maximumReaderCount,
+                                                                   reportedURL: reportedURL)
         self.reportedURL = reportedURL
+        self.readers = PostgreSQLReaderPool(maximumCount: configuration.options.maximumReaderCount, url: reportedURL)
+        self.connectionSettings = Self.connectionSettings(configuration.options)
+    }
+
+    /// The store's default connect timeout, when neither the options nor the URL give one.
+    public static let defaultConnectionTimeout = Duration.seconds(10)
+    /// The store's default keepalive time, when neither the options nor the URL give one.
+    public static let defaultKeepAliveTimeout = Duration.seconds(30)
+
+    static func connectionSettings(_ options: StoreOptions) -> PostgreSQLConnectionSettings {
+        PostgreSQLConnectionSettings(connectTimeout: options.connectionTimeout ?? defaultConnectionTimeout,
+                                     keepAliveTimeout: options.keepAliveTimeout ?? defaultKeepAliveTimeout)
     }
 
     /// `url` without a password, for messages: errors are logged and shown.
@@ -114,7 +145,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         connection?.close()
     }
 
-    public var url: URL? { databaseURL }
+    public var url: URL? { configuration.url }
     public var identifier: String { stateLock.withLock { state.identifier } }
     public var type: StoreType { Self.storeType }
     public var configurationName: String? { configuration.configurationName }
@@ -144,6 +175,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     public func willRemove() {
         stopObservingRemoteChanges()
+        readers.close()
+        standby?.readers.close()
         connectionLock.withLock {
             connection?.close()
             connection = nil
@@ -152,20 +185,72 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     // MARK: - The connection
 
-    /// Runs `body` with the store's connection, held alone; connects (again)
-    /// first when there is none or the last one broke.
+    /// Runs `body` with the writer's session, held alone; connects (again)
+    /// first when there is none or the last one broke (``PostgreSQLConnection/isAlive``:
+    /// a server restart or a dead link noticed without a round trip).
     ///
     /// - Throws: ``ObjectGraph/PersistentStoreError`` for connection failures
-    ///   (`.cannotOpen`) and lost connections (`.ioFailure`), saying which database.
+    ///   (`.cannotOpen` before the store is loaded, `.ioFailure` after: an
+    ///   outage, naming the server) and lost connections (`.ioFailure`).
     func withConnection<T>(_ body: (PostgreSQLConnection) throws -> T) throws -> T {
         try connectionLock.withLock {
+            let thread = ObjectIdentifier(Thread.current)
+            let outer = writerThread.withLock { owner in
+                defer { owner = thread }
+                return owner
+            }
+            defer { writerThread.withLock { $0 = outer } }
             do {
                 let connection = try openConnection()
-                return try body(connection)
+                let value = try body(connection)
+                if standby != nil, outer == nil, !connection.isInTransaction {
+                    // Reads on the standby wait until it has replayed what was just written. What was
+                    // written stands even when the position cannot be read (the session broke just
+                    // after): reads then go to the primary until a later position is known.
+                    do {
+                        PostgreSQLStandby.require(try PostgreSQLStandby.primaryPosition(connection), for: databaseURL)
+                    } catch {
+                        PostgreSQLStandby.requireUnknownPosition(for: databaseURL)
+                    }
+                }
+                return value
             } catch let error as PostgreSQLError {
                 throw storeError(error)
             }
         }
+    }
+
+    /// Runs `body` with a reader's session (``PostgreSQLReaderPool``), so that
+    /// a fetch, a fault or a history read of one context neither waits for a
+    /// save of another nor for another read; on the thread of a save (its
+    /// conflict resolver, a uniqueness check inside it) with the writer's
+    /// session instead, whose transaction the read belongs to.
+    ///
+    /// - Throws: as ``withConnection(_:)``.
+    func withReader<T>(_ body: (PostgreSQLConnection) throws -> T) throws -> T {
+        if writerThread.withLock({ $0 == ObjectIdentifier(Thread.current) }) {
+            return try withConnection(body)
+        }
+        do {
+            if let standby, let value = try readFromStandby(standby, body) { return value }
+            return try readers.withConnection(opening: openReader, body)
+        } catch let error as PostgreSQLError {
+            throw storeError(error)
+        }
+    }
+
+    /// A new reader session: it holds the open-store lock like the writer's,
+    /// so a migration elsewhere waits for it, and it checks the model as a
+    /// reconnecting writer does.
+    private func openReader() throws -> PostgreSQLConnection {
+        let reader = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings)
+        do {
+            try holdOpenStoreLock(reader)
+        } catch {
+            reader.close()
+            throw error
+        }
+        return reader
     }
 
     /// The open connection; or connects again, and then — once the store is
@@ -174,16 +259,18 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// gone, another machine may have renumbered the tables this store's
     /// statements name.
     private func openConnection() throws -> PostgreSQLConnection {
-        if let connection, connection.isConnected { return connection }
+        if let connection, connection.isAlive { return connection }
         let made: PostgreSQLConnection
         if let connection {
             try connection.reconnect()
             made = connection
         } else {
-            made = try PostgreSQLConnection(url: databaseURL)
+            made = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings)
+            // A save whose COMMIT loses its answer is resolved, not reported as failed when it committed.
+            made.verifiesCommits = true
             connection = made
         }
-        guard stateLock.withLock({ state.layout != nil }) else { return made }
+        guard isLoaded else { return made }
         do {
             try holdOpenStoreLock(made)
         } catch {
@@ -195,19 +282,40 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         return made
     }
 
+    private var isLoaded: Bool { stateLock.withLock { state.layout != nil } }
+
     /// A connection error as the store error a coordinator's caller expects.
+    ///
+    /// A server that cannot be reached once the store is open is an outage
+    /// (`.ioFailure`), not a store that cannot be opened (`.cannotOpen`, as
+    /// when adding it): the save or read that met it can be tried again.
+    ///
+    /// A lost or failed connection names the server (`PostgreSQL server at
+    /// 10.0.0.2:5432: …`): libpq's message for a connection lost mid-statement does not.
     func storeError(_ error: PostgreSQLError) -> PersistentStoreError {
-        Self.storeError(error, url: reportedURL)
+        Self.storeError(error, url: reportedURL, isOpen: isLoaded)
     }
 
-    static func storeError(_ error: PostgreSQLError, url: URL) -> PersistentStoreError {
+    static func storeError(_ error: PostgreSQLError, url: URL, isOpen: Bool = false) -> PersistentStoreError {
         let code: PersistentStoreError.Code
         switch error.kind {
-        case .connectionFailed: code = .cannotOpen
+        case .connectionFailed: code = isOpen ? .ioFailure : .cannotOpen
         case .serializationFailure: code = .busy
         default: code = .ioFailure
         }
-        return PersistentStoreError(code, url: url, message: "PostgreSQL: \(error)", underlying: error)
+        let isConnection = error.kind == .connectionFailed || error.kind == .connectionLost
+        let head = isConnection ? "PostgreSQL server \(server(of: url))" : "PostgreSQL"
+        return PersistentStoreError(code, url: url, message: "\(head): \(error)", underlying: error)
+    }
+
+    /// The server a URL names, as messages say it: `at 10.0.0.2:5432`, `on socket /run/postgresql/.s.PGSQL.5432`.
+    static func server(of url: URL) -> String {
+        let parameters = PostgreSQLConnection.parsedParameters(url.absoluteString)
+        let host = parameters["host"] ?? parameters["hostaddr"] ?? ""
+        let port = parameters["port"] ?? "5432"
+        if host.isEmpty { return "on the default socket (port \(port))" }
+        if host.hasPrefix("/") || host.hasPrefix("@") { return "on socket \(host)/.s.PGSQL.\(port)" }
+        return "at \(host):\(port)"
     }
 
     /// Throws unless the store may save objects: added read-only, or refusing

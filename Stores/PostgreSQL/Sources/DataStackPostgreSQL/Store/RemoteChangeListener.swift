@@ -6,42 +6,71 @@ import Foundation
 /// (`LISTEN datastack_history`) and reports each as a
 /// ``ObjectGraph/StoreRemoteChange`` carrying its history token.
 ///
-/// A dropped connection is retried every half second; once it is back, one
-/// change without a token is reported, so that the reader reads every
-/// transaction after its last token: what was committed while nobody listened
-/// is caught up, not missed.
+/// A link that goes silent shows no error until the kernel gives up on it,
+/// and a notification sent meanwhile waits in the server's retransmissions:
+/// so while nothing arrives the listener asks the server for an answer every
+/// ``heartbeatInterval`` and counts the session lost when none comes within
+/// ``heartbeatTimeout``. A lost session is opened again in attempts of at most
+/// ``attemptTimeout`` each (short, so a link that comes back is found within
+/// a fraction of a second, not at the kernel's next SYN retry seconds later),
+/// ``retryPause`` apart; once it is back, one change without a token is
+/// reported, so that the reader reads every transaction after its last token:
+/// what was committed while nobody listened is caught up, not missed.
+///
+/// Changes are handed to `onChange` on the listening thread with no lock
+/// held, so `onChange` may do anything, stopping the listener included.
 final class RemoteChangeListener: @unchecked Sendable {
-    // @unchecked Sendable: `isStopped` is read and written under `lock`; the
-    // connection lives on the listening thread only.
+    // @unchecked Sendable: `isStopped` and `thread` are read and written under `lock`;
+    // the connection lives on the listening thread only.
     private let url: URL
+    private let settings: PostgreSQLConnectionSettings
     private let storeIdentifier: String
     private let onChange: @Sendable (StoreRemoteChange) -> Void
     private let lock = NSLock()
     private var isStopped = false
+    private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
+    /// Whether reads go to a standby: then, before reporting, the primary's WAL
+    /// position is noted for them to wait for (PostgreSQLStandby.swift).
+    private let notesWALPosition: Bool
+
+    /// How long the listener waits for a notification before it checks the link.
+    static let heartbeatInterval = Duration.seconds(1)
+    /// How long the server has to answer the check.
+    static let heartbeatTimeout = Duration.seconds(1)
+    /// The longest one attempt to connect again may take (or the connect timeout, if shorter).
+    static let attemptTimeout = Duration.seconds(1)
+    /// The pause after a failed attempt.
+    static let retryPause = Duration.milliseconds(100)
 
     /// Connects and listens before returning, so that no save committed after
     /// it returns goes unreported.
     ///
     /// - Throws: ``PostgreSQLError`` when the first connection fails.
-    init(url: URL, storeIdentifier: String, onChange: @escaping @Sendable (StoreRemoteChange) -> Void) throws {
+    init(url: URL, settings: PostgreSQLConnectionSettings, storeIdentifier: String, notesWALPosition: Bool = false,
+         onChange: @escaping @Sendable (StoreRemoteChange) -> Void) throws {
         self.url = url
+        self.notesWALPosition = notesWALPosition
+        self.settings = settings
         self.storeIdentifier = storeIdentifier
         self.onChange = onChange
-        let connection = try PostgreSQLConnection(url: url)
+        let connection = try PostgreSQLConnection(url: url, settings: settings)
         try connection.listen(PostgreSQLStore.historyChannel)
         let thread = Thread { [self] in listen(on: connection) }
         thread.name = "DataStack.PostgreSQLStore.listener"
+        lock.withLock { self.thread = thread }
         thread.start()
     }
 
-    /// Stops listening; when it returns, `onChange` is not called again.
+    /// Stops listening; when it returns, `onChange` is not called again
+    /// (called from `onChange` itself, it returns at once and the change being
+    /// handed is the last).
     func stop() {
-        let wasStopped = lock.withLock {
+        let (wasStopped, isListenerThread) = lock.withLock {
             defer { isStopped = true }
-            return isStopped
+            return (isStopped, thread === Thread.current)
         }
-        if !wasStopped { finished.wait() }
+        if !wasStopped && !isListenerThread { finished.wait() }
     }
 
     private var shouldStop: Bool { lock.withLock { isStopped } }
@@ -49,22 +78,27 @@ final class RemoteChangeListener: @unchecked Sendable {
     private func listen(on first: PostgreSQLConnection) {
         defer { finished.signal() }
         var connection: PostgreSQLConnection? = first
+        var quiet = Duration.zero
         while !shouldStop {
             guard let current = connection else {
-                Thread.sleep(forTimeInterval: 0.5)
-                // A failure to reconnect is retried on the next turn; the catch-up report waits for success.
-                if let again = try? PostgreSQLConnection(url: url), (try? again.listen(PostgreSQLStore.historyChannel)) != nil {
-                    connection = again
-                    report(StoreRemoteChange(storeIdentifier: storeIdentifier, storeURL: url, historyToken: nil))
-                }
+                connection = connectAgain()
+                quiet = .zero
                 continue
             }
             do {
-                for notification in try current.notifications(waitingUpTo: .milliseconds(200)) {
+                let slice = Duration.milliseconds(200)
+                let notifications = try current.notifications(waitingUpTo: slice)
+                if !notifications.isEmpty { try noteWALPosition(current) }
+                for notification in notifications where !shouldStop {
                     report(change(from: notification.payload))
                 }
+                quiet = notifications.isEmpty ? quiet + slice : .zero
+                if quiet >= Self.heartbeatInterval {
+                    try current.ping(timeout: Self.heartbeatTimeout)
+                    quiet = .zero
+                }
             } catch {
-                // The connection broke (server restarted, network): listen again on a new one.
+                // The session broke or went silent (server restarted, link down): listen again on a new one.
                 current.close()
                 connection = nil
             }
@@ -72,11 +106,36 @@ final class RemoteChangeListener: @unchecked Sendable {
         connection?.close()
     }
 
+    /// One attempt to connect and listen again; after a success, reports the
+    /// catch-up change. Nil after a failure (paused, to be tried again).
+    private func connectAgain() -> PostgreSQLConnection? {
+        var attempt = settings
+        attempt.connectTimeout = min(settings.connectTimeout ?? Self.attemptTimeout, Self.attemptTimeout)
+        do {
+            let again = try PostgreSQLConnection(url: url, settings: attempt)
+            try again.listen(PostgreSQLStore.historyChannel)
+            try noteWALPosition(again)
+            if !shouldStop { report(StoreRemoteChange(storeIdentifier: storeIdentifier, storeURL: url, historyToken: nil)) }
+            return again
+        } catch {
+            // Not reachable yet: tried again after a pause; the catch-up report waits for success.
+            Thread.sleep(forTimeInterval: Double(Self.retryPause.components.attoseconds) / 1e18
+                         + Double(Self.retryPause.components.seconds))
+            return nil
+        }
+    }
+
+    /// With a standby: the primary's WAL position now, past every commit announced so far,
+    /// is what the store's reads must see before they use the standby.
+    private func noteWALPosition(_ connection: PostgreSQLConnection) throws {
+        guard notesWALPosition else { return }
+        PostgreSQLStandby.require(try PostgreSQLStandby.primaryPosition(connection), for: url)
+    }
+
+    /// Hands a change over, with no lock held; nothing is reported once stop() has begun.
     private func report(_ change: StoreRemoteChange) {
-        // Checked again under the lock, so that nothing is reported once stop() has begun.
-        lock.lock()
-        defer { lock.unlock() }
-        if !isStopped { onChange(change) }
+        guard !shouldStop else { return }
+        onChange(change)
     }
 
     /// The change a payload `<store UUID>:<transaction>` announces; a payload
@@ -96,7 +155,8 @@ extension PostgreSQLStore: RemoteChangeObservingStore {
         stopObservingRemoteChanges()
         let listener: RemoteChangeListener
         do {
-            listener = try RemoteChangeListener(url: databaseURL, storeIdentifier: identifier, onChange: onChange)
+            listener = try RemoteChangeListener(url: databaseURL, settings: connectionSettings, storeIdentifier: identifier,
+                                                notesWALPosition: standby != nil, onChange: onChange)
         } catch let error as PostgreSQLError {
             throw storeError(error)
         }

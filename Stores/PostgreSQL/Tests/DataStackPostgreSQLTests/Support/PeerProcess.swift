@@ -30,9 +30,16 @@ final class PeerProcess {
     private let stderrURL: URL
 
     /// Starts the peer with `arguments`; its stderr goes to a file in the temporary folder.
-    init(_ arguments: [String]) throws {
-        process.executableURL = Self.executable
-        process.arguments = arguments
+    /// With `namespace`, it runs inside that network namespace (`ip netns exec`, which
+    /// execs the peer: the process is the peer's, as for a kill).
+    init(_ arguments: [String], namespace: String? = nil) throws {
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: TestHosts.ipTool)
+            process.arguments = ["netns", "exec", namespace, Self.executable.path] + arguments
+        } else {
+            process.executableURL = Self.executable
+            process.arguments = arguments
+        }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = stdin
@@ -129,6 +136,15 @@ struct PeerSaved: Decodable, Hashable {
     var token: Int64
     var counter: Int64
     var attempts: Int
+    /// When `save()` was called (seconds since 1970).
+    var at: Double?
+}
+
+/// An importer's line for a save the store refused, with `--keep-going` (PeerOutput.Failed in the peer).
+struct PeerFailed: Decodable, Hashable {
+    var failed: String
+    var code: String
+    var error: String
 }
 
 /// A viewer's line, or the `read` mode's (PeerOutput.Seen in the peer).
@@ -136,4 +152,6 @@ struct PeerSeen: Decodable {
     var entries: [String]
     var counter: Int64?
     var token: Int64?
+    /// When the viewer wrote the line (seconds since 1970).
+    var at: Double?
 }

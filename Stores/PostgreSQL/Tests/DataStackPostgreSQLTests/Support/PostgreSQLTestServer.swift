@@ -37,6 +37,16 @@ final class PostgreSQLTestServer: Sendable {
 
     private let binaries: Binaries
     private let state = Mutex(State())
+    /// Where the server runs on a test network (TestHosts): its namespace, the
+    /// address it listens on and the range pg_hba.conf trusts; nil for the
+    /// Unix socket only.
+    let network: Network?
+
+    struct Network: Sendable {
+        var namespace: String
+        var address: String
+        var trustedRange: String
+    }
 
     private struct State {
         var isRunning = false
@@ -47,6 +57,7 @@ final class PostgreSQLTestServer: Sendable {
     private struct Binaries {
         var initdb: String
         var pgCtl: String
+        var pgBasebackup: String
         /// `runuser`, when the tests run as root; commands then run as `postgres`.
         var runuser: String?
     }
@@ -75,8 +86,51 @@ final class PostgreSQLTestServer: Sendable {
     // MARK: - Starting
 
     /// Creates a data folder with initdb and starts a server on it.
-    static func start() throws -> PostgreSQLTestServer {
+    static func start(network: Network? = nil) throws -> PostgreSQLTestServer {
         let binaries = try locateBinaries()
+        let folder = try makeFolder(binaries)
+        let server = PostgreSQLTestServer(folder: folder, binaries: binaries, network: network)
+        do {
+            try server.run(
+                binaries.initdb,
+                ["-D", server.dataDirectory, "-A", "trust", "-U", "datastack", "--no-sync", "-E", "UTF8", "--locale=C"])
+            if let network {
+                // The test network's hosts log in over TCP, trusted as on the socket.
+                let hba = URL(fileURLWithPath: server.dataDirectory).appendingPathComponent("pg_hba.conf")
+                let handle = try FileHandle(forWritingTo: hba)
+                defer { try? handle.close() }
+                handle.seekToEndOfFile()
+                handle.write(Data("host all all \(network.trustedRange) trust\nhost replication all \(network.trustedRange) trust\n".utf8))
+            }
+            try server.startServer()
+        } catch {
+            server.stop()
+            throw error
+        }
+        return server
+    }
+
+    /// A streaming standby of this server (`pg_basebackup -R -X stream`), on a
+    /// folder and Unix socket of its own: hot, read-only, replaying this one's WAL.
+    ///
+    /// With `network`, the standby runs on that host of the test network and
+    /// replicates over TCP from this server's address.
+    func startStandby(network standbyNetwork: Network? = nil) throws -> PostgreSQLTestServer {
+        let folder = try Self.makeFolder(binaries)
+        let standby = PostgreSQLTestServer(folder: folder, binaries: binaries, network: standbyNetwork)
+        let primaryHost = standbyNetwork != nil ? network?.address ?? socketDirectory : socketDirectory
+        do {
+            try standby.run(binaries.pgBasebackup, ["-D", standby.dataDirectory, "-R", "-X", "stream", "-h", primaryHost, "-U", "datastack"])
+            try standby.startServer()
+        } catch {
+            standby.stop()
+            throw error
+        }
+        return standby
+    }
+
+    /// A new folder under /tmp with `socket/`, handed to `postgres` when root.
+    private static func makeFolder(_ binaries: Binaries) throws -> URL {
         let folder = URL(fileURLWithPath: "/tmp/ds-pg-\(UUID().uuidString.prefix(8).lowercased())")
         let socket = folder.appendingPathComponent("socket")
         try FileManager.default.createDirectory(at: socket, withIntermediateDirectories: true)
@@ -94,22 +148,13 @@ final class PostgreSQLTestServer: Sendable {
                 throw PostgreSQLTestServerError(description: "chown \(path) to postgres failed: \(String(cString: strerror(errno)))")
             }
         }
-        let server = PostgreSQLTestServer(folder: folder, binaries: binaries)
-        do {
-            try server.run(
-                binaries.initdb,
-                ["-D", server.dataDirectory, "-A", "trust", "-U", "datastack", "--no-sync", "-E", "UTF8", "--locale=C"])
-            try server.startServer()
-        } catch {
-            server.stop()
-            throw error
-        }
-        return server
+        return folder
     }
 
-    private init(folder: URL, binaries: Binaries) {
+    private init(folder: URL, binaries: Binaries, network: Network?) {
         self.folder = folder
         self.binaries = binaries
+        self.network = network
         dataDirectory = folder.appendingPathComponent("data").path
         socketDirectory = folder.appendingPathComponent("socket").path
         logFile = folder.appendingPathComponent("log").path
@@ -174,6 +219,25 @@ final class PostgreSQLTestServer: Sendable {
         state.withLock { $0.isRunning = false }
     }
 
+    /// Stops the server cleanly (`pg_ctl stop -m fast`: sessions are ended,
+    /// open transactions rolled back); the data folder stays for ``restart()``.
+    func stopKeepingData() throws {
+        try run(binaries.pgCtl, ["stop", "-D", dataDirectory, "-m", "fast", "-w"])
+        state.withLock { $0.isRunning = false }
+    }
+
+    /// Restarts the server with a fast shutdown (`pg_ctl restart -m fast`):
+    /// sessions are ended and their transactions rolled back, then it starts again.
+    func restartFast() throws {
+        try run(binaries.pgCtl, ["restart", "-D", dataDirectory, "-m", "fast", "-w", "-o", serverOptions, "-l", logFile])
+    }
+
+    /// The URL of a database over the test network: `postgresql://datastack@<address>:<port>/<name>`.
+    func networkURL(database: String, port: Int = 5432, parameters: String = "") -> URL? {
+        guard let network else { return nil }
+        return URL(string: "postgresql://datastack@\(network.address):\(port)/\(database)" + (parameters.isEmpty ? "" : "?" + parameters))
+    }
+
     /// Starts the server again on the same data folder and socket.
     func restart() throws {
         try startServer()
@@ -181,10 +245,13 @@ final class PostgreSQLTestServer: Sendable {
 
     // MARK: - Private helpers
 
+    private var serverOptions: String {
+        "-c unix_socket_directories='\(socketDirectory)' -c listen_addresses='\(network?.address ?? "")' -c fsync=off -c max_connections=100"
+    }
+
     private func startServer() throws {
-        let options = "-c unix_socket_directories='\(socketDirectory)' -c listen_addresses='' -c fsync=off -c max_connections=100"
         do {
-            try run(binaries.pgCtl, ["start", "-D", dataDirectory, "-o", options, "-w", "-l", logFile])
+            try run(binaries.pgCtl, ["start", "-D", dataDirectory, "-o", serverOptions, "-w", "-l", logFile])
         } catch {
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
             throw PostgreSQLTestServerError(description: "\(error)\nserver log:\n\(log.suffix(2000))")
@@ -203,6 +270,10 @@ final class PostgreSQLTestServer: Sendable {
         // `sh -c 'cd … && exec …'`: start in a folder the postgres user can enter
         // (the test process's may not be); posix_spawn's chdir action is not imported.
         var argv = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", folder.path]
+        if let network {
+            // Inside the server's namespace (as root), then as postgres.
+            argv += [TestHosts.ipTool, "netns", "exec", network.namespace]
+        }
         if let runuser = binaries.runuser {
             argv += [runuser, "-u", "postgres", "--"]
         }
@@ -266,6 +337,12 @@ final class PostgreSQLTestServer: Sendable {
                     description: "PostgreSQL refuses to run as root, and runuser (util-linux) is not installed to run it as `postgres`")
             }
         }
-        return Binaries(initdb: "\(folder)/initdb", pgCtl: "\(folder)/pg_ctl", runuser: runuser)
+        // pg_basebackup (for standbys) beside pg_ctl, or beside what a linked pg_ctl points to.
+        let linked = (try? fileManager.destinationOfSymbolicLink(atPath: "\(folder)/pg_ctl")).map {
+            URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: folder, isDirectory: true)).deletingLastPathComponent().path
+        }
+        let pgBasebackup = ([folder] + [linked].compactMap { $0 } + folders).map { "\($0)/pg_basebackup" }
+            .first { fileManager.isExecutableFile(atPath: $0) } ?? "\(folder)/pg_basebackup"
+        return Binaries(initdb: "\(folder)/initdb", pgCtl: "\(folder)/pg_ctl", pgBasebackup: pgBasebackup, runuser: runuser)
     }
 }
