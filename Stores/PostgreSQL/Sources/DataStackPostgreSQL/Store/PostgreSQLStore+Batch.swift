@@ -140,9 +140,24 @@ import Foundation
         for (table, column) in layout.joinTableColumns(naming: selection.table) {
             _ = try connection.execute("DELETE FROM \(table) WHERE \(column) IN (\(selection.keysQuery))", parameters)
         }
-        let result = try connection.execute("DELETE FROM \(selection.table) AS t0\(selection.whereClause) RETURNING t0.Z_PK, t0.Z_ENT",
-                                            parameters)
-        let rows = try BatchRows(result, layout: layout, storeIdentifier: history.storeIdentifier)
+        // With history, the preserved attributes' columns come back too: the tombstones.
+        var returned: [String] = []
+        var tombstoneColumns: [Int64: [Int]] = [:]
+        if history.tracksHistory {
+            for number in selection.entityNumbers {
+                let attributes = layout.tombstoneAttributes(ofEntityNumbered: number)
+                guard !attributes.isEmpty, let entity = layout.entity(numbered: number) else { continue }
+                tombstoneColumns[number] = try layout.attributeColumns(of: attributes, in: entity).map { column in
+                    if let position = returned.firstIndex(of: column) { return 2 + position }
+                    returned.append(column)
+                    return 1 + returned.count
+                }
+            }
+        }
+        let result = try connection.execute(
+            "DELETE FROM \(selection.table) AS t0\(selection.whereClause) RETURNING t0.Z_PK, t0.Z_ENT" + returned.map { ", t0.\($0)" }.joined(),
+            parameters)
+        let rows = try BatchRows(result, layout: layout, storeIdentifier: history.storeIdentifier, tombstoneColumns: tombstoneColumns)
         guard !rows.isEmpty else { return BatchChanges() }
         let token = try history.record(rows, as: .delete, entityOrder: selection.entityNumbers, store: self, layout: layout, connection) { _ in nil }
         return BatchChanges(deletedObjectIDs: rows.ids, historyToken: token)
@@ -235,18 +250,25 @@ import Foundation
 /// keys by entity number, and their IDs.
 struct BatchRows {
     private(set) var keysByEntity: [Int64: [Int64]] = [:]
+    /// Each row's tombstone values (as their columns' text), by entity, in the order of ``keysByEntity``.
+    private(set) var tombstonesByEntity: [Int64: [[String?]]] = [:]
     private(set) var ids: Set<ObjectID> = []
 
     var isEmpty: Bool { ids.isEmpty }
 
+    /// - Parameter tombstoneColumns: for an entity with preserved attributes,
+    ///   the result's column of each, in tombstone order.
     /// - Throws: ``ObjectGraph/PersistentStoreError`` for a row of an entity number the model does not have.
-    init(_ result: PostgreSQLResult, layout: StoreLayout, storeIdentifier: String) throws {
+    init(_ result: PostgreSQLResult, layout: StoreLayout, storeIdentifier: String, tombstoneColumns: [Int64: [Int]] = [:]) throws {
         let reader = layout.rowReader(storeIdentifier: storeIdentifier)
         ids.reserveCapacity(result.rowCount)
         for row in 0..<result.rowCount {
             let key = try result.requiredInt64(row: row, column: 0)
             let number = try result.requiredInt64(row: row, column: 1)
             keysByEntity[number, default: []].append(key)
+            if let columns = tombstoneColumns[number] {
+                tombstonesByEntity[number, default: []].append(columns.map { result.string(row: row, column: $0) })
+            }
             ids.insert(try reader.objectID(entityNumber: number, primaryKey: key))
         }
     }
@@ -262,7 +284,7 @@ struct BatchHistoryRecord {
 
     /// One statement's worth of change rows: a type, an entity number, the
     /// rows' keys (recorded in key order) and their `ZCOLUMNS`.
-    typealias Group = (type: PersistentHistoryChange.ChangeType, entity: Int64, keys: [Int64], columns: Data?)
+    typealias Group = (type: PersistentHistoryChange.ChangeType, entity: Int64, keys: [Int64], columns: Data?, tombstones: [[String?]]?)
 
     /// Records the rows a batch statement returned, as changes of `type`, entity
     /// by entity in `entityOrder`, with `columns(entity number)` as `ZCOLUMNS`.
@@ -272,7 +294,7 @@ struct BatchHistoryRecord {
         let order = entityOrder + rows.keysByEntity.keys.filter { !entityOrder.contains($0) }.sorted()
         let groups: [Group] = try order.compactMap { entity in
             guard let keys = rows.keysByEntity[entity] else { return nil }
-            return (type, entity, keys, try columns(entity))
+            return (type, entity, keys, try columns(entity), rows.tombstonesByEntity[entity])
         }
         return try record(groups, store: store, connection)
     }
@@ -283,12 +305,20 @@ struct BatchHistoryRecord {
     func record(_ groups: [Group], store: PostgreSQLStore, _ connection: PostgreSQLConnection) throws -> PersistentHistoryToken? {
         guard tracksHistory else { return nil }
         let number = try store.insertHistoryTransaction(author: author, contextName: contextName, connection)
+        let tombstoneCount = groups.compactMap { $0.tombstones?.first?.count }.max() ?? 0
+        if tombstoneCount > 0 { try store.ensureTombstoneColumns(tombstoneCount, connection) }
         for group in groups where !group.keys.isEmpty {
+            // Per tombstone column, the rows' values: the SELECT's t0, t1… beside the key.
+            let count = group.tombstones?.first?.count ?? 0
+            let tombstones = (0..<count).map { index in group.tombstones?.map { $0[index] } ?? [] }
+            let names = (0..<count).map { ", t\($0)" }.joined()
+            let arrays = (0..<count).map { ", $\($0 + 6)::text[]" }.joined()
             _ = try connection.execute(cached: """
-                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS) \
-                SELECT $1::bigint, $2::bigint, $3::bigint, k, $4::bytea FROM unnest($5::bigint[]) AS k ORDER BY k
+                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS\(PostgreSQLStore.tombstoneColumnList(count))) \
+                SELECT $1::bigint, $2::bigint, $3::bigint, k, $4::bytea\(names) FROM unnest($5::bigint[]\(arrays)) AS c(k\(names)) ORDER BY k
                 """, [PostgreSQLValue(number), PostgreSQLValue(group.type.rawValue), PostgreSQLValue(group.entity),
-                      group.columns.map { .bytes(Array($0)) } ?? .null, .text("{" + group.keys.map(String.init).joined(separator: ",") + "}")])
+                      group.columns.map { .bytes(Array($0)) } ?? .null, .text("{" + group.keys.map(String.init).joined(separator: ",") + "}")]
+                    + tombstones.map { .text(PostgreSQLStore.textArray($0)) })
         }
         _ = try connection.execute(cached: "SELECT pg_notify($1, $2)",
                                    [.text(PostgreSQLStore.historyChannel), .text("\(storeIdentifier):\(number)")])

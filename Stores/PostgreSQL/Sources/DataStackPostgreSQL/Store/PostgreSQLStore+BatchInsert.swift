@@ -43,13 +43,13 @@ extension PostgreSQLStore {
         let number = try layout.number(of: entity)
         var token: PersistentHistoryToken?
         if history.tracksHistory {
-            var groups: [BatchHistoryRecord.Group] = [(.insert, number, writer.inserted, nil)]
+            var groups: [BatchHistoryRecord.Group] = [(.insert, number, writer.inserted, nil, nil)]
             var keysByColumns = [[Int64]](repeating: [], count: writer.writtenColumns.count)
             for (key, columns) in writer.updated.sorted(by: { $0.key < $1.key }) { keysByColumns[columns].append(key) }
             for columns in keysByColumns.indices where !keysByColumns[columns].isEmpty {
                 let attributes = writer.writtenColumns[columns].sorted().map { writer.attributes[$0] }
                 groups.append((.update, number, keysByColumns[columns],
-                               try layout.batchHistoryColumns(entityNumbered: number, attributes: attributes)))
+                               try layout.batchHistoryColumns(entityNumbered: number, attributes: attributes), nil))
             }
             token = try history.record(groups, store: self, connection)
         }
