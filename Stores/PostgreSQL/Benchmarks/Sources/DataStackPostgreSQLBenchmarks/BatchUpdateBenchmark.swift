@@ -78,7 +78,7 @@ enum BatchUpdateBenchmark {
             _ = try connection.execute("""
                 INSERT INTO ZCOMPANY (Z_PK, Z_ENT, Z_OPT, ZSYMBOL, ZNAME, ZEMPLOYEES, ZFOUNDED, ZPRICE) \
                 SELECT g, \(number), 1, 'S' || g, 'Company number ' || g, (g * 7919) % 250000, 1000.0 * g, (g % 5000) * 0.25 \
-                FROM generate_series(1, \(rows)) AS g
+                FROM generate_series(1::bigint, \(rows)) AS g
                 """)
             _ = try connection.execute("UPDATE Z_PRIMARYKEY SET Z_MAX = \(rows) WHERE Z_ENT = \(number)")
         }
