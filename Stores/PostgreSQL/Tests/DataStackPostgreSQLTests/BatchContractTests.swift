@@ -351,6 +351,41 @@ struct BatchContractTests {
         #expect(try fixture.listings(kind).count == 3)
     }
 
+    @Test("bad requests throw a typed error naming what is wrong and change nothing", arguments: StoreKind.allCases)
+    func badRequests(_ kind: StoreKind) throws {
+        let fixture = try fixture(kind)
+        let before = try fixture.listings(kind)
+        let context = fixture.context()
+        let cases: [(BatchUpdateRequest, ObjectGraphError.Code, String)] = [
+            (BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["nope": 1]), .unknownKey, "nope"),
+            (BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["tags": nil]), .notAnAttribute, "tags"),
+            (BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: [:]), .nothingToUpdate, "Listing"),
+            (BatchUpdateRequest(entityName: "Listing", propertiesToUpdate: ["price": "cheap"]), .wrongValueType, "price"),
+            (BatchUpdateRequest(entityName: "Nowhere", propertiesToUpdate: ["price": 1]), .unknownEntity, "Nowhere"),
+        ]
+        for (request, code, named) in cases {
+            #expect {
+                try context.performAndWait { try context.execute(request) }
+            } throws: { error in
+                guard let error = error as? ObjectGraphError else { return false }
+                return error.code == code && "\(error)".contains(named)
+            }
+        }
+        // A predicate on a key the entity lacks: refused before anything is written, by either store.
+        let unknown = try FetchPredicate(format: "missing == 1")
+        #expect(throws: (any Error).self) {
+            try context.performAndWait {
+                try context.execute(BatchUpdateRequest(entityName: "Listing", predicate: unknown, propertiesToUpdate: ["price": 1]))
+            }
+        }
+        #expect(throws: (any Error).self) {
+            try context.performAndWait {
+                try context.execute(BatchDeleteRequest(fetchRequest: FetchRequest<ManagedObject>(entityName: "Listing", predicate: unknown)))
+            }
+        }
+        #expect(try fixture.listings(kind) == before)
+    }
+
     @Test("PostgreSQL refuses a batch whose predicate it cannot answer as SQLite does, saying which, and changes nothing")
     func unsupportedPredicate() throws {
         let fixture = try fixture(.postgreSQL)
