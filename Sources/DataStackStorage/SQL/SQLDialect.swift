@@ -102,6 +102,9 @@ import Foundation
     func divide(_ a: String, by b: String) -> String
     /// The sum of `value` over a group, 0 (not NULL) for no rows.
     func sum(_ value: String) -> String
+    /// A computed number as an integer column keeps it: truncated toward
+    /// zero, as the in-memory store converts it (a batch update's `SET`).
+    func truncatedToInteger(_ value: String) -> String
     /// Makes the operands of one comparison compare as the in-memory
     /// evaluator compares them, or throws when the database cannot compare them.
     func prepareComparison(_ operands: inout [SQLOperand]) throws
@@ -171,6 +174,7 @@ import Foundation
     public func nullsFirst(_ ordering: String) -> String { ordering }
     public func searchRelevance(of expression: String, query: String) -> String? { nil }
     public func divide(_ a: String, by b: String) -> String { "(CAST(\(a) AS REAL) / \(b))" }
+    public func truncatedToInteger(_ value: String) -> String { "CAST(\(value) AS INTEGER)" }
 
     /// `name` as a quoted identifier naming what the layout's unquoted SQL created.
     public func quotedIdentifier(_ name: String) -> String {

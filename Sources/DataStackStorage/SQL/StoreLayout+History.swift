@@ -37,4 +37,34 @@ extension StoreLayout {
     public func updatedProperties(ofEntityNumbered entityNumber: Int64, historyColumns columns: Data) -> Set<String> {
         history.entitiesByNumber[entityNumber]?.properties(in: columns) ?? []
     }
+
+    // MARK: Tombstones
+
+    /// How many `ZTOMBSTONE<n>` columns the history needs: the most preserved
+    /// attributes (`preservesValueInHistoryOnDeletion`) of any one entity.
+    public var tombstoneColumnCount: Int { history.tombstoneColumnCount }
+
+    /// The preserved attributes of the entity numbered `number`, in tombstone
+    /// order (Core Data's: `ZTOMBSTONE0` holds the first); empty for none.
+    public func tombstoneAttributes(ofEntityNumbered number: Int64) -> [AttributeDescription] {
+        guard let entity = history.entitiesByNumber[number] else { return [] }
+        return entity.tombstoneSlots.compactMap { entity.entity.slotProperties[$0] as? AttributeDescription }
+    }
+
+    /// A deleted object's tombstone, read from `row` whose columns from
+    /// `firstColumn` on are `ZTOMBSTONE0`… (`columnCount` of them), in the
+    /// storage form; nil for an entity without preserved attributes, as the
+    /// SQLite store reports it.
+    ///
+    /// - Throws: when a column does not hold a value of its attribute's type.
+    public func tombstone(ofEntityNumbered number: Int64, from row: some StoredRow, firstColumn: Int,
+                          columnCount: Int) throws -> [String: PropertyValue]? {
+        let attributes = tombstoneAttributes(ofEntityNumbered: number)
+        guard !attributes.isEmpty else { return nil }
+        var tombstone: [String: PropertyValue] = [:]
+        for (index, attribute) in attributes.enumerated() where index < columnCount {
+            tombstone[attribute.name] = try RowReader.value(of: attribute.type, at: firstColumn + index, in: row)
+        }
+        return tombstone
+    }
 }

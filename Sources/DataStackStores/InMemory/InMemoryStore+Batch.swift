@@ -4,7 +4,7 @@ import Foundation
 
 // MARK: - Batch update and delete
 
-extension InMemoryStore: BatchRequestStore {
+@_spi(StoreImplementation) extension InMemoryStore: BatchRequestStore {
     /// Runs a batch request with the same rules and results as the SQLite
     /// store: the rows are read, the new rows worked out (values evaluated as
     /// SQL would, delete rules by ``BatchDeletePlan``, uniqueness constraints
@@ -12,7 +12,7 @@ extension InMemoryStore: BatchRequestStore {
     /// save. That save checks every row's version, so a writer that moved a
     /// row in between makes the batch throw
     /// ``ObjectGraphError/Code-swift.struct/mergeConflict`` with nothing changed.
-    package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
+    public func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         switch request {
         case .update(let update):
             let before = try matchedRows(update.fetch)

@@ -23,27 +23,8 @@ struct BatchSelection: Sendable {
 
     /// - Throws: ``ObjectGraphError/Code-swift.struct/predicateDoesNotCompile``.
     init(_ fetch: StoreFetch, schema: TableLayout) throws {
-        let mapping = try schema.mapping(for: fetch.entity)
-        table = mapping.table
-        entityNumbers = fetch.includesSubentities ? mapping.numbersWithDescendants : [mapping.number]
-        var conditions = SelectQuery.entityConditions(for: fetch, schema: schema)
-        var bindings: [PropertyValue] = []
-        do {
-            if let predicate = fetch.predicate, let compiled = try predicate.sqlCondition(for: fetch.entity, schema: schema) {
-                if compiled.joins.isEmpty {
-                    conditions.append("(\(compiled.where))")
-                } else {
-                    // The subquery's own `t0` hides the statement's, and is the same table.
-                    conditions.append("t0.Z_PK IN (SELECT t0.Z_PK FROM \(mapping.table) t0 \(compiled.joins.joined(separator: " ")) WHERE \(compiled.where))")
-                }
-                bindings = compiled.bindings
-            }
-        } catch {
-            throw ObjectGraphError.predicateDoesNotCompile(predicate: fetch.predicate?.description ?? "", entity: fetch.entity.name,
-                                                           reason: "\(error)")
-        }
-        condition = conditions.isEmpty ? nil : conditions.joined(separator: " AND ")
-        self.bindings = bindings
+        // The condition every SQL store's batches share (DataStackStorage, StoreLayout+Batch.swift).
+        (table, entityNumbers, condition, bindings) = try schema.batchCondition(for: fetch)
     }
 
     /// ` WHERE <condition>`, or nothing for every row.

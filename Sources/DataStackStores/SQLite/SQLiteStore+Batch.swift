@@ -6,7 +6,7 @@ import Foundation
 
 // MARK: - Batch update and delete
 
-extension SQLiteStore: BatchRequestStore {
+@_spi(StoreImplementation) extension SQLiteStore: BatchRequestStore {
     /// Runs a batch request in one `BEGIN IMMEDIATE` transaction, set-based:
     /// a batch update is one `UPDATE … AS t0 SET …, Z_OPT = Z_OPT + 1 WHERE
     /// <the fetch's condition>` — SQLite scans the table once, as for the
@@ -24,7 +24,7 @@ extension SQLiteStore: BatchRequestStore {
     /// Values of attributes with external binary storage are written tagged
     /// inline (a batch writes no files); the files of values a batch deletes or
     /// overwrites are removed after the commit (``ExternalDataFiles``).
-    package func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
+    public func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges {
         let schema = try schema
         let files = schema.usesExternalStorage ? ExternalDataFiles() : nil
         do {
@@ -60,7 +60,7 @@ extension SQLiteStore: BatchRequestStore {
                                                      schema: schema, connection: connection)
                 let rows = try batchUpdate(update, selection: selection, selected: selected, schema: schema, connection: connection)
                 return BatchChanges(updatedObjectIDs: rows.ids, historyToken: token)
-            case .delete(.matching(let fetch)) where !Self.hasDeleteRules(fetch):
+            case .delete(.matching(let fetch)) where !BatchDeletePlan.appliesRules(to: fetch):
                 let selection = try BatchSelection(fetch, schema: schema)
                 guard let selected = try BatchSelectedRows.read(selection, store: self, schema: schema, identity: identity) else {
                     return BatchChanges()
@@ -100,18 +100,6 @@ extension SQLiteStore: BatchRequestStore {
         }
     }
 
-    /// Whether deleting the fetch's rows can involve other rows: some
-    /// relationship of the entities it selects has a rule other than no action.
-    private static func hasDeleteRules(_ fetch: StoreFetch) -> Bool {
-        let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
-        return entities.contains { entity in
-            entity.slotProperties.contains { property in
-                guard let relationship = property as? RelationshipDescription, !relationship.isTransient else { return false }
-                return relationship.deleteRule != .noAction
-            }
-        }
-    }
-
     // MARK: Reading inside the transaction
 
     /// The rows a fetch matches, read on the writer connection.
@@ -147,24 +135,12 @@ extension SQLiteStore: BatchRequestStore {
                              schema: TableLayout, connection: Connection) throws -> BatchSelectedRows.Rows {
         let entity = update.fetch.entity
         let mapping = try schema.mapping(for: entity)
-        var bindings = selection.bindings
-        var assignments: [String] = []
-        for (attribute, value) in update.values {
-            guard let column = mapping.columns[attribute.index]?.name else {
-                throw ObjectGraphError.unknownKey(attribute.name, entity: entity.name)
-            }
-            // Constants are bound as a save binds them, after the condition's parameters.
-            let compiled = try value.sql(for: entity, schema: schema, rootAlias: "t0", parametersBefore: bindings.count)
-            assert(compiled.joins.isEmpty, "the context refuses key paths through relationships")
-            bindings += compiled.bindings
-            // SQLite keeps a real in an integer column; truncate it, as the in-memory store does.
-            // A column with external binary storage takes the value tagged inline
-            // (ExternalBinaryStorage.swift): `||` joins the bytes as they are.
-            let sql = attribute.type.integerRange != nil ? "CAST(\(compiled.sql) AS INTEGER)"
-                : attribute.storesExternalBinaryData ? "CAST(X'01' || \(compiled.sql) AS BLOB)"
-                : compiled.sql
-            assignments.append("\(column) = \(sql)")
-        }
+        // The SET list every SQL store's batches share (DataStackStorage, StoreLayout+Batch.swift):
+        // integers truncated with CAST AS INTEGER, as the in-memory store does; a column with
+        // external binary storage takes the value tagged inline (ExternalBinaryStorage.swift).
+        let compiled = try schema.batchAssignments(update.values, of: entity, parametersBefore: selection.bindings.count)
+        let bindings = selection.bindings + compiled.bindings
+        let assignments = compiled.assignments
         let set = (assignments + ["Z_OPT = Z_OPT + 1"]).joined(separator: ", ")
         let statement = try connection.prepare("UPDATE \(mapping.table) AS t0 SET \(set)\(selection.whereClause)")
         for (offset, value) in bindings.enumerated() { try statement.bind(value, at: Int32(offset + 1)) }

@@ -19,14 +19,14 @@ import Foundation
 /// - `noAction`: nothing, as in Core Data: the graph is the caller's to keep.
 ///
 /// Join-table rows of deleted rows go with them whatever the rule.
-package struct BatchDeletePlan {
+@_spi(StoreImplementation) public struct BatchDeletePlan {
     /// The rows to delete, as they are now: the matched ones, then cascades.
-    package private(set) var deleted: [IncrementalStoreNode] = []
+    public private(set) var deleted: [IncrementalStoreNode] = []
     /// Rows that stay but whose to-one pointing at a deleted row is cleared,
     /// as they are now, with the relationships to clear.
-    package private(set) var cleared: [(row: IncrementalStoreNode, relationships: [RelationshipDescription])] = []
+    public private(set) var cleared: [(row: IncrementalStoreNode, relationships: [RelationshipDescription])] = []
     /// Rows that stay and lose a member of a to-many, without a column changing.
-    package private(set) var touched: [ObjectID] = []
+    public private(set) var touched: [ObjectID] = []
 
     /// - Parameters:
     ///   - matched: the rows the request selects.
@@ -35,7 +35,7 @@ package struct BatchDeletePlan {
     ///     by row (rows without any may be left out): called once per
     ///     relationship and round of cascades, so a store answers with a
     ///     query per relationship rather than per row.
-    package init(matched: [IncrementalStoreNode], rows: ([ObjectID]) throws -> [IncrementalStoreNode],
+    public init(matched: [IncrementalStoreNode], rows: ([ObjectID]) throws -> [IncrementalStoreNode],
                  toMany: (RelationshipDescription, [ObjectID]) throws -> [ObjectID: [ObjectID]]) throws {
         var deletedIDs = Set<ObjectID>()
         var nullified: [(relationship: RelationshipDescription, destinations: [ObjectID])] = []
@@ -103,6 +103,14 @@ package struct BatchDeletePlan {
         self.touched = touched.subtracting(clearedByID.keys).sorted { $0.description < $1.description }
     }
 
+    /// Whether deleting the fetch's rows can involve other rows: some
+    /// relationship of the entities it selects has a rule other than no
+    /// action. Without, a store deletes the rows by their condition alone.
+    public static func appliesRules(to fetch: StoreFetch) -> Bool {
+        let entities = fetch.includesSubentities ? fetch.entity.selfAndDescendants : [fetch.entity]
+        return entities.contains { !ruled($0).isEmpty }
+    }
+
     /// The stored relationships of an entity with a rule other than no action.
     private static func ruled(_ entity: EntityDescription) -> [RelationshipDescription] {
         entity.slotProperties.compactMap { property in
@@ -113,7 +121,7 @@ package struct BatchDeletePlan {
     }
 
     /// The cleared rows with their to-ones set to nil, at the version they were read.
-    package var clearedRows: [IncrementalStoreNode] {
+    public var clearedRows: [IncrementalStoreNode] {
         cleared.map { entry in
             var row = entry.row
             for relationship in entry.relationships { row.values[relationship.index] = .null }
@@ -122,7 +130,7 @@ package struct BatchDeletePlan {
     }
 
     /// What the delete changes, for the caller to merge.
-    package func changes(historyToken: PersistentHistoryToken?) -> BatchChanges {
+    public func changes(historyToken: PersistentHistoryToken?) -> BatchChanges {
         BatchChanges(updatedObjectIDs: Set(cleared.map(\.row.objectID) + touched), deletedObjectIDs: Set(deleted.map(\.objectID)),
                      historyToken: historyToken)
     }

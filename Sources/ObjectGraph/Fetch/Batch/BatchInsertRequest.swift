@@ -37,7 +37,7 @@ public struct BatchInsertRequest: Sendable {
     public typealias DictionaryHandler = @Sendable (_ index: Int, _ row: inout [String: any Sendable]) -> Bool
 
     /// Where the rows come from.
-    package enum Rows: Sendable {
+    @_spi(StoreImplementation) public enum Rows: Sendable {
         case objects([[String: any Sendable]])
         case handler(DictionaryHandler)
     }

@@ -7,9 +7,9 @@ import Foundation
 /// Per row it costs a walk over the row's entries, one conversion per given
 /// value and no hashing (see ``read(_:)``), into buffers reused from row to
 /// row; the attributes' names, types, defaults and optionality are looked up once.
-package struct BatchInsertRows {
+@_spi(StoreImplementation) public struct BatchInsertRows {
     /// The entity's stored attributes in slot order: the values of a row, one each.
-    package let attributes: [AttributeDescription]
+    public let attributes: [AttributeDescription]
     private let entityName: String
     private let names: [String]
     /// Each name's two words, for matching a key by comparing them (see ``read(_:)``).
@@ -28,13 +28,13 @@ package struct BatchInsertRows {
     private var finished = false
 
     /// The position of the row last read (of the next row before the first call).
-    package private(set) var index = -1
+    public private(set) var index = -1
     /// The values of the row last read, one per attribute of ``attributes``.
-    package private(set) var values: [PropertyValue]
+    public private(set) var values: [PropertyValue]
     /// Whether the row last read gave each attribute (rather than leaving it to its default).
-    package private(set) var given: [Bool]
+    public private(set) var given: [Bool]
 
-    package init(_ insert: StoreBatchInsert) {
+    public init(_ insert: StoreBatchInsert) {
         entity = insert.entity
         entityName = insert.entity.name
         source = insert.rows
@@ -61,7 +61,7 @@ package struct BatchInsertRows {
     ///   ``ObjectGraphError/Code-swift.struct/valueOutOfRange`` for a value,
     ///   ``ObjectGraphError/Code-swift.struct/missingValue`` for a non-optional
     ///   attribute left without a value.
-    package mutating func next() throws -> Bool {
+    public mutating func next() throws -> Bool {
         guard !finished else { return false }
         index += 1
         switch source {

@@ -2,30 +2,30 @@ import Foundation
 
 /// A store that runs batch inserts, updates and deletes itself, in one transaction,
 /// without managed objects. `SQLiteStore` and `InMemoryStore` are.
-package protocol BatchRequestStore: PersistentStore {
+@_spi(StoreImplementation) public protocol BatchRequestStore: PersistentStore {
     /// Runs a batch request checked against the model, atomically: every change or none.
     func execute(_ request: StoreBatchRequest, in context: ManagedObjectContext?) throws -> BatchChanges
 }
 
 /// A batch request as a store sees it: names resolved, values converted.
-package enum StoreBatchRequest: Sendable {
+@_spi(StoreImplementation) public enum StoreBatchRequest: Sendable {
     case update(StoreBatchUpdate)
     case delete(StoreBatchDelete)
     case insert(StoreBatchInsert)
 }
 
 /// A batch update checked against the model.
-package struct StoreBatchUpdate: Sendable {
+@_spi(StoreImplementation) public struct StoreBatchUpdate: Sendable {
     /// The rows to change (a `.managedObject` fetch without sort or limit).
-    package var fetch: StoreFetch
+    public var fetch: StoreFetch
     /// Each changed attribute and its new value, in a stable order: a constant
     /// already converted to the attribute's type, or an expression that reads
     /// only the row's own attributes and whose type fits the attribute.
-    package var values: [(attribute: AttributeDescription, value: FetchExpression)]
+    public var values: [(attribute: AttributeDescription, value: FetchExpression)]
 }
 
 /// A batch delete checked against the model.
-package enum StoreBatchDelete: Sendable {
+@_spi(StoreImplementation) public enum StoreBatchDelete: Sendable {
     /// The rows a `.managedObject` fetch matches.
     case matching(StoreFetch)
     /// These rows, all in this store.
@@ -34,10 +34,10 @@ package enum StoreBatchDelete: Sendable {
 
 /// A batch insert checked against the model: a concrete entity, rows read
 /// and converted one at a time by ``BatchInsertRows``.
-package struct StoreBatchInsert: Sendable {
+@_spi(StoreImplementation) public struct StoreBatchInsert: Sendable {
     /// What a row does whose unique key is already held, by a stored row or
     /// an earlier row of the same request (from the context's merge policy).
-    package enum OnConflict: Sendable, Equatable {
+    public enum OnConflict: Sendable, Equatable {
         /// The request fails with ``ObjectGraphError/Code-swift.struct/duplicateKey``.
         case fail
         /// The row's given values replace the holder's (an upsert): object trump.
@@ -46,11 +46,11 @@ package struct StoreBatchInsert: Sendable {
         case keep
     }
 
-    package var entity: EntityDescription
-    package var rows: BatchInsertRequest.Rows
-    package var onConflict: OnConflict
+    public var entity: EntityDescription
+    public var rows: BatchInsertRequest.Rows
+    public var onConflict: OnConflict
 
-    package init(entity: EntityDescription, rows: BatchInsertRequest.Rows, onConflict: OnConflict) {
+    public init(entity: EntityDescription, rows: BatchInsertRequest.Rows, onConflict: OnConflict) {
         self.entity = entity
         self.rows = rows
         self.onConflict = onConflict
@@ -58,7 +58,7 @@ package struct StoreBatchInsert: Sendable {
 
     /// The uniqueness constraints a row of the entity must keep: its own and
     /// its superentities', each with the entity that declares it.
-    package var constraints: [(owner: EntityDescription, keys: [String])] {
+    public var constraints: [(owner: EntityDescription, keys: [String])] {
         var result: [(owner: EntityDescription, keys: [String])] = []
         var level: EntityDescription? = entity
         while let current = level {

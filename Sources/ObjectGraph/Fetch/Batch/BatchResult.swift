@@ -28,22 +28,22 @@ public enum BatchResult: Sendable, Equatable {
 }
 
 /// What a store's batch changed, by object ID.
-package struct BatchChanges: Sendable {
+@_spi(StoreImplementation) public struct BatchChanges: Sendable {
     // The updated and deleted IDs are sets, as a did-save carries them: a
     // million IDs are hashed once, not again for the row cache and again for
     // the notification. The inserted ones are a list, built into a set only
     // if the save's payload is read as one (see `DeferredObjectIDSet`).
-    package var insertedObjectIDs: Set<ObjectID> {
+    public var insertedObjectIDs: Set<ObjectID> {
         get { inserted.set }
         set { inserted = DeferredObjectIDSet(newValue) }
     }
     package var inserted = DeferredObjectIDSet()
-    package var updatedObjectIDs: Set<ObjectID> = []
-    package var deletedObjectIDs: Set<ObjectID> = []
+    public var updatedObjectIDs: Set<ObjectID> = []
+    public var deletedObjectIDs: Set<ObjectID> = []
     /// The history transaction the store recorded, if it tracks history.
-    package var historyToken: PersistentHistoryToken?
+    public var historyToken: PersistentHistoryToken?
 
-    package init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
+    public init(insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [], deletedObjectIDs: Set<ObjectID> = [],
                  historyToken: PersistentHistoryToken? = nil) {
         self.inserted = DeferredObjectIDSet(insertedObjectIDs)
         self.updatedObjectIDs = updatedObjectIDs
@@ -52,17 +52,17 @@ package struct BatchChanges: Sendable {
     }
 
     /// A batch's changes, its inserted IDs as a list of distinct IDs.
-    package init(inserted: [ObjectID], updatedObjectIDs: Set<ObjectID>, historyToken: PersistentHistoryToken?) {
+    public init(inserted: [ObjectID], updatedObjectIDs: Set<ObjectID>, historyToken: PersistentHistoryToken?) {
         self.inserted = DeferredObjectIDSet(distinct: inserted)
         self.updatedObjectIDs = updatedObjectIDs
         self.historyToken = historyToken
     }
 
     /// Whether the batch changed no row.
-    package var isEmpty: Bool { inserted.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
+    public var isEmpty: Bool { inserted.isEmpty && updatedObjectIDs.isEmpty && deletedObjectIDs.isEmpty }
 
     /// The changes as a save, for merging.
-    package var asSave: ContextDidSave {
+    public var asSave: ContextDidSave {
         var save = ContextDidSave(updatedObjectIDs: updatedObjectIDs, deletedObjectIDs: deletedObjectIDs,
                                   historyTokens: historyToken.map { [$0] } ?? [])
         save.inserted = inserted

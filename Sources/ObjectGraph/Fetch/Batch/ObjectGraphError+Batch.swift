@@ -13,7 +13,7 @@ import Foundation
 /// rows have no object IDs, so the error names the row by its position and the
 /// key by its values.
 extension ObjectGraphError {
-    package static func predicateDoesNotCompile(predicate: String, entity: String, reason: String) -> ObjectGraphError {
+    public static func predicateDoesNotCompile(predicate: String, entity: String, reason: String) -> ObjectGraphError {
         ObjectGraphError(.predicateDoesNotCompile, entityName: entity,
                          message: "the predicate \(predicate) does not compile for entity \(entity): \(reason)")
     }
@@ -58,7 +58,7 @@ extension ObjectGraphError {
 
     /// `entity` declares the constraint; `row` counts from 0; `storedObjectID`
     /// is the stored row holding the values, nil for an earlier row of the request.
-    package static func duplicateKey(entity: String, constraint: [String], values: [PropertyValue], row: Int,
+    public static func duplicateKey(entity: String, constraint: [String], values: [PropertyValue], row: Int,
                                      storedObjectID: ObjectID?) -> ObjectGraphError {
         let conflict = UniquenessConflict(entityName: entity, constraint: constraint, objectIDs: [], databaseObjectID: storedObjectID)
         return ObjectGraphError(.duplicateKey, entityName: entity, row: row, uniquenessConflicts: [conflict],

@@ -90,6 +90,18 @@ struct Benchmarks {
             print("")
         }
 
+        if options.runs("batch-update") {
+            let best = try BatchUpdateBenchmark.run(rows: options.n, repetitions: options.repetitions, server: server)
+            let measurements = BatchUpdateBenchmark.contenders.compactMap { contender in
+                best[contender].map {
+                    Measurement(task: "batch-update", contender: contender, best: $0, objects: options.n,
+                                baseline: contender == BatchUpdateBenchmark.raw ? nil : BatchUpdateBenchmark.raw)
+                }
+            }
+            print(Report.results(measurements, repetitions: options.repetitions))
+            print("")
+        }
+
         if options.runs("merge") {
             let result = try await MergeLatency.run(on: try server.makeDatabase(), saves: options.saves, interval: .milliseconds(20))
             guard !result.samples.isEmpty else { throw BenchError("merge: the viewer saw none of \(result.saves) saves") }

@@ -17,11 +17,11 @@ struct Options: Sendable {
     /// Every how many-th fault (or row by key) the fault task fires: 1 %.
     let fireStride = 100
 
-    static let allTasks = ["import", "fetch", "fault", "update", "merge"]
+    static let allTasks = ["import", "fetch", "fault", "update", "batch-update", "merge"]
 
     static let usage = """
-        usage: datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url postgresql://…] [--tasks import,fetch,fault,update,merge] [--saves S]
-          --n N            rows per import/fetch/fault task (default 100000)
+        usage: datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url postgresql://…] [--tasks import,fetch,fault,update,batch-update,merge] [--saves S]
+          --n N            rows per import/fetch/fault/update/batch-update task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, 1 repetition, 50 saves (a smoke run)
           --url URL        use this server (its user needs CREATEDB) instead of starting one with initdb/pg_ctl

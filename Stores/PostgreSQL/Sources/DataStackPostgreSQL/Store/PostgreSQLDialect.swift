@@ -101,6 +101,12 @@ public struct PostgreSQLDialect: SQLDialect, Hashable {
 
     public func sum(_ value: String) -> String { "COALESCE(SUM(\(value)), 0)" }
 
+    /// Toward zero, as the in-memory store converts a real into an integer
+    /// attribute: PostgreSQL's own cast to `BIGINT` rounds. Through `numeric`,
+    /// so a 64-bit integer keeps every digit; a value past 64 bits fails the
+    /// cast (SQLSTATE 22003), which the batch reports as out of range.
+    public func truncatedToInteger(_ value: String) -> String { "CAST(trunc(CAST(\(value) AS numeric)) AS BIGINT)" }
+
     /// PostgreSQL compares values of one type only: a comparison across families throws.
     public func prepareComparison(_ operands: inout [SQLOperand]) throws {
         let families = Set(operands.compactMap(\.family))

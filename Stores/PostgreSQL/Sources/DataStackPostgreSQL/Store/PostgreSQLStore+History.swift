@@ -23,6 +23,10 @@ extension PostgreSQLStore: PersistentHistoryStore {
         var types: [Int64] = [], entities: [Int64] = [], keys: [Int64] = []
         // Each update's ZCOLUMNS in hex, quoted, in a text array literal; NULL for inserts and deletes.
         var columns: [String] = []
+        // Each deleted object's preserved values, by tombstone column (nil for other changes).
+        let tombstoneCount = layout.tombstoneColumnCount
+        var tombstones = [[String?]](repeating: [], count: tombstoneCount)
+        var anyTombstone = false
         let changes: [(PersistentHistoryChange.ChangeType, [IncrementalStoreNode])] = [
             (.insert, request.insertedObjects), (.update, request.updatedObjects), (.delete, request.deletedObjects),
         ]
@@ -31,8 +35,18 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 let id = permanent(node.objectID)
                 guard let key = id.primaryKey else { continue }
                 types.append(type.rawValue)
-                entities.append(try layout.number(of: id.entity))
+                let entityNumber = try layout.number(of: id.entity)
+                entities.append(entityNumber)
                 keys.append(key)
+                if tombstoneCount > 0 {
+                    let preserved = type == .delete ? layout.tombstoneAttributes(ofEntityNumbered: entityNumber) : []
+                    for index in 0..<tombstoneCount {
+                        let value = index < preserved.count ? before[node.objectID]?.values[preserved[index].index] : nil
+                        let text = value.flatMap(Self.tombstoneText)
+                        anyTombstone = anyTombstone || !preserved.isEmpty
+                        tombstones[index].append(text)
+                    }
+                }
                 if type == .update {
                     let mask = try layout.historyColumns(of: node, before: before[node.objectID], permanent: permanent)
                     columns.append("\"" + Self.hex(mask) + "\"")
@@ -42,11 +56,18 @@ extension PostgreSQLStore: PersistentHistoryStore {
             }
         }
         if !keys.isEmpty {
+            // Tombstone columns only when a deleted object has preserved attributes (added then if missing).
+            let written = anyTombstone ? tombstoneCount : 0
+            if written > 0 { try ensureTombstoneColumns(written, connection) }
+            let arrays = (0..<written).map { ", $\($0 + 6)::text[]" }.joined()
+            let names = (0..<written).map { ", t\($0)" }.joined()
             _ = try connection.execute(cached: """
-                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS) \
-                SELECT $1, t, e, k, decode(m, 'hex') FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[]) AS c(t, e, k, m)
+                INSERT INTO ACHANGE (ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS\(Self.tombstoneColumnList(written))) \
+                SELECT $1, t, e, k, decode(m, 'hex')\(names) \
+                FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::text[]\(arrays)) AS c(t, e, k, m\(names))
                 """, [PostgreSQLValue(number)] + [types, entities, keys].map { PostgreSQLValue(layout.keyArray($0)) }
-                    + [.text("{" + columns.joined(separator: ",") + "}")])
+                    + [.text("{" + columns.joined(separator: ",") + "}")]
+                    + tombstones.prefix(written).map { .text(Self.textArray($0)) })
         }
         // Delivered to the listeners at commit, and never if the save rolls back.
         _ = try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.historyChannel), .text("\(storeIdentifier):\(number)")])
@@ -132,8 +153,9 @@ extension PostgreSQLStore: PersistentHistoryStore {
                 }
                 guard request.includesChanges, let first = transactions.first?.transactionNumber,
                       let last = transactions.last?.transactionNumber else { return transactions }
+                let tombstoneCount = layout.tombstoneColumnCount > 0 ? try tombstoneColumnCount(connection) : 0
                 let changes = try connection.execute("""
-                    SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS FROM ACHANGE \
+                    SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS\(Self.tombstoneColumnList(tombstoneCount)) FROM ACHANGE \
                     WHERE ZTRANSACTIONID BETWEEN $1 AND $2 ORDER BY Z_PK
                     """, [PostgreSQLValue(first), PostgreSQLValue(last)])
                 let reader = layout.rowReader(storeIdentifier: identifier)
@@ -151,6 +173,9 @@ extension PostgreSQLStore: PersistentHistoryStore {
                     if type == .update {
                         let columns = try changes.bytes(row: row, column: 5).map { Data($0) } ?? Data()
                         change.updatedProperties = layout.updatedProperties(ofEntityNumbered: entityNumber, historyColumns: columns)
+                    } else if type == .delete {
+                        change.tombstone = try layout.tombstone(ofEntityNumbered: entityNumber, from: PostgreSQLRow(result: changes, row: row),
+                                                                firstColumn: 6, columnCount: tombstoneCount)
                     }
                     byTransaction[transaction, default: []].append(change)
                 }

@@ -73,8 +73,12 @@ extension PostgreSQLStore {
         let permanent: (ObjectID) -> ObjectID = { permanentIDs[$0] ?? $0 }
 
         // What history compares an update with: the rows as they are before this save writes them.
-        let before = save.tracksHistory && !request.updatedObjects.isEmpty
-            ? try rowsBeforeSave(request.updatedObjects, layout: layout, connection) : [:]
+        // And the deleted objects with preserved attributes: their tombstones.
+        let tombstoned = save.tracksHistory && layout.tombstoneColumnCount > 0
+            ? try request.deletedObjects.filter { !layout.tombstoneAttributes(ofEntityNumbered: try layout.number(of: $0.objectID.entity)).isEmpty }
+            : []
+        let before = save.tracksHistory && !(request.updatedObjects.isEmpty && tombstoned.isEmpty)
+            ? try rowsBeforeSave(request.updatedObjects + tombstoned, layout: layout, connection) : [:]
         var conflicts: [MergeConflict] = []
         for node in request.deletedObjects {
             let statement = try layout.delete(node)

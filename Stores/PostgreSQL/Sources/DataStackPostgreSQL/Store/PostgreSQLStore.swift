@@ -50,8 +50,9 @@ import Synchronization
 ///   opening transaction, by the engine's lightweight migration
 ///   (PostgreSQLStore+Migration.swift).
 ///
-/// Not yet kept here (each throws, never lost): batch requests, full-text
-/// search, `[d]` comparisons, staged migration.
+/// Batch inserts, updates and deletes run in the store as set-based SQL
+/// (PostgreSQLStore+Batch.swift). Not yet kept here (each throws, never lost):
+/// full-text search, `[d]` comparisons, staged migration.
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
     // the connection, used only while `connectionLock` is held.
