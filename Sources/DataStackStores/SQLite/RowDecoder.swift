@@ -38,18 +38,19 @@ struct RowDecoder {
         for (slot, step) in steps.enumerated() {
             values.append(try value(of: step, in: statement, slot: slot, layout: layout))
         }
-        return IncrementalStoreNode(objectID: ObjectID(scope: try scope(of: statement), primaryKey: statement.int64(at: 0)),
+        return IncrementalStoreNode(objectID: ObjectID(scope: scope(of: layout.entity), primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
     }
 
     /// The row's ID, for a select of `Z_PK, Z_ENT` first.
     mutating func objectID(from statement: Statement) throws -> ObjectID {
-        ObjectID(scope: try scope(of: statement), primaryKey: statement.int64(at: 0))
+        ObjectID(scope: scope(of: try entity(of: statement)), primaryKey: statement.int64(at: 0))
     }
 
-    private mutating func scope(of statement: Statement) throws -> ObjectIDScope {
-        let entity = try entity(of: statement)
-        if let lastScope { return lastScope }
+    /// The entity's ID scope in this store: looked up once per run of rows of one entity.
+    @inline(__always)
+    private mutating func scope(of entity: EntityDescription) -> ObjectIDScope {
+        if let lastScope, lastScope.entity === entity { return lastScope }
         let scope = entity.idScope(in: identity)
         lastScope = scope
         return scope
@@ -64,7 +65,6 @@ struct RowDecoder {
         lastNumber = number
         lastEntity = entity
         lastLayout = nil
-        lastScope = nil
         return entity
     }
 
