@@ -53,6 +53,17 @@ struct HostTests {
             try PeerProcess([mode, url.absoluteString, "--connect-timeout-ms", "\(HostTests.connectTimeoutMilliseconds)"] + arguments,
                             namespace: try hosts.host(host).namespace)
         }
+
+        /// A viewer on its namespace, once it has reported what it shows:
+        /// from then on it has merged nothing yet and misses nothing.
+        func readyViewer(_ url: URL, until deadline: ContinuousClock.Instant) throws -> PeerProcess {
+            let viewer = try peer("viewer", on: "viewer", url)
+            guard !viewer.wait(for: PeerSeen.self, until: deadline, { !$0.isEmpty }).isEmpty else {
+                viewer.closeStdin()
+                throw TestHostsError(description: "the viewer reported nothing: \(viewer.stderrText)")
+            }
+            return viewer
+        }
     }
 
     // MARK: - Steady state
@@ -96,9 +107,8 @@ struct HostTests {
     private func runSteady(_ network: Network, saves: Int, label: String, importerPort: Int = 5432) throws -> Latency {
         let (url, local) = try network.makeDatabase()
         let deadline = ContinuousClock.now + .seconds(60)
-        let viewer = try network.peer("viewer", on: "viewer", url)
+        let viewer = try network.readyViewer(url, until: deadline)
         defer { viewer.closeStdin() }
-        try #require(!viewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }.isEmpty, "viewer: \(viewer.stderrText)")
         let importerURL = try #require(network.server.networkURL(database: String(local.path.dropFirst()), port: importerPort,
                                                                  parameters: HostTests.linkParameters))
         let importer = try network.peer("importer", on: "importer", importerURL, ["--name", "A", "--count", "\(saves)", "--interval-ms", "20"])
@@ -183,9 +193,8 @@ struct HostTests {
         defer { withExtendedLifetime(network) {} }   // the server and namespaces outlive every peer
         let (url, local) = try network.makeDatabase()
         let deadline = ContinuousClock.now + .seconds(90)
-        let viewer = try network.peer("viewer", on: "viewer", url)
+        let viewer = try network.readyViewer(url, until: deadline)
         defer { viewer.closeStdin() }
-        try #require(!viewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }.isEmpty, "viewer: \(viewer.stderrText)")
         let importer = try network.peer("importer", on: "importer", url, ["--name", "A", "--count", "200", "--interval-ms", "40"])
         try #require(viewer.wait(for: PeerSeen.self, until: deadline) { ($0.last?.entries.count ?? 0) >= 5 }.last.map { $0.entries.count >= 5 } == true,
                      "the viewer never followed: \(viewer.stderrText)")
@@ -230,9 +239,8 @@ struct HostTests {
         defer { withExtendedLifetime(network) {} }   // the server and namespaces outlive every peer
         let (url, local) = try network.makeDatabase()
         let deadline = ContinuousClock.now + .seconds(60)
-        let viewer = try network.peer("viewer", on: "viewer", url)
+        let viewer = try network.readyViewer(url, until: deadline)
         defer { viewer.closeStdin() }
-        try #require(!viewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }.isEmpty, "viewer: \(viewer.stderrText)")
 
         // The save's key for its Entry comes from Z_PRIMARYKEY's row, held here: the save waits
         // there, inside its transaction, until the link is down.
@@ -271,9 +279,8 @@ struct HostTests {
         defer { withExtendedLifetime(network) {} }   // the server and namespaces outlive every peer
         let (url, local) = try network.makeDatabase()
         let deadline = ContinuousClock.now + .seconds(90)
-        let viewer = try network.peer("viewer", on: "viewer", url)
+        let viewer = try network.readyViewer(url, until: deadline)
         defer { viewer.closeStdin() }
-        try #require(!viewer.wait(for: PeerSeen.self, until: deadline) { !$0.isEmpty }.isEmpty, "viewer: \(viewer.stderrText)")
         let importer = try network.peer("importer", on: "importer", url, ["--name", "A", "--count", "120", "--interval-ms", "20", "--keep-going"])
         try #require(importer.wait(for: PeerSaved.self, until: deadline) { $0.count >= 20 }.count >= 20, "importer: \(importer.stderrText)")
 

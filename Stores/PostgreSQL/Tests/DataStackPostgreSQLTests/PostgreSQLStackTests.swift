@@ -27,19 +27,6 @@ import Testing
         }
     }
 
-    /// Polls `read` on the main context until it gives `expected`, for up to ten seconds.
-    private func eventually<T: Equatable & Sendable>(_ stack: StackManager, _ expected: T,
-                                                       _ read: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
-        let main = stack.mainContext
-        let deadline = ContinuousClock.now + .seconds(10)
-        var value = try await main.perform { try read(main) }
-        while value != expected, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            value = try await main.perform { try read(main) }
-        }
-        return value
-    }
-
     @Test("a postgresql:// URL sets the stack up on the PostgreSQL store, with a writer and a main coordinator of its own")
     func setupWithAURL() async throws {
         let url = try PostgreSQLTestServer.shared.get().makeDatabase()

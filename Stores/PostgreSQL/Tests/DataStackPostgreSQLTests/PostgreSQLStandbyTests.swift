@@ -110,19 +110,6 @@ struct PostgreSQLStandbyTests {
         }
     }
 
-    /// Polls `read` on the main context until it gives `expected`, for up to ten seconds.
-    private func eventually<T: Equatable & Sendable>(_ stack: StackManager, _ expected: T,
-                                                       _ read: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
-        let main = stack.mainContext
-        let deadline = ContinuousClock.now + .seconds(10)
-        var value = try await main.perform { try read(main) }
-        while value != expected, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            value = try await main.perform { try read(main) }
-        }
-        return value
-    }
-
     /// A connection to the standby's copy of a database, once it has one.
     private func connectOnceReplayed(_ url: URL) async throws -> PostgreSQLConnection {
         let deadline = ContinuousClock.now + .seconds(10)
