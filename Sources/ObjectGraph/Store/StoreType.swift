@@ -131,18 +131,19 @@ public struct StoreOptions: Sendable {
     /// options.pragmas = [.pageSize(8192), .cacheSize(kibibytes: 64_000)]
     /// ```
     public var pragmas: [SQLitePragma] = []
-    /// Called with the SQL of every statement a SQLite store runs, as it
-    /// starts (Core Data: the `-com.apple.CoreData.SQLDebug 1` launch
-    /// argument; GRDB: `Database.trace(options:_:)`). The default is none;
-    /// other stores ignore it.
+    /// Called with the SQL of every statement a SQLite or PostgreSQL store
+    /// runs, as it starts (Core Data: the `-com.apple.CoreData.SQLDebug 1`
+    /// launch argument; GRDB: `Database.trace(options:_:)`). The default is
+    /// none; other stores ignore it.
     ///
     /// Every connection the store opens reports, from the statements that open
     /// the store on: the writer and each reader, so calls come from several
-    /// threads at once. The text is the statement as prepared, with `?` where
-    /// values are bound; the values are never passed. The remote-change
-    /// watcher's check (``remoteChangeNotifications``) and the copy a
-    /// migration works on are not reported. To start or stop tracing an open
-    /// store, use `SQLiteStore/traceStatements(_:)`.
+    /// threads at once. The text is the statement as prepared, with `?` (SQLite)
+    /// or `$1`…`$n` (PostgreSQL) where values are bound; the values are never
+    /// passed. The remote-change watcher's check or listener
+    /// (``remoteChangeNotifications``) and the copy a SQLite migration works
+    /// on are not reported. To start or stop tracing an open store, use
+    /// `SQLiteStore/traceStatements(_:)` or `PostgreSQLStore.traceStatements(_:)`.
     ///
     /// ```swift
     /// options.statementTrace = { sql in print("SQL:", sql) }

@@ -15,7 +15,7 @@ extension PostgreSQLConnection {
     /// libpq's `connect_timeout` counts whole seconds (at least 2) per host,
     /// too coarse for a caller that retries a partitioned link every fraction
     /// of a second.
-    static func open(conninfo: String, settings: PostgreSQLConnectionSettings) throws -> (OpaquePointer, Duration?) {
+    static func open(conninfo: String, settings: PostgreSQLConnectionSettings, tracer: StatementTracer) throws -> (OpaquePointer, Duration?) {
         let given = parsedParameters(conninfo)
         var keywords = ["dbname", "client_encoding"]
         // Putting client_encoding here (rather than a SET) keeps it across a reset.
@@ -39,7 +39,7 @@ extension PostgreSQLConnection {
                 throw PostgreSQLError(connection: connection, kind: .connectionFailed)
             }
             try waitUntilConnected(connection, within: timeout) { PQconnectPoll($0) }
-            try applyServerKeepAlives(connection)
+            try applyServerKeepAlives(connection, tracer: tracer)
         } catch {
             PQfinish(connection)
             throw error
@@ -83,7 +83,7 @@ extension PostgreSQLConnection {
     /// end has (`SET tcp_keepalives_idle …`): a server whose client vanished
     /// then ends the session, rolling back its transaction and releasing its
     /// locks, instead of holding them for the system's two hours.
-    static func applyServerKeepAlives(_ connection: OpaquePointer) throws {
+    static func applyServerKeepAlives(_ connection: OpaquePointer, tracer: StatementTracer) throws {
         guard isTCP(connection) else { return }
         let effective = currentParameters(connection)
         guard effective["keepalives"] != "0" else { return }
@@ -95,6 +95,7 @@ extension PostgreSQLConnection {
         }
         guard !statements.isEmpty else { return }
         let sql = statements.joined(separator: "; ")
+        tracer.report(sql)
         guard let result = PQexec(connection, sql) else { throw PostgreSQLError(connection: connection, kind: .connectionFailed, sql: sql) }
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK else {

@@ -29,6 +29,7 @@ extension PostgreSQLConnection {
         let columnList = try columns.map { try quotedIdentifier($0, connection: connection) }.joined(separator: ", ")
         let sql = "COPY \(try quotedIdentifier(table, connection: connection)) (\(columnList)) FROM STDIN"
 
+        tracer.report(sql)
         guard let start = PQexec(connection, sql) else {
             throw PostgreSQLError(connection: connection, sql: sql)
         }

@@ -18,6 +18,7 @@ extension PostgreSQLConnection {
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgreSQLValue] = []) throws -> PostgreSQLResult {
         let connection = try openConnection(sql: sql)
+        tracer.report(sql)
         let result = try ParameterBuffer(parameters, sql: sql).withParameters { count, types, values, lengths, formats in
             PQexecParams(connection, sql, count, types, values, lengths, formats, 0)
         }
@@ -41,15 +42,20 @@ extension PostgreSQLConnection {
     public func execute(cached sql: String, _ parameters: [PostgreSQLValue]) throws -> PostgreSQLResult {
         let connection = try openConnection(sql: sql)
         let buffer = try ParameterBuffer(parameters, sql: sql)
+        // Once per call, prepared or not (the statement runs once), after the DEALLOCATE that makes room.
         let name: String
         if let cachedName = statementCache.name(for: sql) {
+            tracer.report(sql)
             name = cachedName
         } else {
             if let evicted = statementCache.leastRecentlyUsed, statementCache.isFull {
                 // DEALLOCATE first: if it fails, the cache still matches the server.
-                try checked(PQexec(connection, "DEALLOCATE \(evicted.name)"), sql: "DEALLOCATE \(evicted.name)")
+                let deallocate = "DEALLOCATE \(evicted.name)"
+                tracer.report(deallocate)
+                try checked(PQexec(connection, deallocate), sql: deallocate)
                 statementCache.remove(sql: evicted.sql)
             }
+            tracer.report(sql)
             let newName = statementCache.nextName()
             let prepared = buffer.withParameters { count, types, _, _, _ in
                 PQprepare(connection, newName, sql, count, types)
@@ -71,6 +77,7 @@ extension PostgreSQLConnection {
     /// - Throws: ``PostgreSQLError`` with the script as its SQL.
     public func executeScript(_ sql: String) throws {
         let connection = try openConnection(sql: sql)
+        tracer.report(sql)
         try checked(PQexec(connection, sql), sql: sql)
     }
 

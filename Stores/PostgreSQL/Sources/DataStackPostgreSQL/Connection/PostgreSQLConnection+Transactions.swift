@@ -33,8 +33,14 @@ extension PostgreSQLConnection {
         // One round trip either way: with verification, the transaction's ID comes with the BEGIN.
         let begin = "BEGIN; SELECT pg_current_xact_id()::text"
         // PQexec: the simple protocol runs both statements and returns the last one's rows.
-        let transactionID = verifiesCommits ? try checked(PQexec(connection, begin), sql: begin).string(row: 0, column: 0) : nil
-        if !verifiesCommits { try execute("BEGIN") }
+        let transactionID: String?
+        if verifiesCommits {
+            tracer.report(begin)
+            transactionID = try checked(PQexec(connection, begin), sql: begin).string(row: 0, column: 0)
+        } else {
+            transactionID = nil
+            try execute("BEGIN")
+        }
         let value: T
         do {
             value = try body()
@@ -83,7 +89,8 @@ extension PostgreSQLConnection {
         var lastError: any Error = lost
         while clock.now < deadline {
             do {
-                let check = try PostgreSQLConnection(conninfo: conninfo, settings: settings)
+                // The store's session too: its statements are reported with the others.
+                let check = try PostgreSQLConnection(conninfo: conninfo, settings: settings, preparedStatementCacheCapacity: 1, tracer: tracer)
                 defer { check.close() }
                 var status = try check.execute("SELECT pg_xact_status($1::xid8)", [.text(transactionID)]).string(row: 0, column: 0)
                 if status == "in progress" {

@@ -42,6 +42,9 @@ import Foundation
 /// - ``executeScript(_:)``
 /// - ``transaction(_:)``
 ///
+/// ### Tracing
+/// - ``traceStatements(_:)``
+///
 /// ### Notifications
 /// - ``listen(_:)``
 /// - ``notify(_:payload:)``
@@ -72,6 +75,9 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     /// Set by the connection's owner once it checked what it needs of the session (the
     /// store: the model a standby's copy holds, once the standby has replayed it).  // protected by the caller's serialization
     var isVerified = false
+    /// Where the session reports its statements (``traceStatements(_:)``): its own,
+    /// or its store's, shared by every session of the store.
+    let tracer: StatementTracer
 
     // MARK: - Opening
 
@@ -104,10 +110,22 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     /// - Parameter preparedStatementCacheCapacity: how many statements ``execute(cached:_:)``
     ///   keeps prepared. The default is 256.
     /// - Throws: ``PostgreSQLError`` of kind ``PostgreSQLError/Kind/connectionFailed``.
-    public init(conninfo: String, settings: PostgreSQLConnectionSettings = PostgreSQLConnectionSettings(),
-                preparedStatementCacheCapacity: Int = 256) throws {
+    public convenience init(conninfo: String, settings: PostgreSQLConnectionSettings = PostgreSQLConnectionSettings(),
+                            preparedStatementCacheCapacity: Int = 256) throws {
+        try self.init(conninfo: conninfo, settings: settings, preparedStatementCacheCapacity: preparedStatementCacheCapacity,
+                      tracer: StatementTracer())
+    }
+
+    /// A session of a store: it reports its statements, from the first, to the store's `tracer`.
+    convenience init(url: URL, settings: PostgreSQLConnectionSettings, tracer: StatementTracer) throws {
+        try self.init(conninfo: url.absoluteString, settings: settings, preparedStatementCacheCapacity: 256, tracer: tracer)
+    }
+
+    init(conninfo: String, settings: PostgreSQLConnectionSettings, preparedStatementCacheCapacity: Int,
+         tracer: StatementTracer) throws {
         statementCache = PreparedStatementCache(capacity: max(1, preparedStatementCacheCapacity))
-        let (connection, timeout) = try Self.open(conninfo: conninfo, settings: settings)
+        self.tracer = tracer
+        let (connection, timeout) = try Self.open(conninfo: conninfo, settings: settings, tracer: tracer)
         self.connection = connection
         self.connectTimeout = timeout
         self.conninfo = conninfo
@@ -157,7 +175,7 @@ public final class PostgreSQLConnection: @unchecked Sendable {
             throw PostgreSQLError(connection: connection, kind: .connectionFailed)
         }
         try Self.waitUntilConnected(connection, within: connectTimeout) { PQresetPoll($0) }
-        try Self.applyServerKeepAlives(connection)
+        try Self.applyServerKeepAlives(connection, tracer: tracer)
         for channel in listenedChannels {
             try executeListen(channel)
         }

@@ -170,7 +170,7 @@ extension PostgreSQLStore {
         let required = PostgreSQLStandby.requiredPosition(for: databaseURL)
         let reason: String
         do {
-            if let value = try standby.read(atLeast: required, opening: { try PostgreSQLConnection(url: standby.url, settings: connectionSettings) },
+            if let value = try standby.read(atLeast: required, opening: { try PostgreSQLConnection(url: standby.url, settings: connectionSettings, tracer: tracer) },
                                             verifying: holdOpenStoreLock, body) {
                 noteReadSource(standby, onStandby: true, reason: nil)
                 return value

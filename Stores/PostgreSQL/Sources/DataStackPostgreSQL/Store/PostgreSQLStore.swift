@@ -93,6 +93,9 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     let connectionSettings: PostgreSQLConnectionSettings
     /// The streaming standby reads go to, when the URL names one (PostgreSQLStandby.swift).
     let standby: PostgreSQLStandby?
+    /// Where every session of the store reports its statements
+    /// (``ObjectGraph/StoreOptions/statementTrace``, ``traceStatements(_:)``).
+    let tracer: StatementTracer
     let stateLock = NSLock()
     var state = State()
 
@@ -123,6 +126,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         self.reportedURL = reportedURL
         self.readers = PostgreSQLReaderPool(maximumCount: configuration.options.maximumReaderCount, url: reportedURL)
         self.connectionSettings = Self.connectionSettings(configuration.options)
+        self.tracer = StatementTracer(configuration.options.statementTrace)
     }
 
     /// The store's default connect timeout, when neither the options nor the URL give one.
@@ -244,7 +248,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// so a migration elsewhere waits for it, and it checks the model as a
     /// reconnecting writer does.
     private func openReader() throws -> PostgreSQLConnection {
-        let reader = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings)
+        let reader = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings, tracer: tracer)
         do {
             try holdOpenStoreLock(reader)
         } catch {
@@ -266,7 +270,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             try connection.reconnect()
             made = connection
         } else {
-            made = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings)
+            made = try PostgreSQLConnection(url: databaseURL, settings: connectionSettings, tracer: tracer)
             // A save whose COMMIT loses its answer is resolved, not reported as failed when it committed.
             made.verifiesCommits = true
             connection = made

@@ -54,6 +54,9 @@ final class RemoteChangeListener: @unchecked Sendable {
         self.settings = settings
         self.storeIdentifier = storeIdentifier
         self.onChange = onChange
+        // Its own tracer, never the store's: as the SQLite store's change watcher, this
+        // session runs no statement of the store's work — only its LISTEN, and the
+        // heartbeats that tell a dead link — so the store's trace leaves it out.
         let connection = try PostgreSQLConnection(url: url, settings: settings)
         try connection.listen(PostgreSQLStore.historyChannel)
         let thread = Thread { [self] in listen(on: connection) }

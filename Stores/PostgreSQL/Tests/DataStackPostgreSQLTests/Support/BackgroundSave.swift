@@ -9,14 +9,17 @@ final class BackgroundSave: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(_ context: ManagedObjectContext) {
-        DispatchQueue.global().async {
+        // A thread of its own, not the global queue: on Linux that queue's few threads (one
+        // per core) also run Swift Testing's synchronous tests, so two other tests blocking
+        // at once kept the save from starting within the tests' deadlines.
+        Thread {
             do {
                 try context.performAndWait { try context.save() }
             } catch {
                 self.error = error
             }
             self.done.signal()
-        }
+        }.start()
     }
 
     /// The save's error (`.some(nil)` when it succeeded), or nil when it has not returned within `seconds`.
