@@ -299,7 +299,10 @@ struct HostTests {
         try expectStored(saved, counter: Int64(saved.count), at: local)
 
         let lastToken = importer.lines(PeerSaved.self).map(\.token).max() ?? 0
-        let lines = viewer.wait(for: PeerSeen.self, until: deadline) { ($0.last?.token ?? 0) >= lastToken && saved.isSubset(of: $0.last?.entries ?? []) }
+        // Its own 30 s from here: under load the import may have used most of the test's deadline.
+        let lines = viewer.wait(for: PeerSeen.self, until: .now + .seconds(30)) {
+            ($0.last?.token ?? 0) >= lastToken && saved.isSubset(of: $0.last?.entries ?? [])
+        }
         let final = try #require(lines.last)
         #expect(Set(final.entries) == saved && final.entries.count == saved.count, "the viewer merged every save once, nothing else")
         #expect(final.counter == Int64(saved.count))
