@@ -15,20 +15,22 @@ import Foundation
 public struct RowReader {
     let schema: TableLayout
     let identity: StoreIdentity
-    private var last: (number: Int64, entity: EntityDescription, scope: ObjectIDScope, layout: RowLayout)?
+    private var last: (number: Int64, entity: EntityDescription, layout: RowLayout)?
+    private var scopes: ObjectIDScopeCache
 
     init(schema: TableLayout, identity: StoreIdentity) {
         self.schema = schema
         self.identity = identity
+        self.scopes = ObjectIDScopeCache(store: identity)
     }
 
     /// The ID of row `primaryKey` of the entity numbered `entityNumber`.
-    public func objectID(entityNumber: Int64, primaryKey: Int64) throws -> ObjectID {
-        ObjectID(entity: try entity(numbered: entityNumber, row: primaryKey), store: identity, primaryKey: primaryKey)
+    public mutating func objectID(entityNumber: Int64, primaryKey: Int64) throws -> ObjectID {
+        scopes.objectID(of: try entity(numbered: entityNumber, row: primaryKey), primaryKey: primaryKey)
     }
 
     /// The ID of a row whose first two columns are `Z_PK` and `Z_ENT`.
-    public func objectID(from row: some StoredRow) throws -> ObjectID {
+    public mutating func objectID(from row: some StoredRow) throws -> ObjectID {
         try objectID(entityNumber: try row.int64(at: 1), primaryKey: try row.int64(at: 0))
     }
 
@@ -37,15 +39,14 @@ public struct RowReader {
     public mutating func node(from row: some StoredRow) throws -> IncrementalStoreNode {
         let key = try row.int64(at: 0)
         let number = try row.int64(at: 1)
-        let entity: EntityDescription, scope: ObjectIDScope, layout: RowLayout
+        let entity: EntityDescription, layout: RowLayout
         if let last, last.number == number {
-            (entity, scope, layout) = (last.entity, last.scope, last.layout)
+            (entity, layout) = (last.entity, last.layout)
         } else {
             entity = try self.entity(numbered: number, row: key)
             guard let found = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
             layout = found
-            scope = entity.idScope(in: identity)
-            last = (number, entity, scope, layout)
+            last = (number, entity, layout)
         }
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(layout.steps.count)
@@ -68,15 +69,15 @@ public struct RowReader {
                             entity number \(number), which no entity of the model has
                             """)
                     }
-                    values.append(.object(ObjectID(entity: target, store: identity, primaryKey: try row.int64(at: Int(position)))))
+                    values.append(.object(scopes.objectID(of: target, primaryKey: try row.int64(at: Int(position)))))
                 } else if let target = layout.destinations[destination] {
-                    values.append(.object(ObjectID(entity: target, store: identity, primaryKey: try row.int64(at: Int(position)))))
+                    values.append(.object(scopes.objectID(of: target, primaryKey: try row.int64(at: Int(position)))))
                 } else {
                     values.append(.null)
                 }
             }
         }
-        return IncrementalStoreNode(objectID: ObjectID(scope: scope, primaryKey: key),
+        return IncrementalStoreNode(objectID: scopes.objectID(of: entity, primaryKey: key),
                                     values: values, version: try row.int64(at: 2))
     }
 

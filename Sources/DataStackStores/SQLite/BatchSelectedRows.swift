@@ -122,6 +122,7 @@ final class BatchSelectedRows: Sendable {
     private static func objectIDs(keys: [Int64], entities: [Int64], schema: TableLayout, identity: StoreIdentity,
                                   url: URL?) throws -> Set<ObjectID> {
         var ids = Set<ObjectID>(minimumCapacity: keys.count)
+        var scopes = ObjectIDScopeCache(store: identity)
         var last: (number: Int64, entity: EntityDescription)?
         for (key, number) in zip(keys, entities) {
             if last?.number != number {
@@ -130,7 +131,7 @@ final class BatchSelectedRows: Sendable {
                 }
                 last = (number, entity)
             }
-            if let entity = last?.entity { ids.insert(ObjectID(entity: entity, store: identity, primaryKey: key)) }
+            if let entity = last?.entity { ids.insert(scopes.objectID(of: entity, primaryKey: key)) }
         }
         return ids
     }

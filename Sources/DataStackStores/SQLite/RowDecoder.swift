@@ -16,13 +16,13 @@ struct RowDecoder {
     private var lastNumber: Int64 = -1
     private var lastLayout: RowLayout?
     private var lastEntity: EntityDescription?
-    /// The last entity's ID scope: one lookup per run of rows of one entity.
-    private var lastScope: ObjectIDScope?
+    private var scopes: ObjectIDScopeCache
 
     init(schema: TableLayout, identity: StoreIdentity, url: URL?) {
         self.schema = schema
         self.identity = identity
         self.url = url
+        self.scopes = ObjectIDScopeCache(store: identity)
     }
 
     /// The row's values, for a full-row select.
@@ -38,22 +38,13 @@ struct RowDecoder {
         for (slot, step) in steps.enumerated() {
             values.append(try value(of: step, in: statement, slot: slot, layout: layout))
         }
-        return IncrementalStoreNode(objectID: ObjectID(scope: scope(of: layout.entity), primaryKey: statement.int64(at: 0)),
+        return IncrementalStoreNode(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
     }
 
     /// The row's ID, for a select of `Z_PK, Z_ENT` first.
     mutating func objectID(from statement: Statement) throws -> ObjectID {
-        ObjectID(scope: scope(of: try entity(of: statement)), primaryKey: statement.int64(at: 0))
-    }
-
-    /// The entity's ID scope in this store: looked up once per run of rows of one entity.
-    @inline(__always)
-    private mutating func scope(of entity: EntityDescription) -> ObjectIDScope {
-        if let lastScope, lastScope.entity === entity { return lastScope }
-        let scope = entity.idScope(in: identity)
-        lastScope = scope
-        return scope
+        scopes.objectID(of: try entity(of: statement), primaryKey: statement.int64(at: 0))
     }
 
     private mutating func entity(of statement: Statement) throws -> EntityDescription {
@@ -79,7 +70,7 @@ struct RowDecoder {
     }
 
     @inline(__always)
-    private func value(of step: RowLayout.Step, in statement: Statement, slot: Int, layout: RowLayout) throws -> PropertyValue {
+    private mutating func value(of step: RowLayout.Step, in statement: Statement, slot: Int, layout: RowLayout) throws -> PropertyValue {
         switch step {
         case .constant(let index):
             return layout.constants[index]
@@ -93,9 +84,8 @@ struct RowDecoder {
         case .toOne(let position, let entityPosition, let destination):
             if statement.isNull(at: position) { return .null }
             guard entityPosition >= 0 else {
-                return layout.destinations[destination].map {
-                    .object(ObjectID(entity: $0, store: identity, primaryKey: statement.int64(at: position)))
-                } ?? .null
+                guard let target = layout.destinations[destination] else { return .null }
+                return .object(scopes.objectID(of: target, primaryKey: statement.int64(at: position)))
             }
             let number = statement.int64(at: entityPosition)
             guard let destination = schema.entitiesByNumber[number] else {
@@ -104,7 +94,7 @@ struct RowDecoder {
                     \(statement.int64(at: 0)) points at entity number \(number), which no entity of the model has
                     """)
             }
-            return .object(ObjectID(entity: destination, store: identity, primaryKey: statement.int64(at: position)))
+            return .object(scopes.objectID(of: destination, primaryKey: statement.int64(at: position)))
         }
     }
 

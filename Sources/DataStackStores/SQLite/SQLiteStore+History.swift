@@ -377,7 +377,7 @@ extension SQLiteStore: PersistentHistoryStore {
             WHERE ZTRANSACTIONID BETWEEN ? AND ? ORDER BY Z_PK
             """)
         defer { select.reset() }
-        let identity = identity
+        var scopes = ObjectIDScopeCache(store: identity)
         for run in runs {
             select.reset()
             try select.bind(run.lowerBound, at: 1)
@@ -390,7 +390,7 @@ extension SQLiteStore: PersistentHistoryStore {
                 }
                 var change = PersistentHistoryChange(
                     changeID: select.int64(at: 0),
-                    changedObjectID: ObjectID(entity: entity.entity, store: identity, primaryKey: select.int64(at: 3)),
+                    changedObjectID: scopes.objectID(of: entity.entity, primaryKey: select.int64(at: 3)),
                     changeType: type, transactionNumber: select.int64(at: 4))
                 if type == .update { change.updatedProperties = entity.properties(in: select.data(at: 5) ?? Data()) }
                 if type == .delete && !entity.tombstoneSlots.isEmpty {

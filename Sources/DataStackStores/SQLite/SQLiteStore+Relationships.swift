@@ -24,13 +24,14 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
         var ownerByKey: [Int64: ObjectID] = [:]
         for id in owners { if let pk = id.primaryKey { ownerByKey[pk] = id } }
         var destinations: [ObjectID: [ObjectID]] = [:]
+        var scopes = ObjectIDScopeCache(store: identity)
         try readToMany(relationship, owners: ownerByKey.keys.sorted(), columns: "t0.Z_PK, t0.Z_ENT", ownerPosition: 2,
                        schema: schema, connection: connection) { statement, owner in
             let number = statement.int64(at: 1)
             guard let entity = schema.entitiesByNumber[number], let owner = ownerByKey[owner] else {
                 throw unreadableDestination(relationship, key: statement.int64(at: 0), entity: number)
             }
-            destinations[owner, default: []].append(ObjectID(entity: entity, store: identity, primaryKey: statement.int64(at: 0)))
+            destinations[owner, default: []].append(scopes.objectID(of: entity, primaryKey: statement.int64(at: 0)))
         }
         return destinations
     }

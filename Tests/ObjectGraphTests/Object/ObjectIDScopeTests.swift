@@ -30,6 +30,18 @@ import Testing
         #expect(temporary != ObjectID(entity: company, store: store, primaryKey: Int64(bitPattern: temporary.rawKey)))
     }
 
+    /// A store's cache gives each entity's one scope, whichever entity came last.
+    @Test func theCacheOfAStoreGivesEachEntitysOneScope() throws {
+        let model = TestModel.make()
+        let company = try #require(model.entitiesByName["Company"])
+        let update = try #require(model.entitiesByName["StockUpdate"])
+        var cache = ObjectIDScopeCache(store: store)
+        for entity in [company, company, update, company, update, update] {
+            #expect(cache.scope(of: entity) === entity.idScope(in: store))
+        }
+        #expect(cache.objectID(of: update, primaryKey: 9) == ObjectID(entity: update, store: store, primaryKey: 9))
+    }
+
     @Test func anIDKeepsItsEntityAfterTheModelGoesAndTheLastIDLetsItGo() throws {
         weak var weakEntity: EntityDescription?
         weak var weakModel: ManagedObjectModel?

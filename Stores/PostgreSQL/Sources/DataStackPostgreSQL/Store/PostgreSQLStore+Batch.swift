@@ -238,7 +238,7 @@ import Foundation
                                     _ connection: PostgreSQLConnection) throws -> [ObjectID: [ObjectID]] {
         guard let sql = layout.toManyQuery(for: relationship) else { return [:] }
         let byKey = Dictionary(owners.compactMap { id in id.primaryKey.map { ($0, id) } }, uniquingKeysWith: { first, _ in first })
-        let reader = layout.rowReader(storeIdentifier: identifier)
+        var reader = layout.rowReader(storeIdentifier: identifier)
         var members: [ObjectID: [ObjectID]] = [:]
         for row in try connection.execute(cached: sql, [PostgreSQLValue(layout.keyArray(byKey.keys.sorted()))]).rows {
             if let owner = byKey[try row.int64(at: 2)] { members[owner, default: []].append(try reader.objectID(from: row)) }
@@ -261,7 +261,7 @@ struct BatchRows {
     ///   the result's column of each, in tombstone order.
     /// - Throws: ``ObjectGraph/PersistentStoreError`` for a row of an entity number the model does not have.
     init(_ result: PostgreSQLResult, layout: StoreLayout, storeIdentifier: String, tombstoneColumns: [Int64: [Int]] = [:]) throws {
-        let reader = layout.rowReader(storeIdentifier: storeIdentifier)
+        var reader = layout.rowReader(storeIdentifier: storeIdentifier)
         ids.reserveCapacity(result.rowCount)
         for row in 0..<result.rowCount {
             let key = try result.key(row: row, column: 0)

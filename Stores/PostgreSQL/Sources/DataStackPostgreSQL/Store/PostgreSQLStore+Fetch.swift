@@ -70,7 +70,7 @@ extension PostgreSQLStore {
         }
         guard let key = objectID.primaryKey, let sql = try layout.toManyQuery(for: relationship) else { return .objects([]) }
         let layout = try layout
-        let reader = layout.rowReader(storeIdentifier: identifier)
+        var reader = layout.rowReader(storeIdentifier: identifier)
         let result = try withReader { try $0.execute(cached: sql, [PostgreSQLValue(layout.keyArray([key]))]) }
         return .objects(try result.rows.map { try reader.objectID(from: $0) })
     }

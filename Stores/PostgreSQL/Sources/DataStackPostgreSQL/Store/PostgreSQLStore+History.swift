@@ -158,7 +158,7 @@ extension PostgreSQLStore: PersistentHistoryStore {
                     SELECT Z_PK, ZTRANSACTIONID, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZCOLUMNS\(Self.tombstoneColumnList(tombstoneCount)) FROM ACHANGE \
                     WHERE ZTRANSACTIONID BETWEEN $1 AND $2 ORDER BY Z_PK
                     """, [PostgreSQLValue(first), PostgreSQLValue(last)])
-                let reader = layout.rowReader(storeIdentifier: identifier)
+                var reader = layout.rowReader(storeIdentifier: identifier)
                 var byTransaction: [Int64: [PersistentHistoryChange]] = [:]
                 for row in 0..<changes.rowCount {
                     let transaction = try changes.requiredInt64(row: row, column: 1)

@@ -36,7 +36,7 @@ extension PostgreSQLStore: RelationshipPrefetchingStore, UniquenessCheckingStore
     public func objectIDs(of entity: EntityDescription, matching keys: [String], values: [[PropertyValue]]) throws -> [ObjectID?] {
         let layout = try layout
         let sql = try layout.rowLookupQuery(for: entity, keys: keys)
-        let reader = layout.rowReader(storeIdentifier: identifier)
+        var reader = layout.rowReader(storeIdentifier: identifier)
         return try withReader { connection in
             try values.map { tuple -> ObjectID? in
                 guard tuple.count == keys.count, !tuple.contains(where: \.isNull) else { return nil }
