@@ -1,5 +1,6 @@
 import DataStackPostgreSQL
 import Foundation
+import Synchronization
 import ObjectGraph
 
 /// A save run on another thread, so that a test can act on the server while it runs.
@@ -7,6 +8,10 @@ final class BackgroundSave: @unchecked Sendable {
     // @unchecked Sendable: `error` is written before `done` is signalled and read after it is waited for.
     private var error: (any Error)?
     private let done = DispatchSemaphore(value: 0)
+    private let returned = Mutex(false)
+
+    /// Whether the save has returned; `outcome(within:)` then answers at once.
+    var hasReturned: Bool { returned.withLock { $0 } }
 
     init(_ context: ManagedObjectContext) {
         // A thread of its own, not the global queue: on Linux that queue's few threads (one
@@ -18,6 +23,7 @@ final class BackgroundSave: @unchecked Sendable {
             } catch {
                 self.error = error
             }
+            self.returned.withLock { $0 = true }
             self.done.signal()
         }.start()
     }
