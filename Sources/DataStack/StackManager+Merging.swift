@@ -31,6 +31,7 @@ extension StackManager {
         }
         state.withLock { $0.observers.append(token) }
         if setup.followsPersistentHistory { installHistoryObserver(for: setup) }
+        installReadSourceObserver(for: setup)
     }
 
     /// Merges one save — of an importer, or of another writer's history

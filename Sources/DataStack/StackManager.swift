@@ -42,6 +42,13 @@ import Foundation
 /// ### Importing
 /// - ``performImport(_:chunkSize:onConflict:_:progress:)``
 /// - ``ImportConflictResolution``
+/// ### Events
+/// - ``didMergeNotification``
+/// - ``StackDidMerge``
+/// - ``historyDidReadNotification``
+/// - ``historyMergeDidFailNotification``
+/// - ``readSourceDidChangeNotification``
+/// - ``readsFromStandby``
 /// ### Closing
 /// - ``close()``
 /// - ``isClosed``

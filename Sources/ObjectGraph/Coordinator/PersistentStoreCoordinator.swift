@@ -89,6 +89,7 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         do {
             try startRemoteChangeNotifications(of: store, options: options)
+            startReadSourceNotifications(of: store)
         } catch {
             store.willRemove()
             throw error

@@ -200,6 +200,18 @@ public struct StoreOptions: Sendable {
     /// win. Nil: the store's default (PostgreSQL: 30 s). Stores in a file
     /// ignore it.
     public var keepAliveTimeout: Duration?
+    /// A replica of the database that the store reads from while it writes to
+    /// the primary: for the PostgreSQL store, a streaming standby's
+    /// `postgresql://` URL (a `standby=` parameter in the store's URL wins).
+    /// Fetches, faults and history reads run on it once it has replayed every
+    /// save the process knows of; saves run on the primary. Nil (the default):
+    /// reads run on the primary. Stores without replicas ignore it. See
+    /// ``ReplicaReadingStore`` for the events when reads move.
+    public var standbyURL: URL?
+    /// How long a read waits for the standby to replay what it must see before
+    /// it runs on the primary instead (a `standby_max_lag_ms` parameter in the
+    /// store's URL wins). Nil: the store's default (PostgreSQL: 1 s).
+    public var standbyMaximumLag: Duration?
 
     public init() {}
 

@@ -30,7 +30,7 @@ struct PostgreSQLStandbyTests {
         let stack = StackManager()
         try await stack.setup(model: StoreTestModel.make(), storeURL: url)
         let mainStore = try #require(stack.mainCoordinator.persistentStores.first as? PostgreSQLStore)
-        let events = StoreEvents(mainStore)
+        let events = ReadSourceEvents(stack)
 
         // A company the main context shows, and every value it shows after each merge.
         try await save(stack, employees: 1, inserting: true)
@@ -41,7 +41,8 @@ struct PostgreSQLStandbyTests {
             return try company?.value(forKey: "employees") as? Int ?? -1
         }
         #expect(first == 1)
-        #expect(mainStore.readsFromStandby == true, "the fetch ran on the standby")
+        #expect(mainStore.readsFromReplica == true, "the fetch ran on the standby")
+        #expect(stack.readsFromStandby == true)
         let shown = Mutex<[Int]>([])
         let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: stack, queue: nil) { _ in
             // Posted on the main queue, after the merge refreshed the object.
@@ -64,8 +65,10 @@ struct PostgreSQLStandbyTests {
         // Replay paused: a save's merge cannot wait for the standby, reads the primary, and says so.
         try await save(stack, employees: 2)
         #expect(try await eventually(stack, 2) { _ in try holder.object?.value(forKey: "employees") as? Int ?? -1 } == 2)
-        #expect(events.fellBack.withLock { $0 } >= 1, "readsDidFallBack was posted")
-        #expect(mainStore.readsFromStandby == false)
+        let fellBack = try #require(events.changes.withLock { $0.first }, "the stack reported the move")
+        #expect(!fellBack.readsFromReplica && fellBack.storeIdentifier == mainStore.identifier)
+        #expect(fellBack.reason?.contains("had not replayed") == true, "\(fellBack.reason ?? "no reason")")
+        #expect(stack.readsFromStandby == false)
 
         // Replay resumed: reads return to the standby once it has replayed the saves.
         _ = try control.execute("SELECT pg_wal_replay_resume()")
@@ -73,21 +76,90 @@ struct PostgreSQLStandbyTests {
         #expect(try await eventually(stack, 3) { _ in try holder.object?.value(forKey: "employees") as? Int ?? -1 } == 3)
         let backOnStandby = try await eventually(stack, true) { main in
             _ = try main.count(for: FetchRequest<ManagedObject>(entityName: "Company"))
-            return mainStore.readsFromStandby == true
+            return mainStore.readsFromReplica == true
         }
         #expect(backOnStandby, "reads returned to the standby")
-        #expect(events.returned.withLock { $0 } >= 1, "readsDidReturnToStandby was posted")
+        #expect(events.changes.withLock { $0.last }?.readsFromReplica == true, "the stack reported the return")
+        #expect(events.changes.withLock { $0.last }?.reason == nil)
 
         // The standby stopped: reads fall back to the primary, and merges go on.
         control.close()
         try standby.stopKeepingData()
         try await save(stack, employees: 4)
         #expect(try await eventually(stack, 4) { _ in try holder.object?.value(forKey: "employees") as? Int ?? -1 } == 4)
-        #expect(mainStore.readsFromStandby == false)
+        #expect(mainStore.readsFromReplica == false)
+        let moves = events.changes.withLock { $0 }
+        // A standby slow under load may make reads move more often; each move is reported once.
+        let sources = moves.map(\.readsFromReplica)
+        #expect(sources.first == false && sources.last == false && sources.count >= 3, "\(sources)")
+        #expect(zip(sources, sources.dropFirst()).allSatisfy { $0 != $1 }, "no report for reads that stayed: \(sources)")
 
         let values = shown.withLock { $0 }
         #expect(values == values.sorted(), "a merge never showed older data: \(values)")
         #expect(!values.contains(-1) && values.last == 4, "\(values)")
+    }
+
+    @Test("a standby named in StoreOptions serves the main context's reads; stopped, reads fall back to the primary and the stack says why")
+    func standbyFromStoreOptions() async throws {
+        let primary = try PostgreSQLTestServer.start()
+        defer { primary.stop() }
+        let standby = try primary.startStandby()
+        defer { standby.stop() }
+        let url = try primary.makeDatabase()
+        let control = try await connectOnceReplayed(standby.url(database: String(url.path.dropFirst())))
+        control.close()
+
+        PostgreSQLStore.register()
+        var options = StoreOptions.stackDefaults
+        options.standbyURL = standby.url(database: String(url.path.dropFirst()))
+        options.standbyMaximumLag = .seconds(5)
+        let stack = StackManager()
+        try await stack.setup(model: StoreTestModel.make(), storeURL: url, storeType: PostgreSQLStore.storeType, options: options)
+        let events = ReadSourceEvents(stack)
+        try await save(stack, employees: 7, inserting: true)
+        let employees = try await stack.mainContext.perform {
+            try stack.mainContext.fetch(FetchRequest<ManagedObject>(entityName: "Company")).first?.value(forKey: "employees") as? Int
+        }
+        #expect(employees == 7, "the standby waited for the save before the read")
+        #expect(stack.readsFromStandby == true)
+
+        try standby.stopKeepingData()
+        let counted = try await stack.mainContext.perform { try stack.mainContext.count(for: FetchRequest<ManagedObject>(entityName: "Company")) }
+        #expect(counted == 1, "read on the primary")
+        #expect(stack.readsFromStandby == false)
+        let moves = events.changes.withLock { $0 }
+        #expect(moves.count == 1 && moves.first?.readsFromReplica == false, "\(moves)")
+        #expect(moves.first?.reason?.contains("cannot be reached") == true, "\(moves.first?.reason ?? "no reason")")
+    }
+
+    @Test("a standby parameter or option that is not valid is refused when the store is added, naming it",
+          arguments: [("standby=http%3A%2F%2Freplica", "postgresql://"), ("standby_max_lag_ms=soon", "standby_max_lag_ms"),
+                      ("standby_max_lag_ms=-5", "standby_max_lag_ms")])
+    func badStandbyParametersAreRefused(_ parameter: String, _ named: String) throws {
+        let url = try #require(URL(string: "postgresql://nobody@localhost/none?\(parameter)"))
+        let error = #expect(throws: PersistentStoreError.self) {
+            _ = try PostgreSQLStore(configuration: StoreConfiguration(model: StoreTestModel.make(), configurationName: nil, url: url,
+                                                                      options: StoreOptions()))
+        }
+        #expect(error?.code == .cannotOpen)
+        #expect(String(describing: error).contains(named), "\(String(describing: error))")
+    }
+
+    @Test("StoreOptions.standbyURL that is not a postgresql:// URL, or a negative lag, is refused naming it")
+    func badStandbyOptionsAreRefused() throws {
+        let url = try #require(URL(string: "postgresql://nobody@localhost/none"))
+        var options = StoreOptions()
+        options.standbyURL = URL(fileURLWithPath: "/tmp/replica")
+        var error = #expect(throws: PersistentStoreError.self) {
+            _ = try PostgreSQLStore(configuration: StoreConfiguration(model: StoreTestModel.make(), configurationName: nil, url: url, options: options))
+        }
+        #expect(String(describing: error).contains("not file"), "\(String(describing: error))")
+        options.standbyURL = URL(string: "postgresql://nobody@replica/none")
+        options.standbyMaximumLag = .milliseconds(-1)
+        error = #expect(throws: PersistentStoreError.self) {
+            _ = try PostgreSQLStore(configuration: StoreConfiguration(model: StoreTestModel.make(), configurationName: nil, url: url, options: options))
+        }
+        #expect(String(describing: error).contains("standbyMaximumLag"), "\(String(describing: error))")
     }
 
     // MARK: - Helpers
@@ -134,26 +206,25 @@ struct PostgreSQLStandbyTests {
     }
 }
 
-/// The store's read-source notifications, counted.
-private final class StoreEvents: @unchecked Sendable {
-    // @unchecked Sendable: the counters are Mutexes; `observers` is written once, in init.
-    let fellBack = Mutex(0)
-    let returned = Mutex(0)
-    private var observers: [any NSObjectProtocol] = []
+/// The stack's read-source notifications, in order.
+private final class ReadSourceEvents: @unchecked Sendable {
+    // @unchecked Sendable: `changes` is a Mutex; `observer` is written once, in init.
+    let changes = Mutex<[ReadSourceChange]>([])
+    private var observer: (any NSObjectProtocol)?
 
-    init(_ store: PostgreSQLStore) {
-        observers = [
-            NotificationCenter.default.addObserver(forName: PostgreSQLStore.readsDidFallBackNotification, object: store, queue: nil) { [weak self] _ in
-                self?.fellBack.withLock { $0 += 1 }
-            },
-            NotificationCenter.default.addObserver(forName: PostgreSQLStore.readsDidReturnToStandbyNotification, object: store, queue: nil) { [weak self] _ in
-                self?.returned.withLock { $0 += 1 }
-            },
-        ]
+    init(_ stack: StackManager) {
+        observer = NotificationCenter.default.addObserver(forName: StackManager.readSourceDidChangeNotification, object: stack,
+                                                          queue: nil) { [weak self] notification in
+            guard let change = try? ReadSourceChange(notification) else {
+                Issue.record("a readSourceDidChange without its payload")
+                return
+            }
+            self?.changes.withLock { $0.append(change) }
+        }
     }
 
     deinit {
-        for observer in observers { NotificationCenter.default.removeObserver(observer) }
+        if let observer { NotificationCenter.default.removeObserver(observer) }
     }
 }
 

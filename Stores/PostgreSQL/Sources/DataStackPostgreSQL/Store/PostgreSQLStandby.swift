@@ -6,8 +6,10 @@ import Synchronization
 /// the store's reader pool go to it, saves and the reads inside them to the
 /// primary.
 ///
-/// Named in the store's URL: `standby=` a percent-encoded `postgresql://` URL
-/// of the standby, and optionally `standby_max_lag_ms=` (default 1000):
+/// Named in ``StoreOptions/standbyURL`` (with ``StoreOptions/standbyMaximumLag``,
+/// 1 s by default), or in the store's URL, which wins: `standby=` a
+/// percent-encoded `postgresql://` URL of the standby, and optionally
+/// `standby_max_lag_ms=`:
 ///
 /// ```swift
 /// let standby = "postgresql://app@db-replica/inventory".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
@@ -23,10 +25,9 @@ import Synchronization
 /// importer's save, or another machine's — never refreshes an object to data
 /// older than the save it merges, and a fetch after a save sees it. A standby
 /// that has not replayed that far within the maximum lag, or cannot be
-/// reached, makes the read go to the primary instead (the store posts
-/// ``PostgreSQLStore/readsDidFallBackNotification``, and
-/// ``PostgreSQLStore/readsDidReturnToStandbyNotification`` once a read on the
-/// standby succeeds again). Reads of changes nobody announced (a row written
+/// reached, makes the read go to the primary instead; the store reports each
+/// move (``ReplicaReadingStore``: the coordinator's and the stack's
+/// `readSourceDidChangeNotification`). Reads of changes nobody announced (a row written
 /// by SQL outside DataStack, without history) see the standby's state, as any
 /// read of a replica does.
 final class PostgreSQLStandby: Sendable {
@@ -40,6 +41,8 @@ final class PostgreSQLStandby: Sendable {
     private let replayed = Mutex<UInt64>(0)
     /// Whether the last read ran on the standby (nil before the first).
     let isReadingFromStandby = Mutex<Bool?>(nil)
+    /// Told when reads move (``ReplicaReadingStore/observeReadSource(_:)``); cleared when the store is removed.
+    let onReadSourceChange = Mutex<(@Sendable (ReadSourceChange) -> Void)?>(nil)
     /// After the standby could not be reached, reads go straight to the
     /// primary until then, rather than each wait for a connect timeout.
     private let unreachableUntil = Mutex<ContinuousClock.Instant?>(nil)
@@ -60,18 +63,51 @@ final class PostgreSQLStandby: Sendable {
     }
 
     /// The primary's URL without the standby's parameters (which libpq would
-    /// refuse), and the standby, if the URL names one.
-    static func split(_ url: URL, maximumReaderCount: Int, reportedURL: URL) -> (URL, PostgreSQLStandby?) {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false),
-              let items = components.queryItems, items.contains(where: { $0.name == urlParameter }) else { return (url, nil) }
-        let standbyURL = items.first { $0.name == urlParameter }?.value.flatMap(URL.init(string:))
-        let lag = items.first { $0.name == lagParameter }?.value.flatMap(Int.init) ?? 1000
-        let rest = items.filter { $0.name != urlParameter && $0.name != lagParameter }
-        components.queryItems = rest.isEmpty ? nil : rest
-        guard let standbyURL, let primary = components.url else { return (url, nil) }
-        return (primary, PostgreSQLStandby(url: standbyURL, maximumLag: .milliseconds(lag), maximumReaderCount: maximumReaderCount,
+    /// refuse), and the standby the URL or the options name, if any: the URL's
+    /// `standby=` and `standby_max_lag_ms=` win over ``StoreOptions/standbyURL``
+    /// and ``StoreOptions/standbyMaximumLag``.
+    ///
+    /// - Throws: ``PersistentStoreError/Code/cannotOpen`` naming the parameter
+    ///   when the standby is not a `postgresql://` URL or the lag not a
+    ///   non-negative number of milliseconds: a typo must not silently read
+    ///   from the primary, or wait a second per read.
+    static func split(_ url: URL, options: StoreOptions, reportedURL: URL) throws -> (URL, PostgreSQLStandby?) {
+        func refuse(_ message: String) -> PersistentStoreError {
+            PersistentStoreError(.cannotOpen, url: reportedURL, message: message)
+        }
+        var primary = url
+        var named = options.standbyURL
+        var lag = options.standbyMaximumLag ?? defaultMaximumLag
+        if var components = URLComponents(url: url, resolvingAgainstBaseURL: false), let items = components.queryItems,
+           items.contains(where: { $0.name == urlParameter || $0.name == lagParameter }) {
+            if let item = items.first(where: { $0.name == urlParameter }) {
+                guard let text = item.value, let parsed = URL(string: text) else {
+                    throw refuse("the URL's \(urlParameter)= parameter is not a URL: \(item.value ?? "nothing")")
+                }
+                named = parsed
+            }
+            if let item = items.first(where: { $0.name == lagParameter }) {
+                guard let milliseconds = item.value.flatMap(Int.init), milliseconds >= 0 else {
+                    throw refuse("the URL's \(lagParameter)= parameter is not a number of milliseconds ≥ 0: \(item.value ?? "nothing")")
+                }
+                lag = .milliseconds(milliseconds)
+            }
+            let rest = items.filter { $0.name != urlParameter && $0.name != lagParameter }
+            components.queryItems = rest.isEmpty ? nil : rest
+            guard let stripped = components.url else { throw refuse("the URL without its standby parameters is not a URL") }
+            primary = stripped
+        }
+        guard let named else { return (primary, nil) }
+        guard let scheme = named.scheme?.lowercased(), scheme == "postgresql" || scheme == "postgres" else {
+            throw refuse("a standby's URL starts with postgresql://, not \(named.scheme ?? "nothing"): \(PostgreSQLStore.withoutPassword(named))")
+        }
+        guard lag >= .zero else { throw refuse("StoreOptions.standbyMaximumLag is negative: \(lag)") }
+        return (primary, PostgreSQLStandby(url: named, maximumLag: lag, maximumReaderCount: options.maximumReaderCount,
                                            reportedURL: reportedURL))
     }
+
+    /// How long a read waits for the standby when neither the URL nor the options say.
+    static let defaultMaximumLag = Duration.seconds(1)
 
     /// Notes that reads of the database at `database` (the primary's URL) must see the WAL up to `position`.
     static func require(_ position: UInt64, for database: URL) {
@@ -151,17 +187,14 @@ final class PostgreSQLStandby: Sendable {
     }
 }
 
-extension PostgreSQLStore {
-    /// Posted (object: the store) when a read went to the primary because the
-    /// standby lagged past its bound or could not be reached; `userInfo["reason"]`
-    /// says which. Posted when reads move, not for every read.
-    public static let readsDidFallBackNotification = Notification.Name("DataStack.PostgreSQLStore.readsDidFallBack")
-    /// Posted (object: the store) when reads run on the standby again after a fallback.
-    public static let readsDidReturnToStandbyNotification = Notification.Name("DataStack.PostgreSQLStore.readsDidReturnToStandby")
-
+extension PostgreSQLStore: ReplicaReadingStore {
     /// Whether the last read ran on the standby; nil without a standby or before the first read.
-    public var readsFromStandby: Bool? {
+    public var readsFromReplica: Bool? {
         standby?.isReadingFromStandby.withLock { $0 }
+    }
+
+    public func observeReadSource(_ onChange: @escaping @Sendable (ReadSourceChange) -> Void) {
+        standby?.onReadSourceChange.withLock { $0 = onChange }
     }
 
     /// Runs a read on the standby when it has replayed what the read must see,
@@ -184,15 +217,12 @@ extension PostgreSQLStore {
     }
 
     private func noteReadSource(_ standby: PostgreSQLStandby, onStandby: Bool, reason: String?) {
-        let previous = standby.isReadingFromStandby.withLock { state in
+        let (previous, onChange) = standby.isReadingFromStandby.withLock { state in
             defer { state = onStandby }
-            return state
+            return (state, standby.onReadSourceChange.withLock { $0 })
         }
-        guard previous != onStandby else { return }
-        if onStandby {
-            if previous == false { NotificationCenter.default.post(name: Self.readsDidReturnToStandbyNotification, object: self) }
-        } else {
-            NotificationCenter.default.post(name: Self.readsDidFallBackNotification, object: self, userInfo: ["reason": reason ?? ""])
-        }
+        // The first read on the standby is no move; the first on the primary is.
+        guard previous != onStandby, previous != nil || !onStandby else { return }
+        onChange?(ReadSourceChange(storeIdentifier: identifier, readsFromReplica: onStandby, reason: onStandby ? nil : reason))
     }
 }

@@ -121,8 +121,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                                        message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
         }
         self.configuration = configuration
-        (self.databaseURL, self.standby) = PostgreSQLStandby.split(url, maximumReaderCount: configuration.options.maximumReaderCount,
-                                                                   reportedURL: reportedURL)
+        (self.databaseURL, self.standby) = try PostgreSQLStandby.split(url, options: configuration.options, reportedURL: reportedURL)
         self.reportedURL = reportedURL
         self.readers = PostgreSQLReaderPool(maximumCount: configuration.options.maximumReaderCount, url: reportedURL)
         self.connectionSettings = Self.connectionSettings(configuration.options)
@@ -180,6 +179,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     public func willRemove() {
         stopObservingRemoteChanges()
+        standby?.onReadSourceChange.withLock { $0 = nil }
         readers.close()
         standby?.readers.close()
         connectionLock.withLock {
