@@ -246,6 +246,68 @@ struct PostgreSQLConnectionsTests {
         #expect(context.performAndWait { !context.hasChanges }, "the context knows its save went through")
     }
 
+    @Test("a save whose session is lost while the server still runs its COMMIT throws, the server ends that COMMIT, and nothing of it is kept")
+    func lostCommitStillInProgressIsEnded() throws {
+        let server = try PostgreSQLTestServer.start()
+        defer { server.stop() }
+        let url = try server.makeDatabase()
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        let before = Self.socketDescriptors()
+        let model = StoreTestModel.make()
+        let trace = StatementRecorder()
+        var options = StoreOptions()
+        options.statementTrace = trace.observer
+        let coordinator = try coordinator(model, at: url, options: options)
+        let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
+        try context.performAndWait {
+            try insertCompany("ACME", model, into: context)
+            try context.save()
+            try insertCompany("NEW1", model, into: context)
+        }
+        // The store's sessions: its writer, and a reader if it opened one.
+        let storeSockets = Self.socketDescriptors().subtracting(before)
+        try #require(!storeSockets.isEmpty, "the store opened no session")
+
+        // A deferred constraint trigger runs at COMMIT, before the commit is written: holding the
+        // advisory lock it takes keeps the save's COMMIT running on the server, in progress.
+        _ = try admin.execute("""
+            CREATE FUNCTION hold_commit() RETURNS trigger LANGUAGE plpgsql AS
+            $$ BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$
+            """)
+        _ = try admin.execute("""
+            CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON ZCOMPANY DEFERRABLE INITIALLY DEFERRED
+            FOR EACH ROW EXECUTE FUNCTION hold_commit()
+            """)
+        _ = try admin.execute("SELECT pg_advisory_lock(4242)")
+        let save = BackgroundSave(context)
+        try #require(try admin.waitUntilAnotherSessionWaitsForALock(), "the save's COMMIT never waited for the lock")
+        // The client loses its sessions (a link dying on its side); the server goes on waiting.
+        for socket in storeSockets { shutdown(socket, Int32(SHUT_RDWR)) }
+
+        let outcome = try #require(save.outcome(within: 30), "the save did not return")
+        let error = try #require(outcome as? PersistentStoreError, "the save threw \(String(describing: outcome))")
+        #expect(error.code == .ioFailure, "\(error)")
+        #expect(error.message.contains("did not commit"), "the server was asked, and ended it: \(error.message)")
+        #expect(trace.recorded.contains { $0.contains("pg_terminate_backend") }, "found in progress, the COMMIT's session was ended")
+        _ = try admin.execute("SELECT pg_advisory_unlock(4242)")
+        #expect(try admin.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL = 'NEW1'").int64(row: 0, column: 0) == 0)
+        #expect(context.performAndWait { context.insertedObjects.count } == 1, "the insert is still pending")
+        try context.performAndWait { try context.save() }
+        #expect(try admin.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL = 'NEW1'").int64(row: 0, column: 0) == 1)
+    }
+
+    /// The process's open sockets (from /proc/self/fd), to tell which one a store opened.
+    private static func socketDescriptors() -> Set<Int32> {
+        let folder = "/proc/self/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return Set(entries.compactMap { entry -> Int32? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(entry)"),
+                  target.hasPrefix("socket:") else { return nil }
+            return Int32(entry)
+        })
+    }
+
     // MARK: - The change listener
 
     @Test("the change listener calls onChange with no lock held: onChange may stop the listener")
