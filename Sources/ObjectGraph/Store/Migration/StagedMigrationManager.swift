@@ -55,6 +55,9 @@ import Foundation
 ///    store's files (the database and its `-wal`) are byte for byte as they
 ///    were; the store is opened for writing only at this last step.
 ///
+/// The PostgreSQL store (`Stores/PostgreSQL`) runs the same steps inside the
+/// transaction that opens it, the handlers' saves included: all or nothing too.
+///
 /// ``StoreOptions/migrationProgress`` reports the fraction done over all the
 /// steps. Errors are ``PersistentStoreError/Code/migrationFailed`` naming the
 /// stage, and, for a handler's error, carrying its description.
