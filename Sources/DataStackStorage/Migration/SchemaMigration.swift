@@ -48,8 +48,8 @@ public struct SchemaMigration {
     /// - Parameter requiresValues: whether a required attribute or relationship
     ///   without a value (and without a default) in existing rows is refused;
     ///   a custom migration stage passes false, because its `didMigrate` fills them.
-    package init(database: some MigratingDatabase, metadata: StoreMetadata, entities: [EntityDescription], url: URL?,
-         requiresValues: Bool = true) throws {
+    public init(database: some MigratingDatabase, metadata: StoreMetadata, entities: [EntityDescription], url: URL?,
+                requiresValues: Bool = true) throws {
         self.url = url
         snapshot = try StoreSchemaSnapshot(database: database, metadata: metadata)
         let counter = StoreRowCounter(database: database, snapshot: snapshot)

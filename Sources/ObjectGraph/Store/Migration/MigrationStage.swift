@@ -26,12 +26,15 @@ public struct MigrationStage: Sendable {
     /// store being migrated, and runs inside that context's `performAndWait`.
     public typealias Handler = @Sendable (ManagedObjectContext) throws -> Void
 
-    package enum Kind: Sendable {
+    /// What the stage does, as stores run it.
+    @_spi(StoreImplementation)
+    public enum Kind: Sendable {
         case lightweight([ManagedObjectModel])
         case custom(from: ManagedObjectModel, to: ManagedObjectModel, willMigrate: Handler?, didMigrate: Handler?)
     }
 
-    package let kind: Kind
+    @_spi(StoreImplementation)
+    public let kind: Kind
     /// A name for the stage, used in errors and progress (Core Data: `NSMigrationStage.label`).
     public var label: String?
 
@@ -86,7 +89,8 @@ public struct MigrationStage: Sendable {
     }
 
     /// "stage 2 (custom, "label")", for messages; `index` counts from 0.
-    package func name(at index: Int) -> String {
+    @_spi(StoreImplementation)
+    public func name(at index: Int) -> String {
         let kindName = switch kind {
         case .lightweight: "lightweight"
         case .custom: "custom"

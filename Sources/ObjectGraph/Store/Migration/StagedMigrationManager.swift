@@ -55,6 +55,9 @@ import Foundation
 ///    store's files (the database and its `-wal`) are byte for byte as they
 ///    were; the store is opened for writing only at this last step.
 ///
+/// The PostgreSQL store (`Stores/PostgreSQL`) runs the same steps inside the
+/// transaction that opens it, the handlers' saves included: all or nothing too.
+///
 /// ``StoreOptions/migrationProgress`` reports the fraction done over all the
 /// steps. Errors are ``PersistentStoreError/Code/migrationFailed`` naming the
 /// stage, and, for a handler's error, carrying its description.
@@ -86,11 +89,12 @@ public struct StagedMigrationManager: Sendable {
     // MARK: - The chain of versions
 
     /// One step between neighbouring model versions of the chain.
-    package struct Step {
-        package let stageIndex: Int
-        package let stage: MigrationStage
-        package let from: ManagedObjectModel
-        package let to: ManagedObjectModel
+    @_spi(StoreImplementation)
+    public struct Step {
+        public let stageIndex: Int
+        public let stage: MigrationStage
+        public let from: ManagedObjectModel
+        public let to: ManagedObjectModel
         var isCustom: Bool {
             if case .custom = stage.kind { return true }
             return false
@@ -99,20 +103,26 @@ public struct StagedMigrationManager: Sendable {
 
     /// The stages flattened: every model once, oldest first, and the step
     /// from each to the next (`steps[i]` goes from `models[i]` to `models[i + 1]`).
-    package struct Plan {
-        package var models: [ManagedObjectModel] = []
+    /// (Stores run it: the SQLite store on a copy of its file, the PostgreSQL
+    /// store in the transaction that opens it.)
+    @_spi(StoreImplementation)
+    public struct Plan {
+        public var models: [ManagedObjectModel] = []
         /// Where each model comes from, for messages: "model 2 of stage 1".
-        package var modelNames: [String] = []
-        package var steps: [Step] = []
+        public var modelNames: [String] = []
+        public var steps: [Step] = []
 
         /// The position of `model` in the chain.
-        package func index(of model: ManagedObjectModel) -> Int? {
+        public func index(of model: ManagedObjectModel) -> Int? {
             models.firstIndex { StagedMigrationManager.isSameVersion($0, model) }
         }
     }
 
     /// Builds and checks the chain.
-    package func plan(url: URL?) throws -> Plan {
+    ///
+    /// - Throws: ``PersistentStoreError/Code/migrationFailed`` naming the stage, `url` as the store's location.
+    @_spi(StoreImplementation)
+    public func plan(url: URL?) throws -> Plan {
         func failure(_ message: String) -> PersistentStoreError {
             PersistentStoreError(.migrationFailed, url: url,
                                  message: "the staged migration manager's stages are invalid, and the store was not changed: " + message)

@@ -198,16 +198,29 @@ struct PostgreSQLConnectionsTests {
         let url = try server.makeDatabase()
         let model = StoreTestModel.make()
         let coordinator = try coordinator(model, at: url)
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        // The test's own writes never wait for the standby that never comes.
+        _ = try admin.execute("SET synchronous_commit = local")
         let context = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: coordinator)
-        try context.performAndWait {
+        context.mergePolicy = .mergeByPropertyObjectTrump
+        let acme = try context.performAndWait {
             try insertCompany("ACME", model, into: context)
             try context.save()
             try insertCompany("NEW1", model, into: context)
+            return try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: "Company")).first)
+        }
+        // Each save below first meets a version conflict on ACME (another session changed its
+        // row), so it rolls back and begins again before its COMMIT: the COMMIT to settle is the
+        // second transaction's, not the first's.
+        var employees = 0
+        func changeACMEOnBothSides() throws {
+            employees += 1
+            _ = try admin.execute("UPDATE ZCOMPANY SET Z_OPT = Z_OPT + 1, ZNAME = 'elsewhere' WHERE ZSYMBOL = 'ACME'")
+            try context.performAndWait { try acme.setValue(employees, forKey: "employees") }
         }
         // A synchronous standby that never comes: COMMIT writes the commit, then waits for it
         // (wait event SyncRep). Ending the session there loses COMMIT's answer after the commit.
-        let admin = try PostgreSQLConnection(url: url)
-        defer { admin.close() }
         _ = try admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
         _ = try admin.execute("SELECT pg_reload_conf()")
         defer {
@@ -218,6 +231,7 @@ struct PostgreSQLConnectionsTests {
         // pg_reload_conf() only signals the server: a session takes the new setting when the
         // signal reaches it, so a save started at once may still commit without waiting. Such a
         // save is no failure of the store; the test saves again until a COMMIT waits.
+        try changeACMEOnBothSides()
         var save = BackgroundSave(context)
         var waiting: Int64?
         var committedBeforeTheSettingApplied = 0
@@ -230,6 +244,7 @@ struct PostgreSQLConnectionsTests {
                 #expect(try #require(save.outcome(within: 0)) == nil, "a save before the setting applied succeeds")
                 committedBeforeTheSettingApplied += 1
                 try context.performAndWait { try insertCompany("NEW\(committedBeforeTheSettingApplied + 1)", model, into: context) }
+                try changeACMEOnBothSides()
                 save = BackgroundSave(context)
             } else if waiting == nil {
                 Thread.sleep(forTimeInterval: 0.01)
@@ -244,6 +259,9 @@ struct PostgreSQLConnectionsTests {
         let saved = committedBeforeTheSettingApplied + 1
         #expect(try admin.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL LIKE 'NEW%'").int64(row: 0, column: 0) == Int64(saved))
         #expect(context.performAndWait { !context.hasChanges }, "the context knows its save went through")
+        let stored = try admin.execute("SELECT ZEMPLOYEES, ZNAME FROM ZCOMPANY WHERE ZSYMBOL = 'ACME'")
+        #expect(try stored.int64(row: 0, column: 0) == Int64(employees) && stored.string(row: 0, column: 1) == "elsewhere",
+                "the retried save merged its change with the other session's")
     }
 
     @Test("a save whose session is lost while the server still runs its COMMIT throws, the server ends that COMMIT, and nothing of it is kept")

@@ -47,6 +47,50 @@ struct PostgreSQLMigrationTests {
         }
     }
 
+    // MARK: - The session a staged migration lends its handlers
+
+    private struct Abort: Error {}
+
+    @Test("a session lent to a staged migration's handlers runs their transactions as savepoints: one that throws, fails or restarts undoes only its own rows")
+    func lentSessionNestsTransactions() throws {
+        let db = try PostgreSQLConnection(url: PostgreSQLTestServer.shared.get().makeDatabase())
+        defer { db.close() }
+        try db.executeScript("CREATE TABLE t (a int)")
+        func values() throws -> [Int64] {
+            let result = try db.execute("SELECT a FROM t ORDER BY a")
+            return try (0..<result.rowCount).map { try result.requiredInt64(row: $0, column: 0) }
+        }
+        try db.transaction {
+            try db.execute("INSERT INTO t VALUES (1)")
+            db.nestsTransactions = true
+            defer { db.nestsTransactions = false }
+            #expect(throws: Abort.self) {
+                try db.transaction {
+                    try db.execute("INSERT INTO t VALUES (2)")
+                    throw Abort()
+                }
+            }
+            // A failed statement aborts the savepoint only; the outer transaction goes on.
+            #expect(throws: PostgreSQLError.self) {
+                try db.transaction {
+                    try db.execute("INSERT INTO t VALUES (5)")
+                    try db.execute("INSERT INTO nowhere VALUES (1)")
+                }
+            }
+            try db.transaction {
+                try db.execute("INSERT INTO t VALUES (3)")
+                // As a save whose first attempt met a conflict: that attempt is undone, not the outer transaction.
+                try db.restartTransaction()
+                try db.execute("INSERT INTO t VALUES (4)")
+            }
+            #expect(try values() == [1, 4])
+            #expect(db.savepointDepth == 0)
+        }
+        #expect(try values() == [1, 4], "committed with the outer transaction")
+        // Without the flag, nesting is refused as before.
+        #expect(throws: PostgreSQLError.self) { try db.transaction { try db.transaction {} } }
+    }
+
     private func tables(_ url: URL) throws -> [String] {
         let connection = try PostgreSQLConnection(url: url)
         defer { connection.close() }

@@ -18,29 +18,26 @@ extension PostgreSQLConnection {
     /// PostgreSQL has already aborted the transaction: nothing is committed, and this
     /// throws instead of reporting a commit that did not happen.
     ///
-    /// PostgreSQL has no nested transactions; calling this inside a transaction throws.
+    /// PostgreSQL has no nested transactions; calling this inside a transaction
+    /// throws, unless the session is lent to a staged migration's handlers
+    /// (``nestsTransactions``): `body` then runs under a savepoint, released if
+    /// it returns and rolled back to if it throws, and the open transaction goes on.
     ///
     /// - Throws: the error `body` threw, or a ``PostgreSQLError`` from BEGIN or COMMIT
     ///   (for example ``PostgreSQLError/Kind/serializationFailure``, after which the
     ///   whole transaction may be run again).
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         let connection = try openConnection()
+        if nestsTransactions, PQtransactionStatus(connection) == PQTRANS_INTRANS {
+            return try savepoint(body)
+        }
         guard PQtransactionStatus(connection) == PQTRANS_IDLE else {
             throw PostgreSQLError(
                 kind: .other,
                 message: "transaction(_:) called while a transaction is open; PostgreSQL has no nested transactions (use a SAVEPOINT)")
         }
-        // One round trip either way: with verification, the transaction's ID comes with the BEGIN.
-        let begin = "BEGIN; SELECT pg_current_xact_id()::text"
-        // PQexec: the simple protocol runs both statements and returns the last one's rows.
-        let transactionID: String?
-        if verifiesCommits {
-            tracer.report(begin)
-            transactionID = try checked(PQexec(connection, begin), sql: begin).string(row: 0, column: 0)
-        } else {
-            transactionID = nil
-            try execute("BEGIN")
-        }
+        try begin(connection)
+        defer { transactionID = nil }
         let value: T
         do {
             value = try body()
@@ -73,6 +70,55 @@ extension PostgreSQLConnection {
             throw PostgreSQLError(kind: .other, message: "the transaction was rolled back by the server instead of committed")
         }
         return value
+    }
+
+    /// Runs `body` under a savepoint of the open transaction, for ``transaction(_:)``.
+    private func savepoint<T>(_ body: () throws -> T) throws -> T {
+        let name = "datastack_nested_\(savepointDepth + 1)"
+        _ = try execute("SAVEPOINT \(name)")
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            // body's error says why; a failed ROLLBACK TO leaves the outer transaction
+            // aborted, which its own COMMIT then reports.
+            _ = try? execute("ROLLBACK TO SAVEPOINT \(name)")
+            _ = try? execute("RELEASE SAVEPOINT \(name)")
+            throw error
+        }
+        _ = try execute("RELEASE SAVEPOINT \(name)")
+        return value
+    }
+
+    /// `BEGIN`, learning the transaction's ID (``transactionID``) in the same
+    /// round trip when ``verifiesCommits``.
+    private func begin(_ connection: OpaquePointer) throws {
+        guard verifiesCommits else {
+            try execute("BEGIN")
+            return
+        }
+        let begin = "BEGIN; SELECT pg_current_xact_id()::text"
+        tracer.report(begin)
+        // PQexec: the simple protocol runs both statements and returns the last one's rows.
+        transactionID = try checked(PQexec(connection, begin), sql: begin).string(row: 0, column: 0)
+    }
+
+    /// Undoes everything the innermost transaction did and starts it again:
+    /// `ROLLBACK` then `BEGIN`, or, in a transaction that runs as a savepoint
+    /// (``nestsTransactions``), `ROLLBACK TO` its savepoint, so that the outer
+    /// transaction keeps what it did before.
+    ///
+    /// The new transaction's ID replaces the rolled-back one's, so a COMMIT
+    /// whose answer is lost is settled by the transaction it committed.
+    func restartTransaction() throws {
+        if savepointDepth > 0 {
+            _ = try execute("ROLLBACK TO SAVEPOINT datastack_nested_\(savepointDepth)")
+        } else {
+            _ = try execute("ROLLBACK")
+            try begin(try openConnection())
+        }
     }
 
     /// Tells how a transaction whose COMMIT lost its answer ended, on a second

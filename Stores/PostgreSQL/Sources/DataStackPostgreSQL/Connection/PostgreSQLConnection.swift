@@ -72,6 +72,16 @@ public final class PostgreSQLConnection: @unchecked Sendable {
     /// Whether ``transaction(_:)`` learns its transaction ID, so that a COMMIT
     /// whose answer is lost can be resolved rather than reported as failed.  // protected by the caller's serialization
     var verifiesCommits = false
+    /// Whether ``transaction(_:)`` inside an open transaction runs as a savepoint
+    /// of it instead of throwing: set while the session that migrates a store
+    /// is lent to a staged migration's handlers, whose saves belong in the
+    /// migration's transaction (PostgreSQLStagedMigration.swift).  // protected by the caller's serialization
+    var nestsTransactions = false
+    /// How many transactions run as savepoints of an open one (``nestsTransactions``).  // protected by the caller's serialization
+    var savepointDepth = 0
+    /// The ID of the open transaction, learnt with its `BEGIN` when ``verifiesCommits``,
+    /// to settle a COMMIT whose answer is lost; a restart (``restartTransaction()``) learns the new one.  // protected by the caller's serialization
+    var transactionID: String?
     /// Set by the connection's owner once it checked what it needs of the session (the
     /// store: the model a standby's copy holds, once the standby has replayed it).  // protected by the caller's serialization
     var isVerified = false

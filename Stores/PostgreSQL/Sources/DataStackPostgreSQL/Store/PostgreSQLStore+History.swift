@@ -125,7 +125,10 @@ extension PostgreSQLStore: PersistentHistoryStore {
         return try withReader { connection in
             try connection.transaction {
                 // One snapshot for the transactions and their changes.
-                _ = try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                // (Under a staged migration's savepoint the migration's transaction is the snapshot.)
+                if connection.savepointDepth == 0 {
+                    _ = try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                }
                 var sql = "SELECT Z_PK, ZTIMESTAMP, ZAUTHOR, ZCONTEXTNAME, ZPROCESSID, ZBUNDLEID FROM ATRANSACTION WHERE "
                 var parameters: [PostgreSQLValue] = []
                 switch request.bound {

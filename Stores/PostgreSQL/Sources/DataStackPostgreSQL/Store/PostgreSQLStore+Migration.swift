@@ -10,7 +10,8 @@ extension PostgreSQLStore {
     /// migrated metadata; or says why it does not.
     ///
     /// The migration is the SQLite store's (``DataStackStorage/SchemaMigration``,
-    /// Core Data's inferred lightweight migration), run in place: PostgreSQL
+    /// Core Data's inferred lightweight migration), or the stages of the
+    /// options' ``ObjectGraph/StagedMigrationManager`` (PostgreSQLStagedMigration.swift), run in place: PostgreSQL
     /// changes tables transactionally, so a failure leaves every table, row
     /// and the metadata as they were. Coordinators on other machines opening
     /// the database meanwhile wait for the lock and then find it migrated;
@@ -20,8 +21,8 @@ extension PostgreSQLStore {
     /// - Parameter problems: how the model differs from the store's, for the error when it does not migrate.
     /// - Throws: ``ObjectGraph/PersistentStoreError``: `.incompatibleModel`
     ///   without `migratesAutomatically` and `infersMappingModel`;
-    ///   `.migrationFailed` read-only, for a staged migration, for a change
-    ///   that cannot be inferred (naming it) or rows the new model refuses.
+    ///   `.migrationFailed` read-only, for a change that cannot be inferred
+    ///   (naming it), rows the new model refuses, or a stage that fails (naming it).
     func migrate(_ metadata: StoreMetadata, because problems: [String], _ connection: PostgreSQLConnection) throws -> StoreMetadata {
         let options = configuration.options
         guard options.migratesAutomatically, options.infersMappingModel || options.stagedMigrationManager != nil else {
@@ -32,12 +33,6 @@ extension PostgreSQLStore {
         }
         guard !options.isReadOnly else {
             throw migrationFailure("the store needs migrating but is added read-only: \(problems.joined(separator: "; "))")
-        }
-        guard options.stagedMigrationManager == nil else {
-            throw migrationFailure("""
-                the PostgreSQL store runs lightweight migration only, not staged migration; \
-                add it with infersMappingModel and without a stagedMigrationManager
-                """)
         }
         do {
             // A closed connection's lock is released when its server process exits, a moment after
@@ -52,24 +47,49 @@ extension PostgreSQLStore {
                 machines running the old model), then add the store with the new model
                 """)
         }
+        if let manager = options.stagedMigrationManager {
+            return try PostgreSQLStagedMigration(store: self, connection: connection, manager: manager, problems: problems)
+                .run(from: metadata)
+        }
         let progress = options.migrationProgress
         progress?(0)
         do {
-            let database = PostgreSQLMigratingDatabase(connection: connection)
-            let migration = try SchemaMigration(database: database, metadata: metadata, model: configuration.model,
-                                                configurationName: configuration.configurationName, url: reportedURL)
-            progress?(0.05)
-            try migration.migrateTables(of: database) { progress?(0.05 + 0.85 * $0) }
-            try restartHistory(after: migration, storeIdentifier: metadata[StoreMetadataKey.storeUUID] as? String, connection)
-            let migrated = migration.metadata(for: configuration.model, storeType: Self.storeType.rawValue)
-            _ = try connection.execute("UPDATE Z_METADATA SET Z_PLIST = $1", [.bytes(Array(try StoreLayout.encode(migrated)))])
+            let migrated = try migrateSchema(from: metadata, to: configuration.model, requiresValues: true, connection) {
+                progress?(0.05 + 0.85 * $0)
+            }
             progress?(0.95)
             return migrated
         } catch let error as PostgreSQLError {
-            let reason = error.kind == .uniqueViolation
-                ? "rows of the store break a uniqueness constraint of the model" : "PostgreSQL failed while migrating"
-            throw migrationFailure(reason, underlying: error)
+            throw migrationFailure(Self.reason(for: error), underlying: error)
         }
+    }
+
+    /// One lightweight migration of the tables, inside the caller's transaction:
+    /// the tables and rows from the model recorded in `metadata` to `model`,
+    /// the history restarted, the metadata written; returns the new metadata.
+    /// The whole migration, or one step of a staged migration.
+    ///
+    /// - Parameter requiresValues: whether a required attribute or relationship
+    ///   without a value in existing rows is refused; a custom migration stage
+    ///   passes false, because its `didMigrate` fills them.
+    func migrateSchema(from metadata: StoreMetadata, to model: ManagedObjectModel, requiresValues: Bool,
+                       _ connection: PostgreSQLConnection, progress: (Double) -> Void) throws -> StoreMetadata {
+        // Laying out the model validates and freezes it, as a coordinator does before a migration uses it.
+        _ = try StoreLayout(model: model, configurationName: configuration.configurationName, dialect: .postgreSQL)
+        let database = PostgreSQLMigratingDatabase(connection: connection)
+        let migration = try SchemaMigration(database: database, metadata: metadata,
+                                            entities: model.entities(forConfigurationName: configuration.configurationName),
+                                            url: reportedURL, requiresValues: requiresValues)
+        try migration.migrateTables(of: database, progress: progress)
+        try restartHistory(after: migration, storeIdentifier: metadata[StoreMetadataKey.storeUUID] as? String, connection)
+        let migrated = migration.metadata(for: model, storeType: Self.storeType.rawValue)
+        _ = try connection.execute("UPDATE Z_METADATA SET Z_PLIST = $1", [.bytes(Array(try StoreLayout.encode(migrated)))])
+        return migrated
+    }
+
+    /// What a PostgreSQL failure while migrating means, in words.
+    static func reason(for error: PostgreSQLError) -> String {
+        error.kind == .uniqueViolation ? "rows of the store break a uniqueness constraint of the model" : "PostgreSQL failed while migrating"
     }
 
     /// The session-level advisory lock every open store's connection holds

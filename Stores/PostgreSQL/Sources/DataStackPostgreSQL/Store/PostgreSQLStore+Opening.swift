@@ -29,6 +29,9 @@ extension PostgreSQLStore {
         let entities = configuration.entities
         let layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName, dialect: .postgreSQL)
         let options = configuration.options
+        if migratingSession != nil {
+            return try loadMetadataOnMigratingSession(layout: layout)
+        }
         let (metadata, history, migrated) = try withConnection { connection in
             try connection.transaction {
                 _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('datastack.schema'))")
@@ -75,6 +78,43 @@ extension PostgreSQLStore {
             state.layout = layout
             state.tracksHistory = options.persistentHistoryTracking && history != .none
             // A save without its history transaction would be a gap other machines never merge.
+            state.readOnlyReason = !options.persistentHistoryTracking && history == .holdsTransactions
+                ? StoreLayout.untrackedHistoryReason : nil
+        }
+    }
+
+    /// Opens a staged migration's handler store on the migrating session
+    /// (``migratingSession``), inside the migration's transaction: no lock of
+    /// its own (the transaction holds them), and the store must already have
+    /// the handler's model — the stage's, which the migration put there.
+    ///
+    /// - Throws: `.incompatibleModel` when it does not.
+    private func loadMetadataOnMigratingSession(layout: StoreLayout) throws {
+        let options = configuration.options
+        let (metadata, history) = try withConnection { connection in
+            var history = try Self.history(connection)
+            if options.persistentHistoryTracking, history == .none {
+                try Self.createHistoryTables(connection)
+                history = .empty
+            }
+            let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
+            let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
+            return (try StoreLayout.decodeMetadata(data), history)
+        }
+        let problems = StoreLayout.differences(of: configuration.entities, fromModelRecordedIn: metadata)
+        guard problems.isEmpty else {
+            throw PersistentStoreError(.incompatibleModel, url: reportedURL, message: """
+                the migrating store does not have the stage's model: \(problems.joined(separator: "; "))
+                """)
+        }
+        guard let uuid = metadata[StoreMetadataKey.storeUUID] as? String else {
+            throw PersistentStoreError(.notAStore, url: reportedURL, message: "the store's metadata has no NSStoreUUID")
+        }
+        stateLock.withLock {
+            state.identifier = uuid
+            state.metadata = metadata
+            state.layout = layout
+            state.tracksHistory = options.persistentHistoryTracking && history != .none
             state.readOnlyReason = !options.persistentHistoryTracking && history == .holdsTransactions
                 ? StoreLayout.untrackedHistoryReason : nil
         }

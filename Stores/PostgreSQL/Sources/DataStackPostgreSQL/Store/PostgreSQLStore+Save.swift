@@ -43,8 +43,7 @@ extension PostgreSQLStore {
                             try connection.execute("ROLLBACK TO SAVEPOINT datastack_save")
                             try connection.execute("RELEASE SAVEPOINT datastack_save")
                         } else {
-                            try connection.execute("ROLLBACK")
-                            try connection.execute("BEGIN")
+                            try connection.restartTransaction()
                         }
                         throw error
                     }

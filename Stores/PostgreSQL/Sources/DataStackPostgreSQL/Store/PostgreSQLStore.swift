@@ -48,11 +48,12 @@ import Synchronization
 ///
 /// - A store written with another model version migrates in place, in the
 ///   opening transaction, by the engine's lightweight migration
-///   (PostgreSQLStore+Migration.swift).
+///   (PostgreSQLStore+Migration.swift), or through the stages of a
+///   ``ObjectGraph/StagedMigrationManager`` (PostgreSQLStagedMigration.swift).
 ///
 /// Batch inserts, updates and deletes run in the store as set-based SQL
-/// (PostgreSQLStore+Batch.swift). Not yet kept here (each throws, never lost):
-/// full-text search, `[d]` comparisons, staged migration.
+/// (PostgreSQLStore+Batch.swift). Not yet kept here (it throws, never lost):
+/// full-text search.
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
     // the connection, used only while `connectionLock` is held.
@@ -75,6 +76,11 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     static let historyChannel = "datastack_history"
 
     let configuration: StoreConfiguration
+    /// The session of the transaction that migrates the store, when this store
+    /// is the one a staged migration's handlers work through: every statement
+    /// runs on it, inside that transaction (PostgreSQLStagedMigration.swift).
+    /// Nil for every other store.
+    let migratingSession: PostgreSQLConnection?
     /// The primary's URL as libpq takes it: the store's URL without the standby's parameters.
     let databaseURL: URL
     /// The URL errors name: ``databaseURL`` without its password.
@@ -111,7 +117,13 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         var observer: RemoteChangeListener?
     }
 
-    public init(configuration: StoreConfiguration) throws {
+    public convenience init(configuration: StoreConfiguration) throws {
+        try self.init(configuration: configuration, migratingSession: nil)
+    }
+
+    /// A store whose statements all run on `migratingSession`, when not nil
+    /// (``migratingSession``); it opens no session of its own.
+    init(configuration: StoreConfiguration, migratingSession: PostgreSQLConnection?) throws {
         guard let url = configuration.url else {
             throw PersistentStoreError(.missingLocation, url: nil, message: "a PostgreSQL store needs a postgresql:// URL")
         }
@@ -121,6 +133,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                                        message: "a PostgreSQL store's URL starts with postgresql://, not \(url.scheme ?? "nothing")")
         }
         self.configuration = configuration
+        self.migratingSession = migratingSession
         (self.databaseURL, self.standby) = try PostgreSQLStandby.split(url, options: configuration.options, reportedURL: reportedURL)
         self.reportedURL = reportedURL
         self.readers = PostgreSQLReaderPool(maximumCount: configuration.options.maximumReaderCount, url: reportedURL)
@@ -233,7 +246,7 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     ///
     /// - Throws: as ``withConnection(_:)``.
     func withReader<T>(_ body: (PostgreSQLConnection) throws -> T) throws -> T {
-        if writerThread.withLock({ $0 == ObjectIdentifier(Thread.current) }) {
+        if migratingSession != nil || writerThread.withLock({ $0 == ObjectIdentifier(Thread.current) }) {
             return try withConnection(body)
         }
         do {
@@ -264,6 +277,8 @@ public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// gone, another machine may have renumbered the tables this store's
     /// statements name.
     private func openConnection() throws -> PostgreSQLConnection {
+        // Never reconnected: a new session would be outside the migration's transaction.
+        if let migratingSession { return migratingSession }
         if let connection, connection.isAlive { return connection }
         let made: PostgreSQLConnection
         if let connection {
