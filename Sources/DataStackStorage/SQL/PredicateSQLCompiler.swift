@@ -25,7 +25,7 @@ package protocol PredicateSQLSchema {
     /// parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`.
     ///
     /// - Throws: when the layout has no full-text index for them.
-    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String
     /// The SQL the layout's store speaks; SQLite unless it says otherwise.
     var dialect: any SQLDialect { get }
 }
@@ -34,7 +34,7 @@ extension PredicateSQLSchema {
     package var dialect: any SQLDialect { SQLiteDialect() }
 
     /// Layouts without full-text indexes: every search throws.
-    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String {
         throw PredicateProblem("this store has no full-text index, so MATCHES[search] can't be compiled to its SQL")
     }
 }
@@ -234,7 +234,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
 
     /// `MATCHES[search]`: the rows whose searched attributes match, as the
     /// schema's full-text index finds them
-    /// (``PredicateSQLSchema/searchMatchSQL(for:alias:query:)``), with the
+    /// (``PredicateSQLSchema/searchMatchSQL(for:alias:query:search:)``), with the
     /// query's FTS5 form as a parameter.
     ///
     /// A row reached through a nil to-one is false rather than NULL, as the
@@ -260,8 +260,8 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         guard case .object(let owner) = try walk(objectKeys, from: start, context, many: many, endAtObject: true) else {
             throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
         }
-        let parameter = bind(.string(query.fts5Expression))
-        var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql)
+        let parameter = bind(.string(try dialectWrites { try dialect.searchMatchValue(query) }))
+        var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql, search: query)
         if owner.alias != rootAlias { condition = dialect.isTrue(condition) }
         guard let many else { return condition }
         return quantified(condition, over: many, modifier)
