@@ -153,8 +153,16 @@ struct SearchContractTests {
                 }
             }
             let negated = corpus.filter { !query.matches([$0.1, $0.2]) }.map(\.0)
+            // Through a to-many: the author of the odd documents.
+            let authors = corpus.contains { $0.0 % 2 == 1 && query.matches([$0.1]) } ? 1 : 0
             for fixture in fixtures {
                 #expect(try fixture.serials("NOT SELF MATCHES[search] %@", text) == negated, "\(fixture.kind): NOT \(text)")
+                let context = fixture.context()
+                let found = try context.performAndWait {
+                    try context.count(for: FetchRequest<ManagedObject>(
+                        entityName: "Author", predicate: try FetchPredicate(format: "ANY documents.title MATCHES[search] %@", text)))
+                }
+                #expect(found == authors, "\(fixture.kind): ANY documents.title MATCHES[search] \(text)")
             }
         }
     }
@@ -260,6 +268,25 @@ struct SearchContractTests {
         #expect(try fixture.serials("SELF MATCHES[search] 'zebra'") == [])
         #expect(try fixture.serials("title MATCHES[search] 'kept'") == [1])
         #expect(try fixture.count("TRUEPREDICATE") == 1)
+    }
+
+    @Test("a lightweight migration keeps every row searchable, and saves after it are indexed", arguments: StoreKind.allCases)
+    func aMigrationKeepsTheIndex(_ kind: StoreKind) throws {
+        let fixture = try Fixture(kind)
+        try fixture.insert([(1, "Crème brûlée", "old body"), (2, "apple pie", nil)])
+        // A migration waits for no coordinator with the old model: this one closes its store.
+        for store in fixture.coordinator.persistentStores { try fixture.coordinator.remove(store) }
+        let migrated = Self.model()
+        let document = try #require(migrated.entitiesByName["Document"])
+        document.properties.append(AttributeDescription(name: "pages", type: .integer32, defaultValue: .integer(1)))
+        var options = StoreOptions()
+        options.migratesAutomatically = true
+        options.infersMappingModel = true
+        let reopened = try Fixture.reopen(fixture, model: migrated, options: options)
+        #expect(try reopened.serials("SELF MATCHES[search] 'creme OR apple'") == [1, 2])
+        #expect(try reopened.serials("body MATCHES[search] '\"old body\"'") == [1])
+        try reopened.insert([(3, "creme fraiche", nil)])
+        #expect(try reopened.serials("title MATCHES[search] 'creme'") == [1, 3])
     }
 
     // MARK: - Refusals

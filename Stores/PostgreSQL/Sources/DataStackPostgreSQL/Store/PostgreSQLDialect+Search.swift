@@ -77,7 +77,7 @@ extension PostgreSQLDialect {
                     \(PostgreSQLSearchIndex.maximumQueryWordBytes) bytes are searched as on SQLite
                     """)
             }
-            let lexemes = term.tokens.map { PostgreSQLSearchIndex.quoted(Array($0.utf8)) }
+            let lexemes = term.tokens.map(PostgreSQLSearchIndex.quoted)
             value.q.append(lexemes.joined(separator: " <-> ") + (term.isPrefix ? ":*" : ""))
             value.t.append(term.tokens)
             value.p.append(term.isPrefix)

@@ -187,10 +187,12 @@ struct PostgreSQLSearchIndex: Sendable {
         let columns = index.columns
         let selected = columns.enumerated().map { "(r->>\($0.offset + 2))::tsvector" }.joined(separator: ", ")
         let updates = (["ZINEXACT"] + columns).map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        // A row whose texts did not change (a save that set a price) is not written again.
+        let changed = (["ZINEXACT"] + columns).map { "\(sideTable).\($0) IS DISTINCT FROM EXCLUDED.\($0)" }.joined(separator: " OR ")
         _ = try connection.execute(cached: """
             INSERT INTO \(sideTable) (Z_PK, ZINEXACT, \(columns.joined(separator: ", "))) \
             SELECT (r->>0)::bigint, (r->>1)::boolean, \(selected) FROM jsonb_array_elements($1::jsonb) AS r \
-            ON CONFLICT (Z_PK) DO UPDATE SET \(updates)
+            ON CONFLICT (Z_PK) DO UPDATE SET \(updates) WHERE \(changed)
             """, [.text(String(decoding: data, as: UTF8.self))])
     }
 
@@ -198,13 +200,13 @@ struct PostgreSQLSearchIndex: Sendable {
     /// positions, from 1. Nil text is the empty vector, which matches nothing.
     static func vector(of text: String?, table: String, column: String, key: Int64) throws -> (literal: String, isInexact: Bool) {
         guard let text else { return ("", false) }
-        var order: [[UInt8]] = []
-        var positions: [[UInt8]: [Int]] = [:]
+        var order: [Lexeme] = []
+        var positions: [Lexeme: [Int]] = [:]
         var inexact = false
         for (offset, token) in SearchQuery.tokens(in: text).enumerated() {
-            var bytes = Array(token.utf8)
-            if bytes.count > maximumWordBytes {
-                bytes = truncated(bytes, to: maximumWordBytes)
+            var lexeme = Lexeme(token)
+            if token.utf8.count > maximumWordBytes {
+                lexeme = Lexeme(String(decoding: truncated(Array(token.utf8), to: maximumWordBytes), as: UTF8.self))
                 inexact = true
             }
             var position = offset + 1
@@ -212,18 +214,20 @@ struct PostgreSQLSearchIndex: Sendable {
                 position = maximumPosition
                 inexact = true
             }
-            if positions[bytes] == nil {
-                order.append(bytes)
-                positions[bytes] = [position]
-            } else if positions[bytes]!.last != position {
-                if positions[bytes]!.count == maximumPositionsPerWord {
+            if let index = positions.index(forKey: lexeme) {
+                let last = positions.values[index].last
+                if last == position { continue }
+                if positions.values[index].count == maximumPositionsPerWord {
                     inexact = true
                 } else {
-                    positions[bytes]!.append(position)
+                    positions.values[index].append(position)
                 }
+            } else {
+                order.append(lexeme)
+                positions[lexeme] = [position]
             }
         }
-        let size = order.reduce(0) { $0 + $1.count }
+        let size = order.reduce(0) { $0 + $1.text.utf8.count }
         if size > maximumVectorBytes {
             throw PostgreSQLSearchIndexError(message: """
                 \(table).\(column) of row \(key) has \(size) bytes of distinct words, and a PostgreSQL tsvector holds at most \
@@ -231,19 +235,36 @@ struct PostgreSQLSearchIndex: Sendable {
                 """)
         }
         var literal = ""
-        for bytes in order {
+        literal.reserveCapacity(size + order.count * 8)
+        for lexeme in order {
             if !literal.isEmpty { literal += " " }
-            literal += quoted(bytes) + ":" + positions[bytes]!.map(String.init).joined(separator: ",")
+            literal += quoted(lexeme.text)
+            var separator = ":"
+            for position in positions[lexeme] ?? [] {
+                literal += separator
+                literal += String(position)
+                separator = ","
+            }
         }
         return (literal, inexact)
     }
 
+    /// A token compared by its bytes, as PostgreSQL compares lexemes: `String`'s own
+    /// `==` would merge canonically equivalent tokens that FTS5 keeps apart.
+    private struct Lexeme: Hashable {
+        let text: String
+        init(_ text: String) { self.text = text }
+        static func == (a: Lexeme, b: Lexeme) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+        func hash(into hasher: inout Hasher) {
+            var text = text   // withUTF8 needs a mutable string; the copy shares a native string's storage
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
     /// A token as a quoted lexeme of a `tsvector` or `tsquery` literal: `'` and `\` doubled.
-    static func quoted(_ bytes: [UInt8]) -> String {
-        var text = String(decoding: bytes, as: UTF8.self)
-        if text.contains("\\") { text = text.replacingOccurrences(of: "\\", with: "\\\\") }
-        if text.contains("'") { text = text.replacingOccurrences(of: "'", with: "''") }
-        return "'" + text + "'"
+    static func quoted(_ token: String) -> String {
+        guard token.utf8.contains(where: { $0 == UInt8(ascii: "'") || $0 == UInt8(ascii: "\\") }) else { return "'" + token + "'" }
+        return "'" + token.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'"
     }
 
     /// The longest prefix of `bytes` (UTF-8) of at most `limit` bytes that ends at a character.

@@ -51,8 +51,10 @@ import Synchronization
 ///   (PostgreSQLStore+Migration.swift).
 ///
 /// Batch inserts, updates and deletes run in the store as set-based SQL
-/// (PostgreSQLStore+Batch.swift). Not yet kept here (each throws, never lost):
-/// full-text search, `[d]` comparisons, staged migration.
+/// (PostgreSQLStore+Batch.swift). `MATCHES[search]` and relevance sorts read
+/// the store's own full-text index, kept in the same transactions
+/// (PostgreSQLSearchIndex.swift). Not yet kept here (each throws, never lost):
+/// `[d]` comparisons, staged migration.
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
     // the connection, used only while `connectionLock` is held.
