@@ -21,8 +21,10 @@ package protocol PredicateSQLSchema {
     /// The primary key of the row at `alias` (`"t0.Z_PK"`).
     func primaryKeySQL(alias: String) -> String
     /// A condition true for the row at `alias` when its `attributes` (of one
-    /// entity, all indexed for search) match the FTS5 expression in the
-    /// parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`.
+    /// entity, all indexed for search) match `search`, whose value
+    /// (``SQLDialect/searchMatchValue(_:)``: for SQLite its FTS5 expression) is in
+    /// the parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`,
+    /// or what the dialect writes (``SQLDialect/searchMatch(_:)``).
     ///
     /// - Throws: when the layout has no full-text index for them.
     func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String
