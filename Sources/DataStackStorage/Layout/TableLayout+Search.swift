@@ -136,7 +136,7 @@ extension TableLayout {
 
     /// ``SearchIndexLayout/matchSQL(index:alias:columns:query:)`` over the
     /// searched attributes' columns, or an error naming why the file's index can't serve.
-    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String {
         var table: String?
         var columns: [String] = []
         for attribute in attributes {
@@ -149,6 +149,29 @@ extension TableLayout {
         guard let table else { throw PredicateProblem("MATCHES[search] needs an attribute indexed for search") }
         let index = SearchIndexLayout.name(forTable: table)
         if let reason = unavailableSearchIndexes[index] { throw PredicateProblem(reason) }
+        let described = SQLSearch(table: table, indexedColumns: searchIndexes[table]?.columns ?? columns, columns: columns,
+                                  alias: alias, query: search, parameter: query)
+        if let sql = try dialectWrites({ try dialect.searchMatch(described) }) { return sql }
         return SearchIndexLayout.matchSQL(index: index, alias: alias, columns: columns, query: query)
+    }
+
+    /// What a relevance sort by the column `column` of `table` at `alias` orders by
+    /// (``SQLDialect/searchRelevance(_:)``), or nil when the store has no full-text index.
+    package func searchRelevanceSQL(table: String, column: String, alias: String, query: SearchQuery, parameter: String) throws -> String? {
+        if let reason = unavailableSearchIndexes[SearchIndexLayout.name(forTable: table)] { throw PredicateProblem(reason) }
+        let described = SQLSearch(table: table, indexedColumns: searchIndexes[table]?.columns ?? [column], columns: [column],
+                                  alias: alias, query: query, parameter: parameter)
+        return try dialectWrites { try dialect.searchRelevance(described) }
+    }
+
+    /// Runs dialect code, turning what it throws into the predicate's problem.
+    private func dialectWrites<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let problem as PredicateProblem {
+            throw problem
+        } catch {
+            throw PredicateProblem(String(describing: error))
+        }
     }
 }

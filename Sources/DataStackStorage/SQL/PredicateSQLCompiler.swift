@@ -21,11 +21,13 @@ package protocol PredicateSQLSchema {
     /// The primary key of the row at `alias` (`"t0.Z_PK"`).
     func primaryKeySQL(alias: String) -> String
     /// A condition true for the row at `alias` when its `attributes` (of one
-    /// entity, all indexed for search) match the FTS5 expression in the
-    /// parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`.
+    /// entity, all indexed for search) match `search`, whose value
+    /// (``SQLDialect/searchMatchValue(_:)``: for SQLite its FTS5 expression) is in
+    /// the parameter `query` (`"?3"`): `"t0.Z_PK IN (SELECT rowid FROM … MATCH …)"`,
+    /// or what the dialect writes (``SQLDialect/searchMatch(_:)``).
     ///
     /// - Throws: when the layout has no full-text index for them.
-    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String
     /// The SQL the layout's store speaks; SQLite unless it says otherwise.
     var dialect: any SQLDialect { get }
 }
@@ -34,7 +36,7 @@ extension PredicateSQLSchema {
     package var dialect: any SQLDialect { SQLiteDialect() }
 
     /// Layouts without full-text indexes: every search throws.
-    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+    package func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String {
         throw PredicateProblem("this store has no full-text index, so MATCHES[search] can't be compiled to its SQL")
     }
 }
@@ -234,7 +236,7 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
 
     /// `MATCHES[search]`: the rows whose searched attributes match, as the
     /// schema's full-text index finds them
-    /// (``PredicateSQLSchema/searchMatchSQL(for:alias:query:)``), with the
+    /// (``PredicateSQLSchema/searchMatchSQL(for:alias:query:search:)``), with the
     /// query's FTS5 form as a parameter.
     ///
     /// A row reached through a nil to-one is false rather than NULL, as the
@@ -260,8 +262,8 @@ struct PredicateSQLCompiler<Schema: PredicateSQLSchema> {
         guard case .object(let owner) = try walk(objectKeys, from: start, context, many: many, endAtObject: true) else {
             throw PredicateProblem("MATCHES[search] needs an attribute key path or SELF on its left")
         }
-        let parameter = bind(.string(query.fts5Expression))
-        var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql)
+        let parameter = bind(.string(try dialectWrites { try dialect.searchMatchValue(query) }))
+        var condition = try schema.searchMatchSQL(for: attributes, alias: owner.alias, query: parameter.sql, search: query)
         if owner.alias != rootAlias { condition = dialect.isTrue(condition) }
         guard let many else { return condition }
         return quantified(condition, over: many, modifier)

@@ -96,6 +96,21 @@ import Foundation
     /// for ordering, or nil when the database has no full-text index.
     func searchRelevance(of expression: String, query: String) -> String?
 
+    // MARK: Full-text search
+
+    /// The value bound for a `MATCHES[search]` query's parameter: the query's
+    /// FTS5 expression for SQLite.
+    func searchMatchValue(_ query: SearchQuery) throws -> String
+    /// The value bound for a relevance sort's parameter: the query's text for SQLite.
+    func searchRelevanceValue(_ query: SearchQuery) throws -> String
+    /// The condition of a `MATCHES[search]`, for a database that searches
+    /// with its own index; nil for SQLite's FTS5 tables (``SearchIndexLayout``).
+    func searchMatch(_ search: SQLSearch) throws -> String?
+    /// What a relevance sort orders by, for one column (``SQLSearch/columns``
+    /// holds one); nil when the database has no full-text index. SQLite's is
+    /// ``searchRelevance(of:query:)`` of the column.
+    func searchRelevance(_ search: SQLSearch) throws -> String?
+
     // MARK: Values
 
     /// `a` divided by `b` as a real number; NULL when `b` is zero.
@@ -112,6 +127,33 @@ import Foundation
     func stringTest(_ test: SQLStringTest, _ left: SQLOperand, _ right: SQLOperand, options: ComparisonOptions) throws -> String
     /// `operand` folded for `[c]`/`[d]` (not called with empty options).
     func folded(_ operand: SQLOperand, options: ComparisonOptions) throws -> SQLOperand
+}
+
+/// A full-text search of one entity table's row, as a dialect writes it
+/// (``SQLDialect/searchMatch(_:)``, ``SQLDialect/searchRelevance(_:)``).
+@_spi(StoreImplementation) public struct SQLSearch: Sendable {
+    /// The entity table (`ZCOMPANY`).
+    public let table: String
+    /// Every column of the table indexed for search, in the table's order.
+    public let indexedColumns: [String]
+    /// The columns searched (for a relevance sort, the one it ranks by).
+    public let columns: [String]
+    /// The alias of the row searched (`t0`).
+    public let alias: String
+    /// The query.
+    public let query: SearchQuery
+    /// The placeholder of the parameter bound to the query's value
+    /// (``SQLDialect/searchMatchValue(_:)`` or ``SQLDialect/searchRelevanceValue(_:)``).
+    public let parameter: String
+
+    package init(table: String, indexedColumns: [String], columns: [String], alias: String, query: SearchQuery, parameter: String) {
+        self.table = table
+        self.indexedColumns = indexedColumns
+        self.columns = columns
+        self.alias = alias
+        self.query = query
+        self.parameter = parameter
+    }
 }
 
 /// A compiled value, as a dialect sees it.
@@ -173,6 +215,12 @@ import Foundation
     public var noLimit: String { "-1" }
     public func nullsFirst(_ ordering: String) -> String { ordering }
     public func searchRelevance(of expression: String, query: String) -> String? { nil }
+    public func searchMatchValue(_ query: SearchQuery) throws -> String { query.fts5Expression }
+    public func searchRelevanceValue(_ query: SearchQuery) throws -> String { query.text }
+    public func searchMatch(_ search: SQLSearch) throws -> String? { nil }
+    public func searchRelevance(_ search: SQLSearch) throws -> String? {
+        searchRelevance(of: "\(search.alias).\(search.columns[0])", query: search.parameter)
+    }
     public func divide(_ a: String, by b: String) -> String { "(CAST(\(a) AS REAL) / \(b))" }
     public func truncatedToInteger(_ value: String) -> String { "CAST(\(value) AS INTEGER)" }
 

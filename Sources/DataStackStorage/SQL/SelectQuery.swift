@@ -31,14 +31,24 @@ package struct SelectQuery {
         var orderings: [String] = []
         if fetch.resultType != .count {
             for sort in fetch.sortDescriptors {
-                var expression = try columnExpression(for: sort.keyPath, from: fetch.entity)
+                let column = try columnExpression(for: sort.keyPath, from: fetch.entity)
+                var expression = "\(column.alias).\(column.name)"
                 if let query = sort.relevanceQuery {
                     let parameter = schema.dialect.placeholder(bindings.count + 1)
-                    guard let relevance = schema.dialect.searchRelevance(of: expression, query: parameter) else {
+                    let relevance: String?
+                    let value: String
+                    do {
+                        relevance = try schema.searchRelevanceSQL(table: column.table, column: column.name, alias: column.alias,
+                                                                  query: query, parameter: parameter)
+                        value = try schema.dialect.searchRelevanceValue(query)
+                    } catch let problem as PredicateProblem {
+                        throw problem.error(format: "relevance sort on \(sort.key)")
+                    }
+                    guard let relevance else {
                         throw FetchPredicateError(format: sort.keyPath.joined(separator: "."),
                                                   message: "a relevance sort needs a full-text index, which this store has not")
                     }
-                    bindings.append(.string(query.text))
+                    bindings.append(.string(value))
                     expression = relevance
                 } else if sort.caseInsensitive {
                     expression = schema.dialect.caseInsensitiveOrder(expression)
@@ -97,7 +107,7 @@ package struct SelectQuery {
     }
 
     /// The column for a key path, joining the tables of the to-one relationships it crosses.
-    private mutating func columnExpression(for keyPath: [String], from entity: EntityDescription) throws -> String {
+    private mutating func columnExpression(for keyPath: [String], from entity: EntityDescription) throws -> (alias: String, name: String, table: String) {
         let path = try ToOneKeyPath(keyPath, from: entity)
         func column(at position: Int) throws -> String {
             guard let column = try schema.mapping(for: path.entities[position]).columns[path.properties[position].index] else {
@@ -119,6 +129,7 @@ package struct SelectQuery {
                 alias = next
             }
         }
-        return "\(alias).\(try column(at: path.properties.count - 1))"
+        let last = path.properties.count - 1
+        return (alias, try column(at: last), try schema.mapping(for: path.entities[last]).table)
     }
 }

@@ -23,7 +23,7 @@ import Foundation
 /// ```
 @_spi(StoreImplementation)
 public struct StoreLayout: Sendable {
-    let schema: TableLayout
+    var schema: TableLayout
     /// How history records each entity's changes (StoreLayout+History.swift).
     let history: HistoryLayout
 

@@ -221,7 +221,7 @@ struct PredicateTestSchema: PredicateSQLSchema {
         "\(alias).Z_PK"
     }
 
-    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String) throws -> String {
+    func searchMatchSQL(for attributes: [AttributeDescription], alias: String, query: String, search: SearchQuery) throws -> String {
         let table = "Z" + attributes[0].entity!.name.uppercased()
         return SearchIndexLayout.matchSQL(index: SearchIndexLayout.name(forTable: table), alias: alias,
                                           columns: attributes.map { "Z" + $0.name.uppercased() }, query: query)

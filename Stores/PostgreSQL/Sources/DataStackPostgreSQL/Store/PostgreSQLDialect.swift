@@ -17,8 +17,12 @@ import Foundation
 /// - `MATCHES` `a ~ ('^(?:' || b || ')$')` (`~*` with `[c]`): the whole string,
 ///   as ICU's `matches`; PostgreSQL's regular expressions are POSIX ARE, which
 ///   agree with ICU's on the common syntax but not on every extension;
-/// - `[c]` `lower()` on both sides. `[d]` throws: PostgreSQL removes accents only
-///   through the `unaccent` extension, whose rules are not Foundation's.
+/// - `[c]` `lower()` on both sides. `[d]` throws: neither the `unaccent` extension
+///   nor `normalize(NFD)` without the combining marks folds as Foundation does
+///   (it folds grapheme cluster by cluster, which PostgreSQL's SQL cannot see;
+///   DiacriticFoldingTests holds the cases).
+///
+/// `MATCHES[search]` and relevance sorts: PostgreSQLDialect+Search.swift.
 @_spi(StoreImplementation)
 public struct PostgreSQLDialect: SQLDialect, Hashable {
     public init() {}
@@ -156,7 +160,7 @@ public struct PostgreSQLDialect: SQLDialect, Hashable {
 
     private func requireNoDiacriticFolding(_ options: ComparisonOptions) throws {
         if options.contains(.diacriticInsensitive) {
-            throw Unsupported("[d] (diacritic-insensitive) comparisons can't be compiled for PostgreSQL, which has no accent folding built in")
+            throw Unsupported("[d] (diacritic-insensitive) comparisons can't be compiled for PostgreSQL: no fold it can run agrees with Foundation's, which the SQLite store uses")
         }
     }
 

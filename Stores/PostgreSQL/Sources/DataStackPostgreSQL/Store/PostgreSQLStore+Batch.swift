@@ -95,6 +95,9 @@ import Foundation
         let rows = try BatchRows(result, layout: layout, storeIdentifier: history.storeIdentifier)
         guard !rows.isEmpty else { return BatchChanges() }
         let attributes = update.values.map(\.attribute)
+        if attributes.contains(where: { $0.isIndexedBySpotlight }) {
+            try reindexSearch(rows.ids.compactMap { id in id.primaryKey.map { (id.entity, $0) } }, layout: layout, connection)
+        }
         let token = try history.record(rows, as: .update, entityOrder: selection.entityNumbers, store: self, layout: layout, connection) {
             try layout.batchHistoryColumns(entityNumbered: $0, attributes: attributes)
         }

@@ -41,6 +41,7 @@ extension PostgreSQLStore {
         guard !writer.inserted.isEmpty || !writer.updated.isEmpty else { return BatchChanges() }
         let entity = insert.entity
         let number = try layout.number(of: entity)
+        try reindexSearch((writer.inserted + writer.updated.keys).map { (entity, $0) }, layout: layout, connection)
         var token: PersistentHistoryToken?
         if history.tracksHistory {
             var groups: [BatchHistoryRecord.Group] = [(.insert, number, writer.inserted, nil, nil)]

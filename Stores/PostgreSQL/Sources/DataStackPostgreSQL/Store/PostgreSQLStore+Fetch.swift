@@ -15,7 +15,15 @@ extension PostgreSQLStore {
     private func execute(_ fetch: StoreFetch) throws -> StoreResult {
         let layout = try layout
         let query = try layout.query(for: fetch)
-        let result = try withReader { try $0.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init)) }
+        let result = try withReader { connection in
+            do {
+                return try connection.execute(cached: query.sql, query.bindings.map(PostgreSQLValue.init))
+            } catch let error as PostgreSQLError where error.code == PostgreSQLSearchIndex.inexactRowSQLState {
+                // A phrase search or relevance sort reached a row the index holds only approximately.
+                let format = fetch.predicate?.description ?? fetch.sortDescriptors.map(\.key).joined(separator: ", ")
+                throw FetchPredicateError(format: format, message: error.message)
+            }
+        }
         var reader = layout.rowReader(storeIdentifier: identifier)
         switch fetch.resultType {
         case .count:

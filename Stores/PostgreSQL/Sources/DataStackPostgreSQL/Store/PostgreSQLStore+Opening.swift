@@ -27,7 +27,7 @@ extension PostgreSQLStore {
     ///   transaction; `.migrationFailed` when it cannot.
     public func loadMetadata() throws {
         let entities = configuration.entities
-        let layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName, dialect: .postgreSQL)
+        var layout = try StoreLayout(model: configuration.model, configurationName: configuration.configurationName, dialect: .postgreSQL)
         let options = configuration.options
         if migratingSession != nil {
             return try loadMetadataOnMigratingSession(layout: layout)
@@ -64,6 +64,7 @@ extension PostgreSQLStore {
                     history = try Self.history(connection)
                     migrated = true
                 }
+                try Self.synchronizeSearchIndexes(of: &layout, migrated: migrated, readOnly: options.isReadOnly, connection)
                 _ = try connection.execute("SELECT pg_advisory_lock_shared(hashtext($1))", [.text(Self.openStoreLock)])
                 return (metadata, history, migrated)
             }
@@ -179,11 +180,17 @@ extension PostgreSQLStore {
                 let tables = try connection.execute("""
                     SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND (
                         tablename IN (SELECT lower('Z' || Z_NAME) FROM Z_PRIMARYKEY WHERE Z_SUPER = 0 AND Z_ENT < 16000)
-                        OR tablename ~ '^z_[0-9]' OR tablename IN ('z_primarykey', 'z_metadata', 'atransaction', 'achange'))
+                        OR tablename ~ '^z_[0-9]' OR tablename IN ('z_primarykey', 'z_metadata', 'atransaction', 'achange')
+                        OR tablename LIKE 'ds\\_search\\_%')
                     """)
                 let names = (0..<tables.rowCount).compactMap { tables.string(row: $0, column: 0) }
                     .map(PostgreSQLMigratingDatabase.quoted)
                 _ = try connection.execute("DROP TABLE " + names.joined(separator: ", ") + " CASCADE")
+                // The search index's functions (PostgreSQLSearchIndex), with the tables that used them.
+                _ = try connection.execute("""
+                    DROP FUNCTION IF EXISTS ds_search_forget(), ds_search_refuse(text, bigint), \
+                    ds_search_occurrences(tsvector, text[], boolean), ds_search_relevance(tsvector, jsonb) CASCADE
+                    """)
             }
         } catch let error as PostgreSQLError {
             throw storeError(error, url: reportedURL)

@@ -52,8 +52,10 @@ import Synchronization
 ///   ``ObjectGraph/StagedMigrationManager`` (PostgreSQLStagedMigration.swift).
 ///
 /// Batch inserts, updates and deletes run in the store as set-based SQL
-/// (PostgreSQLStore+Batch.swift). Not yet kept here (it throws, never lost):
-/// full-text search.
+/// (PostgreSQLStore+Batch.swift). `MATCHES[search]` and relevance sorts read
+/// the store's own full-text index, kept in the same transactions
+/// (PostgreSQLSearchIndex.swift). Not kept here (it throws, never lost):
+/// `[d]` comparisons, whose folding PostgreSQL cannot reproduce (README).
 public final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // @unchecked Sendable: the mutable state is `state`, behind its lock, and
     // the connection, used only while `connectionLock` is held.
