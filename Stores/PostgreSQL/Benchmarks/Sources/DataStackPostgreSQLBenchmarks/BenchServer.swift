@@ -76,15 +76,26 @@ final class BenchServer: Sendable {
         return server
     }
 
-    /// A hot streaming standby of this private server (`pg_basebackup -R -X stream`
+    /// A hot streaming standby of this private server (`pg_basebackup -R -X stream -c fast`
     /// over its Unix socket), in a folder and on a socket of its own, as the tests'
     /// `startStandby()` makes one. ``stop()`` stops it and removes its folder.
     func startStandby() throws -> BenchServer {
         guard let folder, let pgCtl else { throw BenchError("a standby needs the private server (not --url)") }
-        let bin = URL(fileURLWithPath: pgCtl).deletingLastPathComponent().path
+        // pg_basebackup beside pg_ctl, beside what a linked pg_ctl points to, or in Debian's folders.
+        let fileManager = FileManager.default
+        let linked = (try? fileManager.destinationOfSymbolicLink(atPath: pgCtl))
+            .map { URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: pgCtl).deletingLastPathComponent()).standardized.path }
+        let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
+        let candidates = ([pgCtl] + [linked].compactMap { $0 }).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+            + versions.map { "/usr/lib/postgresql/\($0)/bin" }
+        guard let pgBasebackup = candidates.map({ "\($0)/pg_basebackup" }).first(where: fileManager.isExecutableFile(atPath:)) else {
+            throw BenchError("pg_basebackup not found beside \(pgCtl) or in /usr/lib/postgresql/*/bin")
+        }
         let standby = try Self.makeFolder(pgCtl: pgCtl)
         do {
-            try standby.run("\(bin)/pg_basebackup", ["-D", standby.dataPath, "-R", "-X", "stream",
+            // `-c fast`: the base backup starts with an immediate checkpoint; the default spread one
+            // waited minutes after the import tasks' writes (4.5 min in one run).
+            try standby.run(pgBasebackup, ["-D", standby.dataPath, "-R", "-X", "stream", "-c", "fast",
                                                      "-h", folder.appendingPathComponent("socket").path, "-U", "datastack"])
             try standby.startServer()
         } catch {
