@@ -4,6 +4,40 @@ import PackageDescription
 // The PostgreSQL store for DataStack: a synchronous connection layer over libpq
 // (PostgreSQL's own C client), built as its own package so the main package keeps
 // no PostgreSQL dependency. See README.md.
+//
+// Fluent (fluent-kit with its PostgreSQL driver) is a contender of the benchmarks only
+// when the manifest is evaluated with DATASTACK_BENCH_FLUENT=1, in a build folder of its
+// own, as in the main package's Benchmarks/:
+//   DATASTACK_BENCH_FLUENT=1 swift build -c release --package-path Stores/PostgreSQL \
+//       --scratch-path Stores/PostgreSQL/.build-fluent --product datastack-postgresql-benchmarks
+// Without it nothing of Fluent is resolved or built (CI's build and tests).
+let withFluent = Context.environment["DATASTACK_BENCH_FLUENT"] == "1"
+
+var dependencies: [Package.Dependency] = [
+    .package(name: "DataStack", path: "../.."),
+]
+var benchmarkDependencies: [Target.Dependency] = [
+    "DataStackPostgreSQL",
+    .product(name: "ObjectGraph", package: "DataStack"),
+    .product(name: "DataStackStorage", package: "DataStack"),
+    .product(name: "DataStack", package: "DataStack"),
+]
+var benchmarkSettings: [SwiftSetting] = []
+if withFluent {
+    dependencies += [
+        .package(url: "https://github.com/vapor/fluent-kit", exact: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-postgres-driver", exact: "2.14.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+    ]
+    benchmarkDependencies += [
+        .product(name: "FluentKit", package: "fluent-kit"),
+        .product(name: "FluentSQL", package: "fluent-kit"),
+        .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+    ]
+    benchmarkSettings.append(.define("FLUENT_CONTENDER"))
+}
+
 let package = Package(
     name: "DataStackPostgreSQL",
     platforms: [.macOS(.v15)],
@@ -14,9 +48,7 @@ let package = Package(
         .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
         .executable(name: "datastack-postgresql-benchmarks", targets: ["DataStackPostgreSQLBenchmarks"]),
     ],
-    dependencies: [
-        .package(name: "DataStack", path: "../.."),
-    ],
+    dependencies: dependencies,
     targets: [
         // The system libpq (Debian: libpq-dev; Homebrew: libpq).
         .systemLibrary(
@@ -45,16 +77,13 @@ let package = Package(
             dependencies: ["DataStackPostgreSQL", .product(name: "DataStack", package: "DataStack")],
             path: "Sources/DataStackPostgreSQLPeer"
         ),
-        // Import, fetch, fault and cross-process merge latency against raw libpq (see README).
+        // Import, fetch, fault, readers and cross-process merge latency against raw libpq
+        // (and Fluent, in a Fluent build; see README).
         .executableTarget(
             name: "DataStackPostgreSQLBenchmarks",
-            dependencies: [
-                "DataStackPostgreSQL",
-                .product(name: "ObjectGraph", package: "DataStack"),
-                .product(name: "DataStackStorage", package: "DataStack"),
-                .product(name: "DataStack", package: "DataStack"),
-            ],
-            path: "Benchmarks/Sources/DataStackPostgreSQLBenchmarks"
+            dependencies: benchmarkDependencies,
+            path: "Benchmarks/Sources/DataStackPostgreSQLBenchmarks",
+            swiftSettings: benchmarkSettings
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",

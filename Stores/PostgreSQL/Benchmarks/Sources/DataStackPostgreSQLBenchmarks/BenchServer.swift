@@ -65,6 +65,49 @@ final class BenchServer: Sendable {
         }) else {
             throw BenchError("initdb and pg_ctl not found on PATH or in /usr/lib/postgresql/*/bin (apt-get install postgresql), or pass --url")
         }
+        let server = try makeFolder(pgCtl: "\(bin)/pg_ctl")
+        do {
+            try server.run("\(bin)/initdb", ["-D", server.dataPath, "-A", "trust", "-U", "datastack", "--no-sync", "-E", "UTF8", "--locale=C"])
+            try server.startServer()
+        } catch {
+            server.stop()
+            throw error
+        }
+        return server
+    }
+
+    /// A hot streaming standby of this private server (`pg_basebackup -R -X stream -c fast`
+    /// over its Unix socket), in a folder and on a socket of its own, as the tests'
+    /// `startStandby()` makes one. ``stop()`` stops it and removes its folder.
+    func startStandby() throws -> BenchServer {
+        guard let folder, let pgCtl else { throw BenchError("a standby needs the private server (not --url)") }
+        // pg_basebackup beside pg_ctl, beside what a linked pg_ctl points to, or in Debian's folders.
+        let fileManager = FileManager.default
+        let linked = (try? fileManager.destinationOfSymbolicLink(atPath: pgCtl))
+            .map { URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: pgCtl).deletingLastPathComponent()).standardized.path }
+        let versions = ((try? fileManager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
+        let candidates = ([pgCtl] + [linked].compactMap { $0 }).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+            + versions.map { "/usr/lib/postgresql/\($0)/bin" }
+        guard let pgBasebackup = candidates.map({ "\($0)/pg_basebackup" }).first(where: fileManager.isExecutableFile(atPath:)) else {
+            throw BenchError("pg_basebackup not found beside \(pgCtl) or in /usr/lib/postgresql/*/bin")
+        }
+        let standby = try Self.makeFolder(pgCtl: pgCtl)
+        do {
+            // `-c fast`: the base backup starts with an immediate checkpoint; the default spread one
+            // waited minutes after the import tasks' writes (4.5 min in one run).
+            try standby.run(pgBasebackup, ["-D", standby.dataPath, "-R", "-X", "stream", "-c", "fast",
+                                                     "-h", folder.appendingPathComponent("socket").path, "-U", "datastack"])
+            try standby.startServer()
+        } catch {
+            standby.stop()
+            throw error
+        }
+        return standby
+    }
+
+    /// A new folder under /tmp with `socket/`, handed to `postgres` when root.
+    private static func makeFolder(pgCtl: String) throws -> BenchServer {
+        let fileManager = FileManager.default
         var runuser: String?
         let folder = URL(fileURLWithPath: "/tmp/ds-pg-bench-\(UUID().uuidString.prefix(8).lowercased())")
         let socket = folder.appendingPathComponent("socket")
@@ -80,18 +123,21 @@ final class BenchServer: Sendable {
                 throw BenchError("chown \(path) to postgres failed: \(String(cString: strerror(errno)))")
             }
         }
-        let server = BenchServer(folder: folder, pgCtl: "\(bin)/pg_ctl", runuser: runuser)
-        let data = folder.appendingPathComponent("data").path
-        do {
-            try server.run("\(bin)/initdb", ["-D", data, "-A", "trust", "-U", "datastack", "--no-sync", "-E", "UTF8", "--locale=C"])
-            let options = "-c unix_socket_directories='\(socket.path)' -c listen_addresses='' -c fsync=off -c max_connections=100"
-            try server.run("\(bin)/pg_ctl", ["start", "-D", data, "-o", options, "-w", "-l", folder.appendingPathComponent("log").path])
-        } catch {
-            server.stop()
-            throw error
-        }
-        return server
+        return BenchServer(folder: folder, pgCtl: pgCtl, runuser: runuser)
     }
+
+    private var dataPath: String { folder?.appendingPathComponent("data").path ?? "" }
+
+    /// Starts the server on its data folder: its own Unix socket, no TCP, `fsync=off`.
+    private func startServer() throws {
+        guard let folder, let pgCtl else { return }
+        let socket = folder.appendingPathComponent("socket").path
+        let options = "-c unix_socket_directories='\(socket)' -c listen_addresses='' -c fsync=off -c max_connections=100"
+        try run(pgCtl, ["start", "-D", dataPath, "-o", options, "-w", "-l", folder.appendingPathComponent("log").path])
+    }
+
+    /// Whether this run started the server (and can start a standby of it).
+    var isPrivate: Bool { folder != nil }
 
     /// A URL of the database `name` on this server.
     func url(database name: String) -> URL {

@@ -42,6 +42,10 @@ struct Benchmarks {
     static let faultsWithRows = "DataStack, faults with rows (default)"
     static let faultsIDsOnly = "DataStack, faults IDs only"
     static let rawUpdate = "raw libpq, UPDATE of 256 rows"
+    static let fluentBulk = "Fluent, [Model].create(on:) per 1,000"
+    static let fluentEach = "Fluent, create(on:) per model"
+    static let fluentFetch = "Fluent, query(on:).all()"
+    static let fluentFault = "Fluent, ids then find(_:on:)"
 
     /// One repetition's times by contender, and what the reads saw.
     struct Repetition {
@@ -59,32 +63,41 @@ struct Benchmarks {
         admin.close()
         print("N = \(options.n), best of \(options.repetitions), \(options.chunkSize) rows per save or transaction, "
               + "server: \(options.url == nil ? "private (initdb, fsync=off, Unix socket)" : "--url")\n")
+        #if FLUENT_CONTENDER
+        print("Fluent: fluent-kit 1.57.0 with fluent-postgres-driver 2.14.0 (PostgresNIO) on a one-thread event loop group, "
+              + "each query awaited from the benchmark's async main\n")
+        #endif
 
         if options.runs("import") || options.runs("fetch") || options.runs("fault") || options.runs("update") {
             let rows = CompanyValues.rows(options.n)
             // An untimed pass over 1,000 rows warms every path up first.
-            _ = try runRepetition(Array(rows.prefix(1_000)), index: 0, options: options, server: server)
+            _ = try await runRepetition(Array(rows.prefix(1_000)), index: 0, options: options, server: server)
             var best = Repetition()
             for index in 0..<options.repetitions {
-                let repetition = try runRepetition(rows, index: index, options: options, server: server)
+                let repetition = try await runRepetition(rows, index: index, options: options, server: server)
                 best.importTimes.merge(repetition.importTimes, uniquingKeysWith: min)
                 best.fetchTimes.merge(repetition.fetchTimes, uniquingKeysWith: min)
                 best.faultTimes.merge(repetition.faultTimes, uniquingKeysWith: min)
                 best.updateTimes.merge(repetition.updateTimes, uniquingKeysWith: min)
             }
             var measurements: [Measurement] = []
-            func add(_ task: String, _ times: [String: Duration], _ contenders: [String], baseline: String, objects: Int) {
+            func add(_ task: String, _ times: [String: Duration], _ contenders: [String], baseline: String, fluent: String? = nil,
+                     objects: Int) {
                 guard options.runs(task) else { return }
+                let fluent = fluent.flatMap { times[$0] == nil ? nil : $0 }
                 for contender in contenders {
                     guard let time = times[contender] else { continue }
                     measurements.append(Measurement(task: task, contender: contender, best: time, objects: objects,
-                                                    baseline: contender == baseline ? nil : baseline))
+                                                    baseline: contender == baseline ? nil : baseline, fluentBaseline: fluent))
                 }
             }
-            // The like-for-like baseline: the store's saves insert up to 256 rows a statement too.
-            add("import", best.importTimes, [rawBatched, rawPrepared, rawCopy, historyOn, historyOff], baseline: rawBatched, objects: options.n)
-            add("fetch", best.fetchTimes, [rawSelect, "DataStack"], baseline: rawSelect, objects: options.n)
-            add("fault", best.faultTimes, [rawByKey, faultsWithRows, faultsIDsOnly], baseline: rawByKey, objects: options.n)
+            // The like-for-like baselines: the store's saves insert up to 256 rows a statement,
+            // Fluent's batch create all the rows of a chunk in one statement.
+            add("import", best.importTimes, [rawBatched, rawPrepared, rawCopy, fluentBulk, fluentEach, historyOn, historyOff],
+                baseline: rawBatched, fluent: fluentBulk, objects: options.n)
+            add("fetch", best.fetchTimes, [rawSelect, fluentFetch, "DataStack"], baseline: rawSelect, fluent: fluentFetch, objects: options.n)
+            add("fault", best.faultTimes, [rawByKey, fluentFault, faultsWithRows, faultsIDsOnly], baseline: rawByKey, fluent: fluentFault,
+                objects: options.n)
             add("update", best.updateTimes, [rawUpdate, "DataStack"], baseline: rawUpdate, objects: options.n)
             print(Report.results(measurements, repetitions: options.repetitions))
             print("")
@@ -99,6 +112,12 @@ struct Benchmarks {
                 }
             }
             print(Report.results(measurements, repetitions: options.repetitions))
+            print("")
+        }
+
+        if options.runs("readers") {
+            let results = try await ReadersBenchmark.run(server: server, seconds: options.readersSeconds, repetitions: options.repetitions)
+            print(Report.readers(results, repetitions: options.repetitions))
             print("")
         }
 
@@ -122,7 +141,7 @@ struct Benchmarks {
     /// Imports into fresh databases, then fetches and faults each on a fresh connection
     /// (a fresh coordinator, with an empty row cache, for DataStack); checks that every
     /// contender read back what was written.
-    static func runRepetition(_ rows: [CompanyValues], index: Int, options: Options, server: BenchServer) throws -> Repetition {
+    static func runRepetition(_ rows: [CompanyValues], index: Int, options: Options, server: BenchServer) async throws -> Repetition {
         var repetition = Repetition()
         let expected = rows.reduce(into: Checksum()) {
             $0.add(symbol: $1.symbol, name: $1.name, employees: $1.employees, founded: $1.founded, price: $1.price)
@@ -150,6 +169,12 @@ struct Benchmarks {
             try importer.close()
         }
 
+        #if FLUENT_CONTENDER
+        let fluentURL = try server.makeDatabase()
+        try await FluentRun.run(rows, options: options, bulkURL: fluentURL, eachURL: try server.makeDatabase(),
+                                expected: expected, fired: fired, into: &repetition)
+        #endif
+
         // Fetch.
         let rawReader = try RawPostgreSQL(url: rawURL)
         let (rawFetch, rawFetched) = try time { try rawReader.fetchAll(from: "company") }
@@ -160,7 +185,8 @@ struct Benchmarks {
         for (name, checksum) in [(rawSelect, rawFetched), ("DataStack", fetched)] where !checksum.matches(expected) {
             throw BenchError("fetch: \(name) read \(checksum), expected \(expected)")
         }
-        repetition.fetchTimes = [rawSelect: rawFetch, "DataStack": fetch]
+        repetition.fetchTimes[rawSelect] = rawFetch
+        repetition.fetchTimes["DataStack"] = fetch
 
         // Fault.
         let rawFaulter = try RawPostgreSQL(url: rawURL)

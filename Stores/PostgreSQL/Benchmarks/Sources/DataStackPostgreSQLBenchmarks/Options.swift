@@ -12,28 +12,32 @@ struct Options: Sendable {
     var tasks: Set<String> = []
     /// Saves of the merge task.
     var saves = 200
+    /// How long each contender of the readers task reads.
+    var readersSeconds = 2.0
     /// Rows per save (DataStack) or transaction (raw prepared INSERT) of the import task.
     let chunkSize = 1_000
     /// Every how many-th fault (or row by key) the fault task fires: 1 %.
     let fireStride = 100
 
-    static let allTasks = ["import", "fetch", "fault", "update", "batch-update", "merge"]
+    static let allTasks = ["import", "fetch", "fault", "update", "batch-update", "readers", "merge"]
 
     static let usage = """
-        usage: datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url postgresql://…] [--tasks import,fetch,fault,update,batch-update,merge] [--saves S]
+        usage: datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url postgresql://…] [--tasks import,fetch,fault,update,batch-update,readers,merge] [--saves S] [--readers-seconds S]
           --n N            rows per import/fetch/fault/update/batch-update task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, 1 repetition, 50 saves (a smoke run)
           --url URL        use this server (its user needs CREATEDB) instead of starting one with initdb/pg_ctl
           --tasks LIST     report only these tasks (fetch, fault and update always import first)
           --saves S        saves of the merge task (default 200, 20 ms apart)
+          --readers-seconds S  how long each contender of the readers task reads (default 2; 0.5 with --quick)
+        A build with DATASTACK_BENCH_FLUENT=1 (see Package.swift) adds Fluent to the import, fetch and fault tasks.
         """
 
     func runs(_ task: String) -> Bool { tasks.isEmpty || tasks.contains(task) }
 
     static func parse(_ arguments: [String]) throws -> Options {
         var options = Options()
-        var explicitN: Int?, explicitRepetitions: Int?, explicitSaves: Int?
+        var explicitN: Int?, explicitRepetitions: Int?, explicitSaves: Int?, explicitReadersSeconds: Double?
         var iterator = arguments.makeIterator()
         func value(for flag: String) throws -> String {
             guard let value = iterator.next() else { throw UsageError("\(flag) needs a value") }
@@ -49,10 +53,17 @@ struct Options: Sendable {
             case "--n": explicitN = try positive(argument)
             case "--repetitions": explicitRepetitions = try positive(argument)
             case "--saves": explicitSaves = try positive(argument)
+            case "--readers-seconds":
+                let text = try value(for: argument)
+                guard let seconds = Double(text), seconds > 0, seconds <= 600 else {
+                    throw UsageError("--readers-seconds needs a number of seconds above 0 and at most 600, not \(text)")
+                }
+                explicitReadersSeconds = seconds
             case "--quick":
                 options.n = 2_000
                 options.repetitions = 1
                 options.saves = 50
+                options.readersSeconds = 0.5
             case "--url":
                 let text = try value(for: argument)
                 guard let url = URL(string: text), ["postgresql", "postgres"].contains(url.scheme ?? "") else {
@@ -69,6 +80,7 @@ struct Options: Sendable {
         options.n = explicitN ?? options.n
         options.repetitions = explicitRepetitions ?? options.repetitions
         options.saves = explicitSaves ?? options.saves
+        options.readersSeconds = explicitReadersSeconds ?? options.readersSeconds
         return options
     }
 }

@@ -123,6 +123,16 @@ struct RawPostgreSQL {
         return checksum
     }
 
+    /// The store's companies priced under `bound` (the readers task): a prepared
+    /// `SELECT` on `ZCOMPANY`, every column decoded.
+    func fetchCompanies(pricedUnder bound: Double) throws -> Checksum {
+        let result = try connection.execute(cached: "SELECT Z_PK, ZSYMBOL, ZNAME, ZEMPLOYEES, ZFOUNDED, ZPRICE FROM ZCOMPANY WHERE ZPRICE < $1",
+                                            [PostgreSQLValue(bound)])
+        var checksum = Checksum()
+        for row in 0..<result.rowCount { try read(result, row: row, into: &checksum) }
+        return checksum
+    }
+
     private func read(_ result: PostgreSQLResult, row: Int, into checksum: inout Checksum) throws {
         guard try result.int64(row: row, column: 0) != nil, let symbol = result.string(row: row, column: 1),
               let employees = try result.int64(row: row, column: 3), let price = try result.double(row: row, column: 5) else {

@@ -9,6 +9,8 @@ struct Measurement {
     var objects: Int
     /// The contender of the same task this one is compared with (nil: it is the baseline).
     var baseline: String?
+    /// The Fluent contender of the same task this one is also compared with (a Fluent build only).
+    var fluentBaseline: String? = nil
 
     var objectsPerSecond: Double { Double(objects) / max(best.seconds, 1e-9) }
 }
@@ -31,16 +33,46 @@ enum Report {
         return lines.joined(separator: "\n")
     }
 
-    /// Task, contender, best time, rows per second, ratio to the task's raw libpq baseline.
+    /// Task, contender, best time, rows per second, ratio to the task's raw libpq
+    /// baseline (and, in a Fluent build, to the task's Fluent contender).
     static func results(_ measurements: [Measurement], repetitions: Int) -> String {
-        let rows = measurements.map { measurement -> [String] in
-            let baseline = measurement.baseline.flatMap { name in
-                measurements.first { $0.task == measurement.task && $0.contender == name }
-            }
-            let ratio = baseline.map { String(format: "%.2f×", measurement.best.seconds / max($0.best.seconds, 1e-9)) } ?? "1.00× (baseline)"
-            return [measurement.task, measurement.contender, milliseconds(measurement.best), rate(measurement.objectsPerSecond), ratio]
+        func ratio(_ measurement: Measurement, to name: String?) -> String? {
+            name.flatMap { name in measurements.first { $0.task == measurement.task && $0.contender == name } }
+                .map { String(format: "%.2f×", measurement.best.seconds / max($0.best.seconds, 1e-9)) }
         }
-        return table(["task", "contender", "best of \(repetitions)", "rows/s", "× raw libpq"], rows)
+        let withFluent = measurements.contains { $0.fluentBaseline != nil }
+        let rows = measurements.map { measurement -> [String] in
+            var row = [measurement.task, measurement.contender, milliseconds(measurement.best), rate(measurement.objectsPerSecond),
+                       ratio(measurement, to: measurement.baseline) ?? "1.00× (baseline)"]
+            if withFluent { row.append(ratio(measurement, to: measurement.fluentBaseline) ?? "") }
+            return row
+        }
+        return table(["task", "contender", "best of \(repetitions)", "rows/s", "× raw libpq"] + (withFluent ? ["× Fluent"] : []), rows)
+    }
+
+    /// The readers task: reads/s of each contender, its time per read against its
+    /// raw libpq counterpart, and the pool's reads against one connection's.
+    static func readers(_ results: [ReadersBenchmark.Result], repetitions: Int) -> String {
+        #if FLUENT_CONTENDER
+        let fluentRaw = [FluentReaders.onePool: ReadersBenchmark.rawShared, FluentReaders.fivePool: ReadersBenchmark.rawEach]
+        let fluentOne = [FluentReaders.fivePool: FluentReaders.onePool]
+        #else
+        let fluentRaw: [String: String] = [:], fluentOne: [String: String] = [:]
+        #endif
+        let counterpart = [ReadersBenchmark.oneReader: ReadersBenchmark.rawShared, ReadersBenchmark.fiveReaders: ReadersBenchmark.rawEach,
+                           ReadersBenchmark.standbyReaders: ReadersBenchmark.rawStandby].merging(fluentRaw) { $1 }
+        // The standby's pool against one connection to the primary: what a stack gains by naming a standby.
+        let one = [ReadersBenchmark.fiveReaders: ReadersBenchmark.oneReader, ReadersBenchmark.standbyReaders: ReadersBenchmark.oneReader,
+                   ReadersBenchmark.rawEach: ReadersBenchmark.rawShared, ReadersBenchmark.rawStandby: ReadersBenchmark.rawShared]
+            .merging(fluentOne) { $1 }
+        func rate(of name: String?) -> Double? { name.flatMap { name in results.first { $0.contender == name }?.readsPerSecond } }
+        let rows = results.map { result -> [String] in
+            let raw = rate(of: counterpart[result.contender]).map { String(format: "%.2f×", $0 / result.readsPerSecond) } ?? ""
+            let pool = rate(of: one[result.contender]).map { String(format: "%.2f×", result.readsPerSecond / $0) } ?? ""
+            return [result.contender, "\(result.reads)", String(format: "%.0f", result.readsPerSecond), raw, pool]
+        }
+        return table(["readers: 3 threads, \(String(format: "%g", results.first?.seconds ?? 0)) s, best of \(repetitions)",
+                      "reads", "reads/s", "time per read × raw", "reads/s × 1 connection"], rows)
     }
 
     /// The machine, the server and the run, for the record.
