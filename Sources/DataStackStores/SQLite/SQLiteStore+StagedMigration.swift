@@ -257,20 +257,3 @@ struct StagedSQLiteMigration {
         return error
     }
 }
-
-/// Reports progress to a caller's callback, never going back.
-private final class MonotonicProgress {
-    private let callback: (@Sendable (Double) -> Void)?
-    private var last = -1.0
-
-    init(_ callback: (@Sendable (Double) -> Void)?) {
-        self.callback = callback
-    }
-
-    func report(_ fraction: Double) {
-        let value = min(1, max(last, fraction))
-        guard value > last else { return }
-        last = value
-        callback?(value)
-    }
-}

@@ -12,7 +12,7 @@ import Synchronization
 /// - DataStack: three private-queue contexts of one coordinator, its store opened
 ///   with `maximumReaderCount` 1 and then 5, and then 5 again with the URL's
 ///   `standby=` naming a hot standby of the server (`pg_basebackup -R`), so every
-///   read runs there (checked with `readsFromStandby` afterwards).
+///   read runs there (checked with `readsFromReplica` afterwards).
 /// - Raw libpq: the same `SELECT` (prepared) on the store's `ZCOMPANY`, three
 ///   threads sharing one connection (under a lock), and three threads with one
 ///   connection each, on the primary and on the standby.
@@ -194,7 +194,7 @@ enum ReadersBenchmark {
         }
         if onStandby {
             let store = coordinator.persistentStores.first as? PostgreSQLStore
-            guard store?.readsFromStandby == true else { throw BenchError("readers: the standby contender's reads ran on the primary") }
+            guard store?.readsFromReplica == true else { throw BenchError("readers: the standby contender's reads ran on the primary") }
         }
         return reads
     }

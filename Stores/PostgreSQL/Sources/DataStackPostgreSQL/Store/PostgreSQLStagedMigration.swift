@@ -162,9 +162,7 @@ struct PostgreSQLStagedMigration {
 
     /// The metadata as the migrating transaction has it now.
     private func currentMetadata() throws -> StoreMetadata {
-        let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
-        let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-        return try StoreLayout.decodeMetadata(data)
+        try PostgreSQLStore.storedMetadata(connection)
     }
 
     /// Checks that every row has a value for every required attribute and
@@ -185,22 +183,5 @@ struct PostgreSQLStagedMigration {
                                          message: "staged migration failed, and the store was not changed: " + message)
         error.underlyingDescription = underlying
         return error
-    }
-}
-
-/// Reports progress to a caller's callback, never going back.
-private final class MonotonicProgress {
-    private let callback: (@Sendable (Double) -> Void)?
-    private var last = -1.0
-
-    init(_ callback: (@Sendable (Double) -> Void)?) {
-        self.callback = callback
-    }
-
-    func report(_ fraction: Double) {
-        let value = min(1, max(last, fraction))
-        guard value > last else { return }
-        last = value
-        callback?(value)
     }
 }

@@ -110,9 +110,7 @@ extension PostgreSQLStore {
     ///   while the connection was down.
     func holdOpenStoreLock(_ connection: PostgreSQLConnection) throws {
         _ = try connection.execute("SELECT pg_advisory_lock_shared(hashtext($1))", [.text(Self.openStoreLock)])
-        let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
-        let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-        let problems = StoreLayout.differences(of: configuration.entities, fromModelRecordedIn: try StoreLayout.decodeMetadata(data))
+        let problems = StoreLayout.differences(of: configuration.entities, fromModelRecordedIn: try Self.storedMetadata(connection))
         guard problems.isEmpty else {
             throw PersistentStoreError(.incompatibleModel, url: reportedURL, message: """
                 the store was migrated to another model while this store's connection was down, and this store's \

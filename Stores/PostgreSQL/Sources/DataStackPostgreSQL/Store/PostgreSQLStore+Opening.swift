@@ -53,9 +53,7 @@ extension PostgreSQLStore {
                     try Self.createHistoryTables(connection)
                     history = .empty
                 }
-                let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
-                let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-                var metadata = try StoreLayout.decodeMetadata(data)
+                var metadata = try Self.storedMetadata(connection)
                 let problems = StoreLayout.differences(of: entities, fromModelRecordedIn: metadata)
                 var migrated = false
                 if !problems.isEmpty {
@@ -70,18 +68,7 @@ extension PostgreSQLStore {
             }
         }
         if migrated { options.migrationProgress?(1) }
-        guard let uuid = metadata[StoreMetadataKey.storeUUID] as? String else {
-            throw PersistentStoreError(.notAStore, url: reportedURL, message: "the store's metadata has no NSStoreUUID")
-        }
-        stateLock.withLock {
-            state.identifier = uuid
-            state.metadata = metadata
-            state.layout = layout
-            state.tracksHistory = options.persistentHistoryTracking && history != .none
-            // A save without its history transaction would be a gap other machines never merge.
-            state.readOnlyReason = !options.persistentHistoryTracking && history == .holdsTransactions
-                ? StoreLayout.untrackedHistoryReason : nil
-        }
+        try adopt(metadata, layout: layout, history: history)
     }
 
     /// Opens a staged migration's handler store on the migrating session
@@ -98,9 +85,7 @@ extension PostgreSQLStore {
                 try Self.createHistoryTables(connection)
                 history = .empty
             }
-            let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
-            let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
-            return (try StoreLayout.decodeMetadata(data), history)
+            return (try Self.storedMetadata(connection), history)
         }
         let problems = StoreLayout.differences(of: configuration.entities, fromModelRecordedIn: metadata)
         guard problems.isEmpty else {
@@ -108,17 +93,30 @@ extension PostgreSQLStore {
                 the migrating store does not have the stage's model: \(problems.joined(separator: "; "))
                 """)
         }
+        try adopt(metadata, layout: layout, history: history)
+    }
+
+    /// Takes what opening read as the store's state.
+    private func adopt(_ metadata: StoreMetadata, layout: StoreLayout, history: History) throws {
         guard let uuid = metadata[StoreMetadataKey.storeUUID] as? String else {
             throw PersistentStoreError(.notAStore, url: reportedURL, message: "the store's metadata has no NSStoreUUID")
         }
+        let tracksHistory = configuration.options.persistentHistoryTracking
         stateLock.withLock {
             state.identifier = uuid
             state.metadata = metadata
             state.layout = layout
-            state.tracksHistory = options.persistentHistoryTracking && history != .none
-            state.readOnlyReason = !options.persistentHistoryTracking && history == .holdsTransactions
-                ? StoreLayout.untrackedHistoryReason : nil
+            state.tracksHistory = tracksHistory && history != .none
+            // A save without its history transaction would be a gap other machines never merge.
+            state.readOnlyReason = !tracksHistory && history == .holdsTransactions ? StoreLayout.untrackedHistoryReason : nil
         }
+    }
+
+    /// The metadata in the store's `Z_METADATA` as `connection` sees it (empty when there is none).
+    static func storedMetadata(_ connection: PostgreSQLConnection) throws -> StoreMetadata {
+        let result = try connection.execute("SELECT Z_PLIST FROM Z_METADATA")
+        let data = try result.rowCount > 0 ? result.bytes(row: 0, column: 0).map { Data($0) } : nil
+        return try StoreLayout.decodeMetadata(data)
     }
 
     /// What a database holds of persistent history.
