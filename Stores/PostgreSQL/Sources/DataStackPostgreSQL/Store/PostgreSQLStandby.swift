@@ -217,12 +217,13 @@ extension PostgreSQLStore: ReplicaReadingStore {
     }
 
     private func noteReadSource(_ standby: PostgreSQLStandby, onStandby: Bool, reason: String?) {
-        let (previous, onChange) = standby.isReadingFromStandby.withLock { state in
+        let previous = standby.isReadingFromStandby.withLock { state in
             defer { state = onStandby }
-            return (state, standby.onReadSourceChange.withLock { $0 })
+            return state
         }
         // The first read on the standby is no move; the first on the primary is.
-        guard previous != onStandby, previous != nil || !onStandby else { return }
-        onChange?(ReadSourceChange(storeIdentifier: identifier, readsFromReplica: onStandby, reason: onStandby ? nil : reason))
+        guard previous != onStandby, previous != nil || !onStandby,
+              let onChange = standby.onReadSourceChange.withLock({ $0 }) else { return }
+        onChange(ReadSourceChange(storeIdentifier: identifier, readsFromReplica: onStandby, reason: onStandby ? nil : reason))
     }
 }

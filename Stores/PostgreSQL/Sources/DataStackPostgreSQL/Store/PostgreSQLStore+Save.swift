@@ -116,10 +116,13 @@ extension PostgreSQLStore {
         for statement in layout.relationshipStatements(for: request, permanent: permanent) {
             _ = try run(statement, connection)
         }
-        // The full-text index in the same transaction: the rows as written (deleted rows go by trigger).
-        try reindexSearch((request.insertedObjects + request.updatedObjects).compactMap { node in
-            permanent(node.objectID).primaryKey.map { (node.objectID.entity, $0) }
-        }, layout: layout, connection)
+        // The full-text index in the same transaction: the rows as written (deleted rows go by
+        // trigger). A store without one builds no list of keys on its saves.
+        if !layout.searchIndexes.isEmpty {
+            try reindexSearch((request.insertedObjects + request.updatedObjects).compactMap { node in
+                permanent(node.objectID).primaryKey.map { (node.objectID.entity, $0) }
+            }, layout: layout, connection)
+        }
         var result = SaveResult(permanentIDs: permanentIDs)
         if save.tracksHistory {
             result.historyTokens = [try recordHistory(of: request, before: before, permanent: permanent, author: save.author,
