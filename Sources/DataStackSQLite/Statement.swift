@@ -390,6 +390,25 @@ extension Statement {
         return Data(bytes: bytes, count: count)
     }
 
+    /// The value at `index` as UTF-8 text, unchecked, lent to `body` while the
+    /// row is current: nil for NULL, as ``string(at:)`` reads it.
+    @inlinable public func withText<Result>(at index: Int32, _ body: (UnsafeRawBufferPointer?) -> Result) -> Result {
+        assertColumn(index)
+        if let text = sqlite3_column_text(statement, index) {
+            return body(UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, index))))
+        }
+        return body(sqlite3_column_type(statement, index) == SQLITE_NULL ? nil : UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// The value at `index` as bytes, lent to `body` while the row is current:
+    /// nil for NULL, as ``data(at:)`` reads it.
+    @inlinable public func withBlob<Result>(at index: Int32, _ body: (UnsafeRawBufferPointer?) -> Result) -> Result {
+        assertColumn(index)
+        guard sqlite3_column_type(statement, index) != SQLITE_NULL else { return body(nil) }
+        guard let bytes = sqlite3_column_blob(statement, index) else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return body(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, index))))
+    }
+
     /// Reading past the last column is undefined in SQLite; catch it in debug builds.
     @inlinable @inline(__always)
     func assertColumn(_ index: Int32, file: StaticString = #fileID, line: UInt = #line) {

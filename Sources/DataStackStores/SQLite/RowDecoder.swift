@@ -17,6 +17,8 @@ struct RowDecoder {
     private var lastLayout: RowLayout?
     private var lastEntity: EntityDescription?
     private var scopes: ObjectIDScopeCache
+    /// Made by the first encoded row: most decoders never encode one.
+    private var encoder: EncodedStoreNode.Builder?
 
     init(schema: TableLayout, identity: StoreIdentity, url: URL?) {
         self.schema = schema
@@ -40,6 +42,23 @@ struct RowDecoder {
         }
         return IncrementalStoreNode(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
+    }
+
+    /// The row as bytes, for a fetch of faults (see ``EncodedStoreNode``): the
+    /// same values as ``node(from:)``, decoded when a fault fires.
+    mutating func encodedNode(from statement: Statement) throws -> EncodedStoreNode {
+        let layout = try self.layout(of: statement)
+        let encoder = self.encoder ?? EncodedStoreNode.Builder()
+        self.encoder = encoder
+        for (slot, step) in layout.steps.enumerated() {
+            if case .attribute(let position, let type) = step {
+                statement.encodeAttribute(at: position, type: type, into: encoder)
+            } else {
+                encoder.append(try value(of: step, in: statement, slot: slot, layout: layout))
+            }
+        }
+        return encoder.finish(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
+                              version: statement.int64(at: 2))
     }
 
     /// The row's ID, for a select of `Z_PK, Z_ENT` first.

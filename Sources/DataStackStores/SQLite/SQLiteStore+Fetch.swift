@@ -34,6 +34,14 @@ extension SQLiteStore {
                 var ids: [ObjectID] = []
                 while try statement.step() { ids.append(try decoder.objectID(from: statement)) }
                 return .objectIDs(ids)
+            case .managedObject where fetch.returnsObjectsAsFaults:
+                // Rows for the row cache, most never read: kept as bytes.
+                var decoder = RowDecoder(schema: schema, identity: identity, url: url)
+                var rows: [EncodedStoreNode] = []
+                while try statement.step() {
+                    rows.append(try decoder.encodedNode(from: statement))
+                }
+                return .encodedNodes(rows)
             case .managedObject:
                 var decoder = RowDecoder(schema: schema, identity: identity, url: url)
                 var nodes: [IncrementalStoreNode] = []

@@ -38,6 +38,34 @@ extension Statement {
 
     /// Reads a column as a value of an attribute of `type`, tolerating the
     /// storage classes older Core Data versions used (whole-second dates as integers).
+    /// ``attributeValue(at:type:)`` into a row kept as bytes: text and blobs
+    /// are copied as they are, not made into strings and data; what has no
+    /// compact form is kept as the value `attributeValue` gives.
+    func encodeAttribute(at index: Int32, type: AttributeType, into row: EncodedStoreNode.Builder) {
+        switch type {
+        case .string:
+            withText(at: index) { text in if let text { row.appendString(utf8: text) } else { row.appendNull() } }
+        case .uri:
+            withText(at: index) { text in if let text { row.appendURI(utf8: text) } else { row.appendNull() } }
+        case .binaryData, .transformable:
+            withBlob(at: index) { bytes in if let bytes { row.appendData(bytes) } else { row.appendNull() } }
+        case .double, .float, .date, .boolean, .integer16, .integer32, .integer64:
+            // As `attributeValue`: SQLite converts what the column holds.
+            // A date column has NUMERIC affinity, so a whole date is stored as an integer.
+            let storage = columnType(at: index)
+            switch type {
+            case _ where storage == .null: row.appendNull()
+            case .double, .float: row.appendDouble(double(at: index))
+            case .date: row.appendDate(secondsSinceReferenceDate: double(at: index))
+            case .boolean: row.appendBool(int64(at: index) != 0)
+            case _ where storage == .double: row.append(attributeValue(at: index, type: type))
+            default: row.appendInteger(int64(at: index))
+            }
+        case .decimal, .uuid:
+            row.append(attributeValue(at: index, type: type))
+        }
+    }
+
     func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
         // Text tells NULL apart by itself (`string(at:)`), without a type
         // check first: strings are the most common attribute.

@@ -104,8 +104,31 @@ extension ManagedObjectContext {
                 if !returnsObjectsAsFaults && batchSize == 0 && includesPropertyValues { objects.forEach { $0.fireFault() } }
                 return .objects(objects)
             }
-            return .objects(try materialize(try parentNodes(fetch), asFaults: returnsObjectsAsFaults))
+            guard returnsObjectsAsFaults else { return .objects(try materialize(try parentNodes(fetch), asFaults: false)) }
+            var faults = fetch
+            faults.returnsObjectsAsFaults = true
+            switch try parentResult(faults) {
+            case .encodedNodes(let rows): return .objects(materialize(rows))
+            case .nodes(let nodes): return .objects(try materialize(nodes, asFaults: true))
+            case let other: throw Self.wrongAnswer(other, to: faults)
+            }
         }
+    }
+
+    /// Faults for rows kept as bytes, which go to the coordinator's row cache
+    /// undecoded: a fault decodes its row when it fires.
+    private func materialize(_ rows: [EncodedStoreNode]) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        // Every object made here is alive until the caller drops the result: no sweep can free anything meanwhile.
+        sweepRegistry()
+        registry.reserveCapacity(registry.count + rows.count)
+        sweepThreshold = max(sweepThreshold, 2 * (registry.count + rows.count))
+        for row in rows {
+            objects.append(registry[row.objectID] ?? makeFault(for: row.objectID))
+        }
+        persistentStoreCoordinator?.didRead(rows)
+        return objects
     }
 
     /// Objects for fetched rows: registered ones as they are, new ones as faults

@@ -189,6 +189,10 @@ public final class PersistentStoreCoordinator: Sendable {
         return results.reduce(first) { combined, next in
             switch (combined, next) {
             case let (.nodes(a), .nodes(b)): .nodes(a + b)
+            case let (.encodedNodes(a), .encodedNodes(b)): .encodedNodes(a + b)
+            // One store kept its rows as bytes, another did not: all as values.
+            case let (.encodedNodes(a), .nodes(b)): .nodes(a.map(\.node) + b)
+            case let (.nodes(a), .encodedNodes(b)): .nodes(a + b.map(\.node))
             case let (.objectIDs(a), .objectIDs(b)): .objectIDs(a + b)
             case let (.dictionaries(a), .dictionaries(b)): .dictionaries(a + b)
             case let (.count(a), .count(b)): .count(a + b)
@@ -290,6 +294,11 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Rows a fetch or a prefetch read for objects it returned as faults: the
     /// cache keeps them, so that those faults fire without a query.
     package func didRead(_ rows: [IncrementalStoreNode]) {
+        if !rows.isEmpty { rowCache.store(rows) }
+    }
+
+    /// ``didRead(_:)`` for rows kept as bytes.
+    package func didRead(_ rows: [EncodedStoreNode]) {
         if !rows.isEmpty { rowCache.store(rows) }
     }
 

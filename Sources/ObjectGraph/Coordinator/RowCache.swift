@@ -14,8 +14,22 @@ import Foundation
 /// tell it changed (a merge, a batch request, a history transaction).
 package final class RowCache: Sendable {
     private struct Row {
-        var node: IncrementalStoreNode
+        var values: Values
         var storedAt: UInt64
+    }
+
+    /// A row as the store gave it: values, or bytes decoded when a fault
+    /// fires from them (a fetch of faults, see ``EncodedStoreNode``).
+    private enum Values {
+        case node(IncrementalStoreNode)
+        case encoded(EncodedStoreNode)
+
+        var node: IncrementalStoreNode {
+            switch self {
+            case .node(let node): node
+            case .encoded(let encoded): encoded.node
+            }
+        }
     }
 
     private struct State {
@@ -35,13 +49,22 @@ package final class RowCache: Sendable {
 
     /// Keeps rows for faults to fire from.
     package func store(_ nodes: [IncrementalStoreNode]) {
+        store(nodes, id: \.objectID, values: Values.node)
+    }
+
+    /// Keeps rows as bytes for faults to fire from.
+    package func store(_ nodes: [EncodedStoreNode]) {
+        store(nodes, id: \.objectID, values: Values.encoded)
+    }
+
+    private func store<Node>(_ nodes: [Node], id: (Node) -> ObjectID, values: (Node) -> Values) {
         let now = DispatchTime.now().uptimeNanoseconds
         state.withLock { state in
             // One resize for a large fetch, not one per doubling on the way.
             state.rows.reserveCapacity(state.rows.count + nodes.count)
             // Rows past the capacity would only evict the fetch's own first rows.
             for node in nodes.suffix(capacity) {
-                state.rows.updateValue(Row(node: node, storedAt: now), forKey: node.objectID)
+                state.rows.updateValue(Row(values: values(node), storedAt: now), forKey: id(node))
             }
         }
     }
@@ -58,7 +81,7 @@ package final class RowCache: Sendable {
             let age = Double(DispatchTime.now().uptimeNanoseconds - row.storedAt) / 1e9
             if age > maxAge { return nil }
         }
-        return row.node
+        return row.values.node
     }
 
     /// Drops rows made stale by a save or a merge, walking whichever is

@@ -190,6 +190,7 @@ extension FetchedResultsController {
             let rows: [IncrementalStoreNode]
             switch try coordinator.execute(fetch, in: context) {
             case .nodes(let nodes): rows = nodes
+            case .encodedNodes(let encoded): rows = encoded.map(\.node)
             case .objectIDs(let ids): rows = try coordinator.nodes(for: ids, in: context)
             default: rows = []
             }

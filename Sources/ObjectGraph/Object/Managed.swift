@@ -70,16 +70,18 @@ public struct Managed<Value: ManagedPropertyValue> {
         return resolveSlotIndex(of: object, offset: offset)
     }
 
-    /// Finds the name of the marked storage by reflecting the object, once per
-    /// class and property, and enters its slot in the entity's table.
+    /// Finds the name of the marked storage (by reflecting the object, once per
+    /// class and property in the process) and enters its slot in the entity's table.
     @usableFromInline
     static func resolveSlotIndex(of object: ManagedObject, offset: Int) -> Int {
         // Entries past the lock-free capacity are kept under a lock.
         if let index = object.entity.managedSlots.index(for: type(of: object), offset: offset) { return index }
-        guard let label = labelOfMarkedStorage(in: object) else {
-            preconditionFailure("\(type(of: object)): could not find the @Managed property's name")
+        let name = ManagedStorageNames.shared.name(of: type(of: object), offset: offset) {
+            guard let label = labelOfMarkedStorage(in: object) else {
+                preconditionFailure("\(type(of: object)): could not find the @Managed property's name")
+            }
+            return label.hasPrefix("_") ? String(label.dropFirst()) : label
         }
-        let name = label.hasPrefix("_") ? String(label.dropFirst()) : label
         guard let property = object.entity.propertiesByName[name] else {
             preconditionFailure("\(type(of: object)).\(name) is @Managed, but entity \(object.entity.name) has no property named '\(name)'")
         }

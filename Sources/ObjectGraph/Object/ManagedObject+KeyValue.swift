@@ -115,13 +115,19 @@ extension ManagedObject {
     /// For the paths that cannot throw: if the fault cannot be loaded, this
     /// access reads the property's initial value, and nothing is stored (see
     /// ``FaultFulfillmentError``). Throwing paths call ``loadValues()`` first.
-    @usableFromInline package func slotValue(at index: Int) -> PropertyValue {
+    ///
+    /// Inlined into the `@Managed` getters: a loaded object's read is a load
+    /// from its values, with no call.
+    @inlinable @inline(__always)
+    package final func slotValue(at index: Int) -> PropertyValue {
+        #if DEBUG
         assertOnContextQueue()
+        #endif
         if state != .loaded { return slotValueOfFault(at: index) }
-        return slots[index]
+        return storedSlots[index]
     }
 
-    @usableFromInline package func slotValueOfFault(at index: Int) -> PropertyValue {
+    @usableFromInline package final func slotValueOfFault(at index: Int) -> PropertyValue {
         fireFault()
         if state != .loaded { return Self.initialValue(of: entity.slotProperties[index]) }
         return slots[index]
@@ -153,6 +159,7 @@ extension ManagedObject {
         if flags.isDisjoint(with: [.inserted, .deleted]) { managedObjectContext?.objectDidChange(self) }
     }
 
+    @usableFromInline
     package func assertOnContextQueue(file: StaticString = #fileID, line: UInt = #line) {
         #if DEBUG
         if let context = managedObjectContext {

@@ -54,7 +54,7 @@ open class ManagedObject {
     // read the entity on every access.
     @usableFromInline @exclusivity(unchecked) final var storedID: ObjectID
     /// The context the object lives in; nil once it is removed from it.
-    public internal(set) var managedObjectContext: ManagedObjectContext? {
+    public final internal(set) var managedObjectContext: ManagedObjectContext? {
         get { contextReference?.takeUnretainedValue() }
         set { contextReference = newValue.map { Unmanaged.passUnretained($0) } }
     }
@@ -74,7 +74,7 @@ open class ManagedObject {
     ///
     /// Writing here forgets the to-many member indexes (see ``ToManyMemberIndex``);
     /// ``replaceSlot(_:at:)`` forgets only the one of the slot it writes.
-    package var slots: ContiguousArray<PropertyValue> {
+    package final var slots: ContiguousArray<PropertyValue> {
         get { storedSlots }
         set {
             keepSnapshot()
@@ -88,7 +88,7 @@ open class ManagedObject {
         }
     }
     /// The values last read from or written to the parent store; nil if never saved.
-    package var snapshot: ContiguousArray<PropertyValue>? {
+    package final var snapshot: ContiguousArray<PropertyValue>? {
         get { snapshotIsSlots ? storedSlots : box?.snapshot }
         set {
             snapshotIsSlots = false
@@ -101,7 +101,7 @@ open class ManagedObject {
         }
     }
     /// The row version of `snapshot` (`Z_OPT`), for optimistic locking.
-    package var snapshotVersion: Int64 {
+    package final var snapshotVersion: Int64 {
         get {
             if compactVersion == Self.versionInBox, let box { return box.version }
             return Int64(compactVersion)
@@ -122,7 +122,10 @@ open class ManagedObject {
     // in this order so that the small ones share the last word. What only
     // some objects need goes in the box.
 
-    @exclusivity(unchecked) private var storedSlots: ContiguousArray<PropertyValue> = []
+    // Read by the inlined `@Managed` getters (``slotValue(at:)``); written here only.
+    // Final, as `state` is: the inlined getters then load them in place,
+    // where an overridable property is a call through the class's vtable.
+    @usableFromInline @exclusivity(unchecked) internal private(set) final var storedSlots: ContiguousArray<PropertyValue> = []
     /// A snapshot of the object's own, member indexes, prefetched objects or
     /// a version that needs 64 bits; nil for most objects.
     @exclusivity(unchecked) private var box: Box?
@@ -132,8 +135,8 @@ open class ManagedObject {
     /// Whether the snapshot is the values themselves, as after a fetch or a
     /// save, until the values first change: then the box takes a copy.
     @exclusivity(unchecked) private var snapshotIsSlots = false
-    @exclusivity(unchecked) package var state: State = .new
-    @exclusivity(unchecked) package var flags: Flags = []
+    @usableFromInline @exclusivity(unchecked) package final var state: State = .new
+    @exclusivity(unchecked) package final var flags: Flags = []
 
     private static let versionInBox = UInt32.max
 
@@ -166,7 +169,7 @@ open class ManagedObject {
     /// The destinations a fetch prefetched for this object's relationships
     /// (`relationshipKeyPathsForPrefetching`), kept alive while the object holds
     /// its values, as a fired relationship retains its objects in Core Data.
-    package var prefetchedObjects: [Int: [ManagedObject]] {
+    package final var prefetchedObjects: [Int: [ManagedObject]] {
         get { box?.prefetchedObjects ?? [:] }
         set {
             if let box {
@@ -178,7 +181,7 @@ open class ManagedObject {
         }
     }
 
-    package enum State {
+    @usableFromInline package enum State {
         /// Created, with defaults not yet written into `slots`.
         case new
         /// Only the ID is known; values are loaded on first access.
@@ -243,7 +246,7 @@ open class ManagedObject {
     /// row's array moves in (the caller's is left empty): a large fetch's rows
     /// are out of the processor's caches by the time objects are made, and a
     /// copy would touch each one's memory just to count a reference.
-    package func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
+    package final func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
         snapshotIsSlots = true
         storedSlots = []
         swap(&storedSlots, &values)
@@ -255,7 +258,7 @@ open class ManagedObject {
     }
 
     /// The values become the snapshot, without a copy: after a save wrote them.
-    package func takeValuesAsSnapshot() {
+    package final func takeValuesAsSnapshot() {
         snapshotIsSlots = true
         if let box {
             box.snapshot = nil
@@ -341,15 +344,15 @@ open class ManagedObject {
     // MARK: - State
 
     /// Whether the object was inserted and not saved yet.
-    public var isInserted: Bool { flags.contains(.inserted) }
+    public final var isInserted: Bool { flags.contains(.inserted) }
     /// Whether the object has unsaved changes to its values.
-    public var isUpdated: Bool { flags.contains(.updated) }
+    public final var isUpdated: Bool { flags.contains(.updated) }
     /// Whether the object will be deleted at the next save.
-    public var isDeleted: Bool { flags.contains(.deleted) }
+    public final var isDeleted: Bool { flags.contains(.deleted) }
     /// Whether the object's values are not loaded yet.
-    public var isFault: Bool { state == .fault }
+    public final var isFault: Bool { state == .fault }
     /// Whether the object was inserted, updated or deleted and not saved yet.
-    public var hasChanges: Bool { !flags.isDisjoint(with: [.inserted, .updated, .deleted]) }
+    public final var hasChanges: Bool { !flags.isDisjoint(with: [.inserted, .updated, .deleted]) }
 
     /// The values that differ from the last saved (or fetched) ones, by key.
     ///
@@ -420,7 +423,7 @@ open class ManagedObject {
     /// tries again.
     ///
     /// - Throws: ``FaultFulfillmentError`` when the store cannot be read.
-    public func loadValues() throws {
+    public final func loadValues() throws {
         switch state {
         case .loaded: return
         case .new: materializeDefaults()
@@ -438,7 +441,7 @@ open class ManagedObject {
     /// ``loadValues()`` for the paths that cannot throw. On failure the
     /// object stays a fault; the context has recorded and posted the error
     /// (see ``FaultFulfillmentError``), so there is nothing more to do here.
-    package func fireFault() {
+    package final func fireFault() {
         do {
             try loadValues()
         } catch {
@@ -446,8 +449,15 @@ open class ManagedObject {
         }
     }
 
-    package func materializeDefaults() {
-        slots = entity.initialSlots
+    package final func materializeDefaults() {
+        // A copy the object owns, made by a loop specialized for the values:
+        // sharing the entity's array made the first write copy it through
+        // the runtime's generic array copy (~640 instructions an insert).
+        let initial = entity.initialSlots
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(initial.count)
+        for value in initial { values.append(value) }
+        slots = values
         state = .loaded
     }
 
@@ -461,7 +471,7 @@ open class ManagedObject {
     }
 
     /// Turns the object back into a fault, dropping its values (not its pending changes: callers decide).
-    package func turnIntoFault() {
+    package final func turnIntoFault() {
         willTurnIntoFault()
         // The snapshot first: emptied while it still shared the values, the
         // values would first be copied into it (see `keepSnapshot()`).

@@ -18,12 +18,17 @@ import Synchronization
 /// and release the class around the access, and this runs on every typed
 /// property access.
 final class ManagedSlotTable: Sendable {
-    /// Entries the buffer holds; an entity with more `@Managed` storages
-    /// (over all classes bound to it) overflows into `overflow`.
+    /// Entries the buffer holds (a power of two); an entity with more
+    /// `@Managed` storages (over all classes bound to it) than fit at once
+    /// overflows into `overflow`.
     private static let capacity = 64
     /// Word 0: the probe's target object; word 1: the first slot read on it;
     /// then `capacity` pairs of (class identity, offset << 32 | slot index),
-    /// filled in order.
+    /// an open-addressed table: an entry goes in the first free pair from
+    /// its offset modulo the capacity. A class's storages are a byte each at
+    /// consecutive offsets, so each is found at its first probe, where a scan
+    /// in order took one step per storage declared before it. Entries are
+    /// never removed, so a reader may stop at the first free pair.
     /// The lock-free part: a trivial value, so the `@Managed` accessors read it
     /// from the entity without retaining anything (see ``EntityDescription/managedSlotEntries``).
     let entries: ManagedSlotEntries
@@ -68,8 +73,10 @@ final class ManagedSlotTable: Sendable {
                 return
             }
             let entries = words + 2
-            entries[2 * used + 1].store(packed, ordering: .relaxed)
-            entries[2 * used].store(UInt(bitPattern: ObjectIdentifier(type)), ordering: .releasing)
+            var position = offset & (Self.capacity - 1)
+            while entries[2 * position].load(ordering: .relaxed) != 0 { position = (position + 1) & (Self.capacity - 1) }
+            entries[2 * position + 1].store(packed, ordering: .relaxed)
+            entries[2 * position].store(UInt(bitPattern: ObjectIdentifier(type)), ordering: .releasing)
             used += 1
         }
     }
@@ -95,13 +102,16 @@ struct ManagedSlotEntries: @unchecked Sendable {
     func index(for type: AnyObject.Type, offset: Int) -> Int? {
         let key = UInt(bitPattern: ObjectIdentifier(type))
         let entries = words + 2
-        for entry in 0..<capacity {
-            let stored = entries[2 * entry].load(ordering: .acquiring)
+        // `capacity` is a power of two (see `ManagedSlotTable.words`).
+        var position = offset & (capacity &- 1)
+        for _ in 0..<capacity {
+            let stored = entries[2 &* position].load(ordering: .acquiring)
             if stored == 0 { return nil }
             if stored == key {
-                let packed = entries[2 * entry + 1].load(ordering: .relaxed)
+                let packed = entries[2 &* position &+ 1].load(ordering: .relaxed)
                 if UInt(bitPattern: offset) == packed >> 32 { return Int(packed & 0xFFFF_FFFF) }
             }
+            position = (position &+ 1) & (capacity &- 1)
         }
         return nil
     }

@@ -134,6 +134,12 @@ public enum StoreRequest: Sendable {
 public enum StoreResult: Sendable {
     /// Rows, for `.managedObject` results.
     case nodes([IncrementalStoreNode])
+    /// Rows as bytes, for a fetch whose objects come back as faults
+    /// (``StoreFetch/returnsObjectsAsFaults``): a store may answer so instead of
+    /// ``nodes(_:)``. The coordinator's row cache keeps them, and a fault
+    /// decodes its row when it fires (see ``EncodedStoreNode``).
+    @_spi(StoreImplementation)
+    case encodedNodes([EncodedStoreNode])
     /// IDs, for `.managedObjectID` results.
     case objectIDs([ObjectID])
     /// Values by property name, for `.dictionary` results.
@@ -147,6 +153,7 @@ public enum StoreResult: Sendable {
     package var kindDescription: String {
         switch self {
         case .nodes(let nodes): "\(nodes.count) rows"
+        case .encodedNodes(let nodes): "\(nodes.count) encoded rows"
         case .objectIDs(let ids): "\(ids.count) object IDs"
         case .dictionaries(let rows): "\(rows.count) dictionaries"
         case .count(let count): "a count (\(count))"
@@ -173,6 +180,11 @@ public struct StoreFetch: Sendable {
     /// A store without SQL answers with ``ExpressionFetch/results(for:of:)``
     /// over the objects that match the predicate.
     public var expressions: ExpressionFetch? = nil
+    /// Whether the objects of a `.managedObject` fetch come back as faults
+    /// (Core Data's `returnsObjectsAsFaults`, which an incremental store
+    /// sees on its request): the rows are kept for faults to fire from, and
+    /// a store may answer with ``StoreResult/encodedNodes(_:)``.
+    public var returnsObjectsAsFaults = false
 
     /// The entities whose rows match: the entity and, if included, its subentities.
     public var entities: [EntityDescription] {
