@@ -7,6 +7,10 @@
 #                                    (the search task's queries on ROWS companies, default 20000)
 #   Benchmarks/Scripts/instruction-counts.sh --upsert [ROWS]
 #                                    (the upsert task: ROWS imported, half of them stored before; default 20000)
+#   Benchmarks/Scripts/instruction-counts.sh --batch [ROWS]
+#                                    (the insert task: one batch insert of ROWS, each form alone; default 100000)
+#   Benchmarks/Scripts/instruction-counts.sh --search-import [ROWS]
+#                                    (the search task's import of ROWS companies, name indexed and not; default 100000)
 #
 # Each phase is counted alone, in a run of its own, by toggling collection on
 # the phase's function (its mangled name: a pattern that also matched the
@@ -19,6 +23,10 @@ search=false
 upsert=false
 if [ "${1:-}" = "--search" ]; then search=true; shift; fi
 if [ "${1:-}" = "--upsert" ]; then upsert=true; shift; fi
+batch=false
+search_import=false
+if [ "${1:-}" = "--batch" ]; then batch=true; shift; fi
+if [ "${1:-}" = "--search-import" ]; then search_import=true; shift; fi
 n="${1:-10000}"
 binary=.build/release/datastack-benchmarks
 [ -x "$binary" ] || { echo "error: build first: swift build -c release --package-path Benchmarks" >&2; exit 1; }
@@ -91,6 +99,54 @@ if $upsert; then
     echo "|---|---|---|---|"
     awk -v r="$raw" -v d="$datastack" -v n="$rows" 'BEGIN {
         printf "| instructions (per row) | %.1f M (%.1f k) | %.1f M (%.1f k) | %.2f× |\n", r / 1e6, r / n / 1e3, d / 1e6, d / n / 1e3, d / r }'
+    exit 0
+fi
+# The insert task (issue #36): each form in a run of its own (`--insert-forms`), counted alone: raw
+# SQLite's timed closure (the transaction, the prepared INSERT bound by position, Z_MAX), and
+# DataStack's `execute(_: BatchInsertRequest)` (the handler form with the handler's own dictionary
+# filling; the `objects:` form with the dictionaries built before; the handler form with history).
+# Counts include the 1,000-row warm-up pass, as every form's does.
+if $batch; then
+    rows="${1:-100000}"
+    batch_count() {
+        local out
+        out="$(mktemp)"
+        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$2" \
+            "$binary" --tasks insert --insert-rows "$rows" --insert-forms "$1" --repetitions 1 > /dev/null 2>&1
+        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+        rm -f "$out"
+    }
+    execute='$s11ObjectGraph07ManagedA7ContextC7executeyAA11BatchResultOAA0F13InsertRequestVKF'
+    raw=$(batch_count raw "${prefix}20BatchInsertBenchmarkO3raw33_AC93FE82815D42E3F61D31850A060572LL_4intoAC6TimingVSayAA12TickerValuesVG_20FoundationEssentials3URLVtKFZyyKXEfU_")
+    echo "| batch insert, $rows rows (+ 1,000 warm-up) | instructions (per row) | × raw |"
+    echo "|---|---|---|"
+    awk -v r="$raw" -v n="$rows" 'BEGIN { printf "| raw SQLite (prepared INSERT) | %.1f M (%.2f k) | 1.00× |\n", r / 1e6, r / (n + 1000) / 1e3 }'
+    for form in handler objects tracked; do
+        count=$(batch_count "$form" "$execute")
+        awk -v f="$form" -v r="$raw" -v d="$count" -v n="$rows" 'BEGIN {
+            printf "| DataStack, %s | %.1f M (%.2f k) | %.2f× |\n", f, d / 1e6, d / (n + 1000) / 1e3, d / r }'
+    done
+    exit 0
+fi
+# The search task's import (issue #36): the companies imported through the stack into the entity
+# with `name` not indexed and indexed, each in a run of its own (`--search-import-only`), counted
+# as the import task's are (the importer's chunks: `saveChunk`'s closure). Chunks of 10,000.
+if $search_import; then
+    rows="${1:-100000}"
+    import_count() {
+        local out
+        out="$(mktemp)"
+        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" \
+            --toggle-collect='$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_' \
+            "$binary" --tasks search --search-rows "$rows" --search-import-only "$1" --repetitions 1 > /dev/null 2>&1
+        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+        rm -f "$out"
+    }
+    plain=$(import_count plain); indexed=$(import_count indexed)
+    echo "| search import, $rows companies | name not indexed | name indexed | indexed ÷ not |"
+    echo "|---|---|---|---|"
+    awk -v p="$plain" -v i="$indexed" -v n="$rows" 'BEGIN {
+        printf "| instructions (per row) | %.1f M (%.1f k) | %.1f M (%.1f k) | %.2f× |\n", p / 1e6, p / n / 1e3, i / 1e6, i / n / 1e3, i / p }'
     exit 0
 fi
 declare -A phase=(

@@ -10,3 +10,9 @@ static inline sqlite3_destructor_type csqlite_transient(void) {
 static inline int csqlite_set_no_checkpoint_on_close(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
 }
+
+static inline int csqlite_set_triggers_enabled(sqlite3 *db, int on) {
+    int result = -1;
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, on, &result);
+    return result;
+}

@@ -296,6 +296,23 @@ extension Statement {
         while try step() {}
     }
 
+    /// Runs the statement as ``execute()`` does, for a statement whose caller
+    /// binds every parameter again before each run (a batch insert's rows): the
+    /// text bound for execution is let go, but the bindings are not cleared row
+    /// by row (~150 instructions a row). The caller calls ``clearBindings()``
+    /// after its last run, so that no binding outlives the text it points at.
+    package func executeRebindingEveryParameter() throws {
+        do {
+            while try step() {}
+        } catch {
+            // A failed step has reset the statement: unbind the row's text now.
+            if rowText.isInUse { releaseRowText() }
+            throw error
+        }
+        sqlite3_reset(statement)
+        if rowText.isInUse { rowText.release() }
+    }
+
     /// Unbinds the text ``bindForExecution(_:at:)`` bound (with every other
     /// parameter: the row's statement binds them all again for the next row),
     /// and lets its memory be reused.

@@ -182,6 +182,17 @@ struct Benchmarks {
     // MARK: - Full-text search
 
     static func runSearch(_ options: Options) async throws {
+        if let only = options.searchImportOnly {
+            let imports = try await SearchBenchmark.runImports(rows: options.searchRows, chunkSize: options.chunkSize,
+                                                               repetitions: options.repetitions, plain: only.contains("plain"),
+                                                               indexed: only.contains("indexed"))
+            func time(_ duration: Duration?) -> String { duration.map(Report.milliseconds) ?? "—" }
+            let ratio = imports.plain.flatMap { plain in imports.indexed.map { String(format: "%.2f×", $0.seconds / max(plain.seconds, 1e-9)) } }
+            print(Report.table(["search: import of N through the stack", "name not indexed", "name indexed", "× (target ≤ 1.5×)"],
+                               [[String(options.searchRows), time(imports.plain), time(imports.indexed), ratio ?? "—"]]))
+            print("")
+            return
+        }
         let result = try await SearchBenchmark.run(rows: options.searchRows, chunkSize: options.chunkSize, repetitions: options.repetitions,
                                                    imports: options.searchImports)
         func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%.2f×", a.seconds / max(b.seconds, 1e-9)) }

@@ -20,7 +20,7 @@ struct Options: Sendable {
     var upsertRows = 100_000
     /// Rows the insert task writes with one batch insert.
     var insertRows = 100_000
-    /// Which ways the insert task runs (all when empty): for counting one alone (Scripts/instruction-counts.sh --insert).
+    /// Which ways the insert task runs (all when empty): for counting one alone (Scripts/instruction-counts.sh --batch).
     var insertForms: Set<String> = []
     /// To-many sizes of the tomany-build task (each built through the inverse in one context).
     var toManyBuildSizes = [10_000, 20_000, 40_000]
@@ -37,6 +37,9 @@ struct Options: Sendable {
     /// Also measure the search task's import with and without the index; off
     /// for the instruction-count script, which counts the queries alone.
     var searchImports = true
+    /// Run only the search task's imports, the plain one, the indexed one or both (nil: the whole task):
+    /// for counting each alone (Scripts/instruction-counts.sh --search-import).
+    var searchImportOnly: Set<String>?
     /// Run only these tasks (all when empty).
     var tasks: Set<String> = []
     /// Run only these contenders in the import, fetch and fault tasks (all when empty);
@@ -74,6 +77,7 @@ struct Options: Sendable {
           --no-history-off-import  skip DataStack's second import, with persistent history off
           --history-off-import     run it (the default; after --no-history-off-import, to override it)
           --no-search-import  skip the search task's imports with and without the index
+          --search-import-only LIST  run only the search task's imports: plain, indexed (no store, no queries)
         """
 
     /// Parses the arguments; `--quick` first sets the quick defaults, later flags override them.
@@ -127,6 +131,12 @@ struct Options: Sendable {
             case "--readers-import-rows": options.readersImportRows = try number(after: argument)
             case "--search-rows": options.searchRows = try number(after: argument)
             case "--no-search-import": options.searchImports = false
+            case "--search-import-only":
+                guard let list = rest.popFirst() else { throw UsageError(message: "--search-import-only needs a list") }
+                let only = Set(list.split(separator: ",").map(String.init))
+                let unknown = only.subtracting(["plain", "indexed"])
+                if !unknown.isEmpty || only.isEmpty { throw UsageError(message: "unknown search import \(unknown.sorted().joined(separator: ", "))") }
+                options.searchImportOnly = only
             case "--no-history-off-import": options.importsWithoutHistory = false
             case "--history-off-import": options.importsWithoutHistory = true
             case "--help", "-h": throw UsageError(message: "")

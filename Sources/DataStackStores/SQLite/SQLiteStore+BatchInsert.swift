@@ -156,6 +156,8 @@ private struct BatchInsertWriter {
 
     /// Writes every row of the request, each inserted, upserted or kept out.
     mutating func writeRows() throws {
+        // Rows run with their bindings kept (each binds every parameter again), cleared once at the end.
+        defer { statements.clearBindings() }
         if searchIndex != nil { try SearchIndexMaintenance.setFlag(true, on: connection) }
         while try rows.next() { try writeRow() }
         if let searchIndex {
@@ -208,7 +210,7 @@ private struct BatchInsertWriter {
     /// Runs the row's statement; a unique index refusing the row becomes the error naming the holder.
     private func execute(_ statement: Statement) throws {
         do {
-            try statement.execute()
+            try statement.executeRebindingEveryParameter()
         } catch let error as SQLiteError where error.extendedResultCode == SQLiteError.SQLITE_CONSTRAINT_UNIQUE {
             throw try duplicateKey() ?? error
         }
@@ -323,6 +325,12 @@ private struct BatchInsertStatements {
             "SELECT Z_PK, Z_ENT FROM \(tableName) WHERE " + constraint.positions.map { "\(columns[$0]) = ?" }.joined(separator: " AND ") + " LIMIT 1"
         }
         holders = HolderStatements(count: constraints.count)
+    }
+
+    /// Unbinds the rows' statements, run with their bindings kept, once the last row has run.
+    func clearBindings() {
+        single?.clearBindings()
+        for statement in upserts.values { statement.clearBindings() }
     }
 
     /// The statement for a row giving these attributes, reset and ready to bind.

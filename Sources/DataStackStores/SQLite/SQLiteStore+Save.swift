@@ -117,8 +117,10 @@ extension SQLiteStore {
                 || request.updatedObjects.contains { $0.objectID.entity.hasRelationships }
             let permanentIDs = pointsAtObjects ? result.permanentIDs : [:]
             var search = SearchIndexMaintenance(schema: schema, connection: connection)
-            try search.plan(deleted: request.deletedObjects, inserted: request.insertedObjects, insertedKeys: insertedKeys)
+            try search.plan(deleted: request.deletedObjects, updated: request.updatedObjects, inserted: request.insertedObjects,
+                            insertedKeys: insertedKeys)
             try search.beforeWritingRows()
+            defer { search.restoreTriggers() }
             var conflicts: [MergeConflict] = []
             var deletes = EntityStatementCache(connection: connection, schema: schema, sql: \.deleteSQL)
             var updates = EntityStatementCache(connection: connection, schema: schema, sql: \.updateSQL)
