@@ -43,6 +43,7 @@ extension ManagedObjectContext {
         unsavedUpdates.remove { !$0.flags.contains(.inaccessible) }
         unsavedDeletes.remove { !$0.flags.contains(.inaccessible) }
         deletedInsertedObjectIDs = []
+        uniqueValuesFoundAbsent = nil
         // Changes that could not be applied are discarded with the rest.
         readFailures = [:]
         pendingChanges.removeAll()
@@ -67,6 +68,7 @@ extension ManagedObjectContext {
         readFailures = [:]
         faultBatches = [:]
         permanentIDsByTemporaryID = [:]
+        uniqueValuesFoundAbsent = nil
         pendingChanges.removeAll()
         var change = ObjectsDidChange()
         change.invalidatedAll = true

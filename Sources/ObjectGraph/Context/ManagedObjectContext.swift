@@ -161,6 +161,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Objects inserted and then deleted since the last save: the store never
     /// hears of them, but the context has changed (``hasChanges``), as in Core Data.
     @exclusivity(unchecked) var deletedInsertedObjectIDs: Set<ObjectID> = []
+    /// Values of a uniqueness constraint that a fetch just found in no row,
+    /// for the next save's check to skip the store's lookup of (see
+    /// ``UniqueValuesFoundAbsent``); that save takes them.
+    @exclusivity(unchecked) package var uniqueValuesFoundAbsent: UniqueValuesFoundAbsent?
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
     /// Whether a child context was ever made with this context as its parent
