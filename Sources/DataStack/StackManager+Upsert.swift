@@ -117,7 +117,13 @@ extension StackManager {
         var objects: [PropertyValue: ManagedObject] = [:]
         objects.reserveCapacity(values.count)
         var typeChecked = false
-        for case let object as Object in try context.fetch(request) {
+        // Keys held by rows of a subentity of another class: not this import's objects, but not absent.
+        var heldByOthers: [PropertyValue] = []
+        for fetched in try context.fetch(request) {
+            guard let object = fetched as? Object else {
+                heldByOthers.append(fetched.slotValue(at: attribute.index))
+                continue
+            }
             let stored = object.slotValue(at: attribute.index)
             // The key type is checked once, on the first row: every row's value has the attribute's type.
             if !typeChecked || !unique.contains(stored) {
@@ -134,6 +140,7 @@ extension StackManager {
         }
         // What is left of the keys looked for: those no row holds.
         for found in objects.keys { unique.remove(found) }
+        for held in heldByOthers { unique.remove(held) }
         return (objects, unique)
     }
 

@@ -105,7 +105,7 @@ extension ManagedObjectContext {
         readFailures[id] = nil
         if object.state == .fault { return }
         unsavedUpdates.remove(object)
-        pendingChanges.updated.remove(id)
+        pendingChanges.forgetUpdated(id)
         if object.flags.contains(.deleted) {
             unsavedDeletes.remove(object)
             pendingChanges.deleted.remove(id)

@@ -443,7 +443,7 @@ extension ManagedObjectContext {
         object.flags.insert(.updated)
         registry[rowID] = object
         unsavedUpdates.insert(object)
-        pendingChanges.updated.insert(rowID)
+        pendingChanges.noteUpdated(rowID)
         object.snapshot = node.values
         object.snapshotVersion = node.version
         remapReferences([temporaryID: rowID])
