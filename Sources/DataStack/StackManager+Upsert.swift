@@ -57,7 +57,15 @@ extension StackManager {
             let values = try Self.slotValues(chunk.map(key), for: keyAttribute, entity: entity.name)
             // By value, of the concrete class: a dictionary of the generic `Object` would hash
             // and probe through unspecialized generic code. Every object in it is an `Object`.
-            var objects = try Self.stored(Object.self, entity: entity, attribute: keyAttribute, values: values, keyType: Key.self, in: context)
+            var objects: [PropertyValue: ManagedObject]
+            let absent: Set<PropertyValue>
+            (objects, absent) = try Self.stored(Object.self, entity: entity, attribute: keyAttribute, values: values, keyType: Key.self, in: context)
+            // The keys no row holds: the save's uniqueness check need not look them up again
+            // (a row another writer saves with one now meets the store's unique index, and the
+            // save's resolver settles it as the check would).
+            if entity.uniquenessConstraints.contains([keyAttribute.name]) {
+                context.uniqueValuesFoundAbsent = UniqueValuesFoundAbsent(entity: entity, key: keyAttribute.name, values: absent)
+            }
             for position in chunk.indices {
                 let value = values[position]
                 let object: Object
@@ -87,14 +95,16 @@ extension StackManager {
 
     /// The stored objects whose `attribute` holds one of `values`, by value,
     /// all of class `Object`, loaded: one query, its `IN` list built as a
-    /// tree (no format to parse, no argument to cast).
+    /// tree (no format to parse, no argument to cast); and the values no
+    /// object found holds.
     ///
     /// - Throws: ``StackError/Code/keyTypeMismatch`` for a stored key that
     ///   reads as another type than `Key`, or that the query matched but that
     ///   equals none of `values`: either would look absent and be inserted again.
     private static func stored<Object: ManagedObject, Key>(_ type: Object.Type, entity: EntityDescription, attribute: AttributeDescription,
                                                            values: [PropertyValue], keyType: Key.Type,
-                                                           in context: ManagedObjectContext) throws -> [PropertyValue: ManagedObject] {
+                                                           in context: ManagedObjectContext) throws
+        -> (found: [PropertyValue: ManagedObject], absent: Set<PropertyValue>) {
         var unique = Set<PropertyValue>(minimumCapacity: values.count)
         var list: [PredicateNode] = []
         list.reserveCapacity(values.count)
@@ -107,7 +117,13 @@ extension StackManager {
         var objects: [PropertyValue: ManagedObject] = [:]
         objects.reserveCapacity(values.count)
         var typeChecked = false
-        for case let object as Object in try context.fetch(request) {
+        // Keys held by rows of a subentity of another class: not this import's objects, but not absent.
+        var heldByOthers: [PropertyValue] = []
+        for fetched in try context.fetch(request) {
+            guard let object = fetched as? Object else {
+                heldByOthers.append(fetched.slotValue(at: attribute.index))
+                continue
+            }
             let stored = object.slotValue(at: attribute.index)
             // The key type is checked once, on the first row: every row's value has the attribute's type.
             if !typeChecked || !unique.contains(stored) {
@@ -122,7 +138,10 @@ extension StackManager {
             }
             objects[stored] = object
         }
-        return objects
+        // What is left of the keys looked for: those no row holds.
+        for found in objects.keys { unique.remove(found) }
+        for held in heldByOthers { unique.remove(held) }
+        return (objects, unique)
     }
 
     /// A stored attribute value as an import key: as it is, or an integer of

@@ -295,4 +295,5 @@ final class StackStatementLog: Sendable {
     func append(_ sql: String) { recorded.withLock { $0.append(sql) } }
     func reset() { recorded.withLock { $0.removeAll() } }
     var selects: [String] { recorded.withLock { $0 }.filter { $0.uppercased().hasPrefix("SELECT") } }
+    var all: [String] { recorded.withLock { $0 } }
 }

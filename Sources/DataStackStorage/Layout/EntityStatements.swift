@@ -24,6 +24,8 @@ package struct EntityStatements: Sendable {
     package let updateSQL: String
     /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
     package let deleteSQL: String
+    private let table: String
+    private let dialect: any SQLDialect
 
     /// - Parameters:
     ///   - columns: the column of each slot of the entity (nil: none).
@@ -38,6 +40,8 @@ package struct EntityStatements: Sendable {
             return WritableSlot(slot: slot, column: column, entityColumn: nil, storesExternally: externalSlots.contains(slot))
         }
         self.writable = writable
+        self.table = table
+        self.dialect = dialect
         let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
         let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
         var count = 0
@@ -53,5 +57,22 @@ package struct EntityStatements: Sendable {
         updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
         count = 0
         deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+    }
+
+    /// An UPDATE like ``updateSQL`` that writes only the `changed` slots
+    /// (and `Z_OPT`), with the written slots in binding order: an unchanged
+    /// column is not written, so its indexes (a unique key's) are not
+    /// touched. Bound as ``updateSQL`` is: `Z_OPT`, the slots, their entity
+    /// columns, then the key and the version read.
+    package func updateSQL(writing changed: SlotMask) -> (sql: String, writable: [WritableSlot]) {
+        let written = writable.filter { changed.contains($0.slot) }
+        let names = written.map(\.column.name) + written.compactMap(\.entityColumn)
+        var count = 0
+        func next() -> String {
+            count += 1
+            return dialect.orderedPlaceholder(count)
+        }
+        let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
+        return ("UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())", written)
     }
 }

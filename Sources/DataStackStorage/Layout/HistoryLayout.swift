@@ -80,7 +80,7 @@ package struct HistoryLayout: Sendable {
         /// The `ZCOLUMNS` bytes with the bits of these slots set.
         package func columnsMask(slots: [Int]) -> [UInt8] {
             var bytes = [UInt8](repeating: 0, count: byteCount)
-            for slot in slots {
+            for slot in slots where slot >= 0 && slot < bitsOfSlot.count {
                 for bit in bitsOfSlot[slot] { bytes[bit / 8] |= 0x80 >> UInt8(bit % 8) }
             }
             return bytes

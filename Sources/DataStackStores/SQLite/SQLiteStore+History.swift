@@ -121,7 +121,18 @@ extension SQLiteStore: PersistentHistoryStore {
         let tombstoned = request.deletedObjects.lazy.map(\.objectID).filter {
             !(layout.entities[ObjectIdentifier($0.entity)]?.tombstoneSlots.isEmpty ?? true)
         }
-        var rows = try currentRows(of: request.updatedObjects.map(\.objectID) + tombstoned, schema: schema, connection: connection)
+        // Not the rows of updated objects whose changed slots the context
+        // gave at the version the save checks: in an attempt that stands that
+        // version is the row's, so the row is the context's snapshot
+        // (``recordHistory`` takes their changed slots as they are).
+        var read: [ObjectID] = []
+        read.reserveCapacity(request.updatedObjects.count)
+        for (position, node) in request.updatedObjects.enumerated() where request.snapshotChanges(ofUpdatedAt: position) == nil {
+            read.append(node.objectID)
+        }
+        read.append(contentsOf: tombstoned)
+        if read.isEmpty { return [:] }
+        var rows = try currentRows(of: read, schema: schema, connection: connection)
         // A loaded to-many of an updated object: its members as the file has
         // them now. The writer holds the write lock, so a read begun now (on
         // any reader connection) sees the state this save starts from.
@@ -175,11 +186,17 @@ extension SQLiteStore: PersistentHistoryStore {
         }
         next = try recordInsertions(of: request.insertedObjects, keys: insertedKeys, firstKey: next, transaction: transaction,
                                     schema: schema, connection: connection)
-        for node in request.updatedObjects {
+        for (position, node) in request.updatedObjects.enumerated() {
             guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
                 throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
             }
-            let changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { permanentIDs[$0] ?? $0 }
+            let changed: [Int]
+            if let snapshotChanges = request.snapshotChanges(ofUpdatedAt: position) {
+                // Slots without a bit set none (columnsMask); `written` slots always count.
+                changed = writtenSlots.isEmpty ? snapshotChanges.slots : snapshotChanges.slots + writtenSlots.filter { !snapshotChanges.contains($0) }
+            } else {
+                changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { permanentIDs[$0] ?? $0 }
+            }
             try insert(node.objectID, .update, columns: entity.columnsMask(slots: changed), tombstone: [])
         }
         for node in request.deletedObjects {

@@ -137,9 +137,15 @@ extension SQLiteStore {
                     conflicts.append(try conflict(for: node, mapping: mapping, connection: connection))
                 }
             }
-            for node in request.updatedObjects {
-                let (mapping, statement) = try updates.entry(for: node.objectID.entity)
-                let writable = mapping.statements.writable
+            var partialUpdates = PartialUpdateCache(connection: connection)
+            for (position, node) in request.updatedObjects.enumerated() {
+                var (mapping, statement) = try updates.entry(for: node.objectID.entity)
+                var writable = mapping.statements.writable
+                // The changed columns only, when the context's snapshot says which: a
+                // file kept outside the row is replaced only by writing its column.
+                if let changed = request.snapshotChanges(ofUpdatedAt: position), mapping.externalSlots.isEmpty {
+                    (writable, statement) = try partialUpdates.entry(for: node.objectID.entity, mapping: mapping, changed: changed)
+                }
                 let external = try files.map { files in
                     try externalColumns(of: node, mapping: mapping, replacing: true, files: files, connection: connection)
                 } ?? [:]
@@ -217,6 +223,41 @@ extension SQLiteStore {
             last = (key, entry)
             // Not reset here: every parameter is bound again for each row, and
             // `execute()` resets the statement whether its row ran or failed.
+            return entry
+        }
+    }
+
+    /// The UPDATE statements of changed-column sets (``EntityStatements/updateSQL(writing:)``)
+    /// for the rows of one save, by entity and set: an import that changes the
+    /// same columns of every row prepares one, and finds it again by comparing
+    /// with the row before, not by hashing.
+    private struct PartialUpdateCache {
+        typealias Entry = (writable: [EntityStatements.WritableSlot], statement: Statement)
+        private struct Key: Hashable {
+            let entity: ObjectIdentifier
+            let changed: SlotMask
+        }
+        let connection: Connection
+        private var last: (key: Key, entry: Entry)?
+        private var entries: [Key: Entry] = [:]
+
+        init(connection: Connection) {
+            self.connection = connection
+        }
+
+        mutating func entry(for entity: EntityDescription, mapping: TableLayout.EntityMapping, changed: SlotMask) throws -> Entry {
+            let key = Key(entity: ObjectIdentifier(entity), changed: changed)
+            if let last, last.key == key { return last.entry }
+            let entry: Entry
+            if let known = entries[key] {
+                entry = known
+            } else {
+                let (sql, writable) = mapping.statements.updateSQL(writing: changed)
+                // A few sets a save, the same ones save after save: the connection's cache keeps them.
+                entry = (writable, try connection.cachedStatement(sql))
+                entries[key] = entry
+            }
+            last = (key, entry)
             return entry
         }
     }
@@ -358,3 +399,8 @@ extension SQLiteStore {
                       persistedSnapshotVersion: try currentVersion(of: node.objectID, mapping: mapping, connection: connection))
     }
 }
+
+// A store opens only with a unique index for every uniqueness constraint
+// (`TableLayout.indexDifferences`), and a save turns the index's refusal
+// into a uniqueness conflict for its resolver (`executeCheckingUniqueness`).
+extension SQLiteStore: DuplicateRefusingStore {}

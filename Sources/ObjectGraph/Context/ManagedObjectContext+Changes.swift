@@ -43,6 +43,7 @@ extension ManagedObjectContext {
         unsavedUpdates.remove { !$0.flags.contains(.inaccessible) }
         unsavedDeletes.remove { !$0.flags.contains(.inaccessible) }
         deletedInsertedObjectIDs = []
+        uniqueValuesFoundAbsent = nil
         // Changes that could not be applied are discarded with the rest.
         readFailures = [:]
         pendingChanges.removeAll()
@@ -67,6 +68,7 @@ extension ManagedObjectContext {
         readFailures = [:]
         faultBatches = [:]
         permanentIDsByTemporaryID = [:]
+        uniqueValuesFoundAbsent = nil
         pendingChanges.removeAll()
         var change = ObjectsDidChange()
         change.invalidatedAll = true
@@ -103,7 +105,7 @@ extension ManagedObjectContext {
         readFailures[id] = nil
         if object.state == .fault { return }
         unsavedUpdates.remove(object)
-        pendingChanges.updated.remove(id)
+        pendingChanges.forgetUpdated(id)
         if object.flags.contains(.deleted) {
             unsavedDeletes.remove(object)
             pendingChanges.deleted.remove(id)

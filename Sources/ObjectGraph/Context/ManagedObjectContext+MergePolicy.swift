@@ -102,7 +102,10 @@ extension ManagedObjectContext {
     fileprivate func resolve(_ conflicts: SaveConflicts, saving saved: inout SavedObjects) throws {
         guard mergePolicy != .error else {
             if !conflicts.versionConflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts.versionConflicts) }
-            throw ObjectGraphError.uniquenessConflict(conflicts.uniquenessConflicts)
+            // As the check before the save reports it, with the row holding the values: the
+            // store's unique index names only the refused row.
+            let found = try uniquenessConflictsNow()
+            throw ObjectGraphError.uniquenessConflict(found.isEmpty ? conflicts.uniquenessConflicts : found)
         }
         if !conflicts.versionConflicts.isEmpty {
             let dropped = try resolve(conflicts.versionConflicts) { conflicts.currentRows[$0] }

@@ -193,7 +193,7 @@ extension ManagedObjectContext {
         object.managedObjectContext = self
         object.flags.insert(.deleted)
         unsavedUpdates.remove(object)
-        pendingChanges.updated.remove(id)
+        pendingChanges.forgetUpdated(id)
         if object.flags.contains(.inserted) {
             // Never saved: the store never hears of it, but observers do.
             unsavedInserts.remove(object)
@@ -215,7 +215,7 @@ extension ManagedObjectContext {
             object.flags.insert(.updated)
             unsavedUpdates.insert(object)
         }
-        pendingChanges.updated.insert(id)
+        pendingChanges.noteUpdated(id)
     }
 
     // MARK: - Registry maintenance

@@ -39,7 +39,10 @@ extension ManagedObjectContext {
         callWillSave()
         try validateChanges()
         // Uniqueness constraints: thrown, or duplicates collapsed (ManagedObjectContext+Uniqueness.swift).
-        let merged = parent == nil ? try resolveUniquenessConflicts() : [:]
+        // Values a fetch found absent serve this save's check only, and only before it writes.
+        let absent = uniqueValuesFoundAbsent
+        uniqueValuesFoundAbsent = nil
+        let merged = parent == nil ? try resolveUniquenessConflicts(skippingLookupOf: absent) : [:]
 
         var saved = SavedObjects(inserted: unsavedInserts.objects,
                                  updated: unsavedUpdates.objects,
@@ -142,12 +145,36 @@ extension ManagedObjectContext {
     }
 
     func saveRequest(for saved: SavedObjects) -> SaveChangesRequest {
-        SaveChangesRequest(
+        var request = SaveChangesRequest(
             insertedObjects: saved.inserted.map { node(for: $0, version: 0) },
             updatedObjects: saved.updated.map { node(for: $0, version: $0.snapshotVersion) },
             deletedObjects: saved.deleted.filter { !$0.flags.contains(.inaccessible) }.map {
                 IncrementalStoreNode(objectID: $0.objectID, values: [], version: $0.snapshotVersion)
             })
+        // Only a store reads them: a parent absorbing a child's save does not.
+        if parent == nil, !saved.updated.isEmpty {
+            let none = SnapshotChanges(objectID: saved.updated[0].objectID, version: -1, slots: SlotMask())
+            request.updatedSnapshotChanges = saved.updated.map { Self.snapshotChanges(of: $0) ?? none }
+        }
+        return request
+    }
+
+    /// The slots an updated object changed since its snapshot, at the
+    /// snapshot's version; nil when it has no snapshot of every slot, or
+    /// holds a to-many's members (whether those changed is the store's to
+    /// tell: members move when other rows' foreign keys do).
+    private static func snapshotChanges(of object: ManagedObject) -> SnapshotChanges? {
+        guard let snapshot = object.snapshot else { return nil }
+        let slots = object.slots
+        guard snapshot.count == slots.count else { return nil }
+        var mask = SlotMask()
+        for slot in slots.indices {
+            let value = slots[slot]
+            if case .objects = value { return nil }
+            if case .objects = snapshot[slot] { return nil }
+            if value != snapshot[slot] { mask.insert(slot) }
+        }
+        return SnapshotChanges(objectID: object.objectID, version: object.snapshotVersion, slots: mask)
     }
 
     /// Saves to the coordinator. The stores settle conflicts inside their

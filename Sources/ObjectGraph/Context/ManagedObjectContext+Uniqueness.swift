@@ -78,14 +78,16 @@ extension ManagedObjectContext {
     ///
     /// - Returns: the IDs of the duplicates removed, with their survivors.
     /// - Throws: ``ObjectGraphError/Code-swift.struct/uniquenessConflict`` under ``MergePolicy/error``.
-    func resolveUniquenessConflicts() throws -> [ObjectID: ManagedObject] {
+    /// - Parameter absent: values the first search need not look up in the
+    ///   store (``UniqueValuesFoundAbsent``); later rounds look everything up.
+    func resolveUniquenessConflicts(skippingLookupOf absent: UniqueValuesFoundAbsent? = nil) throws -> [ObjectID: ManagedObject] {
         // Most models declare no constraints: then a save pays nothing here.
         guard persistentStoreCoordinator?.managedObjectModel.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) == true else {
             return [:]
         }
         var survivors: [ObjectID: ManagedObject] = [:]
-        for _ in 0..<4 {
-            let conflicts = try findUniquenessConflicts()
+        for round in 0..<4 {
+            let conflicts = try findUniquenessConflicts(skippingLookupOf: round == 0 ? absent : nil)
             if conflicts.isEmpty { return survivors }
             let objectWins: Bool
             switch mergePolicy {
@@ -137,7 +139,13 @@ extension ManagedObjectContext {
     // constraint: its constraints by position (no hashing of the constraint's
     // keys), a tuple with no array for a constraint of one key, and a list
     // only for the tuples several objects hold.
-    private func findUniquenessConflicts() throws -> [Conflict] {
+    /// The conflicts of the constraints as the store holds its rows now,
+    /// every value looked up: what the check before a save would report.
+    func uniquenessConflictsNow() throws -> [UniquenessConflict] {
+        try findUniquenessConflicts().map(\.reported)
+    }
+
+    private func findUniquenessConflicts(skippingLookupOf absent: UniqueValuesFoundAbsent? = nil) throws -> [Conflict] {
         var constraints: [Constraint] = []
         var positionsByEntity: [ObjectIdentifier: [Int]] = [:]
         func positions(of entity: EntityDescription) -> [Int] {
@@ -194,12 +202,22 @@ extension ManagedObjectContext {
         var stored: [[Tuple: ObjectID]] = Array(repeating: [:], count: firsts.count)
         if let coordinator = persistentStoreCoordinator {
             for position in firsts.indices {
-                let tuples = firsts[position].compactMap { $0.value.isLookedUp ? $0.key : nil }
-                if tuples.isEmpty { continue }
                 let constraint = constraints[position]
                 // Dropped: no store holding the entity means no stored row to find, and the
                 // coordinator's save throws noStore for its objects itself.
                 guard let store = try? coordinator.store(for: constraint.declaringEntity) as? any UniquenessCheckingStore else { continue }
+                // Values a fetch just found in no row: the store's unique index refuses them if a
+                // row took them since, and the save's resolver looks them up then.
+                let skipped = absent.flatMap { absent in
+                    absent.entity === constraint.declaringEntity && constraint.keys == [absent.key] && store is any DuplicateRefusingStore
+                        ? absent.values : nil
+                }
+                let tuples = firsts[position].compactMap { entry -> Tuple? in
+                    guard entry.value.isLookedUp else { return nil }
+                    if let skipped, skipped.contains(entry.key.first) { return nil }
+                    return entry.key
+                }
+                if tuples.isEmpty { continue }
                 let ids = try store.objectIDs(of: constraint.declaringEntity, matching: constraint.keys, values: tuples.map(\.values))
                 for (tuple, id) in zip(tuples, ids) { if let id { stored[position][tuple] = id } }
             }
@@ -425,7 +443,7 @@ extension ManagedObjectContext {
         object.flags.insert(.updated)
         registry[rowID] = object
         unsavedUpdates.insert(object)
-        pendingChanges.updated.insert(rowID)
+        pendingChanges.noteUpdated(rowID)
         object.snapshot = node.values
         object.snapshotVersion = node.version
         remapReferences([temporaryID: rowID])

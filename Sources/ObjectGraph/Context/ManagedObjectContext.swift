@@ -161,6 +161,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Objects inserted and then deleted since the last save: the store never
     /// hears of them, but the context has changed (``hasChanges``), as in Core Data.
     @exclusivity(unchecked) var deletedInsertedObjectIDs: Set<ObjectID> = []
+    /// Values of a uniqueness constraint that a fetch just found in no row,
+    /// for the next save's check to skip the store's lookup of (see
+    /// ``UniqueValuesFoundAbsent``); that save takes them.
+    @exclusivity(unchecked) package var uniqueValuesFoundAbsent: UniqueValuesFoundAbsent?
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
     /// Whether a child context was ever made with this context as its parent
@@ -351,7 +355,10 @@ final class QueueToken: Sendable {
 /// reported.
 struct PendingChanges {
     private(set) var insertedObjects: [ManagedObject] = []
-    var updated: Set<ObjectID> = []
+    private(set) var updated: Set<ObjectID> = []
+    /// The ID ``noteUpdated(_:)`` inserted last: the writes of one object's
+    /// properties, one after another (an import's), hash its ID once.
+    private var lastUpdated: ObjectID?
     var deleted: Set<ObjectID> = []
     var isEmpty: Bool { insertedObjects.isEmpty && updated.isEmpty && deleted.isEmpty }
 
@@ -360,6 +367,19 @@ struct PendingChanges {
         if object.flags.contains(.pendingInsert) { return }
         object.flags.insert(.pendingInsert)
         insertedObjects.append(object)
+    }
+
+    /// Counts the object of `id` as updated.
+    mutating func noteUpdated(_ id: ObjectID) {
+        if let lastUpdated, lastUpdated == id { return }
+        updated.insert(id)
+        lastUpdated = id
+    }
+
+    /// Stops counting the object of `id` as updated.
+    mutating func forgetUpdated(_ id: ObjectID) {
+        updated.remove(id)
+        lastUpdated = nil
     }
 
     /// Stops counting `object` as inserted.

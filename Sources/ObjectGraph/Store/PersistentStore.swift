@@ -231,6 +231,11 @@ public struct SaveChangesRequest: Sendable {
     /// root context's save carries one that applies the context's merge
     /// policy. Nil: conflicts are the save's error.
     public var conflictResolver: (any SaveConflictResolver)?
+    /// For the updated objects, in ``updatedObjects``' order, the slots each
+    /// changed since the context's snapshot of its row (``SnapshotChanges``);
+    /// empty, or an entry that does not name its node's object and version,
+    /// when the context did not give them. A store may ignore them.
+    package var updatedSnapshotChanges: [SnapshotChanges] = []
 
     public init(insertedObjects: [IncrementalStoreNode] = [], updatedObjects: [IncrementalStoreNode] = [],
                 deletedObjects: [IncrementalStoreNode] = [], lockedObjects: [IncrementalStoreNode] = [],
