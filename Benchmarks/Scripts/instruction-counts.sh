@@ -45,6 +45,21 @@ C
 fi
 
 prefix='$s19DataStackBenchmarks'
+# The importer context's work per chunk: the objects made, the save, the reset (the closure
+# saveChunk runs on the importer's queue; the hash is StackManager+Import.swift's).
+save_chunk='$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_'
+
+# The instructions run inside the function PATTERN names, in one run of the benchmarks with ARGS.
+#   callgrind_count PATTERN ARGS...
+callgrind_count() {
+    local pattern="$1" out
+    shift
+    out="$(mktemp)"
+    LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$pattern" \
+        "$binary" "$@" > /dev/null 2>&1
+    callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+    rm -f "$out"
+}
 
 # The search task: each query function (none calls another) counted alone, in a run of its
 # own without the task's import measurement. Each runs twice (the untimed pass and the one
@@ -60,12 +75,7 @@ if $search; then
         [ranked]="${search_prefix}11rankedFetch_5limit2ins8DurationV_SitSS_Si11ObjectGraph07ManagedK7ContextCtKFZ"
     )
     search_count() {
-        local out
-        out="$(mktemp)"
-        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
-            "$binary" --tasks search --search-rows "$rows" --repetitions 1 --no-search-import > /dev/null 2>&1
-        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 / 2 }'
-        rm -f "$out"
+        callgrind_count "$1" --tasks search --search-rows "$rows" --repetitions 1 --no-search-import | awk '{ print $1 / 2 }'
     }
     raw=$(search_count "${search_phase[raw]}"); found=$(search_count "${search_phase[search]}")
     scanned=$(search_count "${search_phase[scan]}")
@@ -85,16 +95,9 @@ fi
 # functions, so neither count includes the rows stored before. Chunks of 10,000, as the task's.
 if $upsert; then
     rows="${1:-20000}"
-    upsert_count() {
-        local out
-        out="$(mktemp)"
-        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$1" \
-            "$binary" --tasks upsert --upsert-rows "$rows" --repetitions 1 > /dev/null 2>&1
-        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-        rm -f "$out"
-    }
+    upsert_count() { callgrind_count "$1" --tasks upsert --upsert-rows "$rows" --repetitions 1; }
     raw=$(upsert_count "${prefix}15UpsertBenchmarkO03rawD0_9chunkSize4into*")
-    datastack=$(upsert_count '$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_')
+    datastack=$(upsert_count "$save_chunk")
     echo "| upsert, $rows rows ($((rows / 2)) stored before) | raw SQLite (ON CONFLICT DO UPDATE) | DataStack performImport(upserting:) | × raw |"
     echo "|---|---|---|---|"
     awk -v r="$raw" -v d="$datastack" -v n="$rows" 'BEGIN {
@@ -108,14 +111,7 @@ fi
 # Counts include the 1,000-row warm-up pass, as every form's does.
 if $batch; then
     rows="${1:-100000}"
-    batch_count() {
-        local out
-        out="$(mktemp)"
-        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$2" \
-            "$binary" --tasks insert --insert-rows "$rows" --insert-forms "$1" --repetitions 1 > /dev/null 2>&1
-        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-        rm -f "$out"
-    }
+    batch_count() { callgrind_count "$2" --tasks insert --insert-rows "$rows" --insert-forms "$1" --repetitions 1; }
     execute='$s11ObjectGraph07ManagedA7ContextC7executeyAA11BatchResultOAA0F13InsertRequestVKF'
     raw=$(batch_count raw "${prefix}20BatchInsertBenchmarkO3raw33_AC93FE82815D42E3F61D31850A060572LL_4intoAC6TimingVSayAA12TickerValuesVG_20FoundationEssentials3URLVtKFZyyKXEfU_")
     echo "| batch insert, $rows rows (+ 1,000 warm-up) | instructions (per row) | × raw |"
@@ -134,13 +130,7 @@ fi
 if $search_import; then
     rows="${1:-100000}"
     import_count() {
-        local out
-        out="$(mktemp)"
-        LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" \
-            --toggle-collect='$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_' \
-            "$binary" --tasks search --search-rows "$rows" --search-import-only "$1" --repetitions 1 > /dev/null 2>&1
-        callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-        rm -f "$out"
+        callgrind_count "$save_chunk" --tasks search --search-rows "$rows" --search-import-only "$1" --repetitions 1
     }
     plain=$(import_count plain); indexed=$(import_count indexed)
     echo "| search import, $rows companies | name not indexed | name indexed | indexed ÷ not |"
@@ -158,9 +148,7 @@ declare -A phase=(
     [grdb-hand-written/import]="${prefix}9GRDBBenchO6insert_9chunkSize2as4intoySayAA12TickerValuesVG_SiAC6RecordO4GRDB13DatabaseQueueCtKFZyAM0N0CKXEfU_"
     [grdb-hand-written/fetch]="${prefix}9GRDBBenchO8fetchAll2as4fromAA8ChecksumVAC6RecordO_4GRDB13DatabaseQueueCtKFZAhK0L0CKXEfU_"
     [grdb-hand-written/fault-ids]="${prefix}9GRDBBenchO19fetchIDsThenRecords5every2as4fromAA8ChecksumVSi_AC6RecordO4GRDB13DatabaseQueueCtKFZAiL0O0CKXEfU_"
-    # The importer context's work per chunk: the objects made, the save, the reset (the
-    # closure saveChunk runs on the importer's queue; the hash is StackManager+Import.swift's).
-    [datastack/import]='$s9DataStack0B7ManagerC9saveChunk33_E2CD26EACED56161CB1A037425618410LL_10onConflict_Si_SitSayxG_AA06ImportL10ResolutionOyAG_11ObjectGraph07ManagedO7ContextCtYbKctYaKs8SendableRzlFSi_SityYbKcfU_'
+    [datastack/import]="$save_chunk"
     [datastack/fetch]="${prefix}0aB5BenchO8fetchAll2inAA8ChecksumV11ObjectGraph07ManagedI7ContextC_tYaKFZAGyYbKcfU_"
     [datastack/fault-rows]="${prefix}0aB5BenchO19fetchFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"
     [datastack/fault-ids]="${prefix}0aB5BenchO21fetchIDFaultsThenFire5every2inAA8ChecksumV_Si4hits_Si6missest5cachetSi_11ObjectGraph07ManagedO7ContextCtYaKFZAH_SiAI_SiAJtAKtyYbKcfU_"
@@ -168,12 +156,8 @@ declare -A phase=(
 )
 
 count() {
-    local out
-    out="$(mktemp)"
-    LD_PRELOAD="$shim" valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="$2" \
-        "$binary" --n "$n" --repetitions 1 --contenders "$1" --tasks import,fetch,fault --no-history-off-import ${3:-} > /dev/null 2>&1
-    callgrind_annotate "$out" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
-    rm -f "$out"
+    # shellcheck disable=SC2086  # ${3:-}: extra options, split into words
+    callgrind_count "$2" --n "$n" --repetitions 1 --contenders "$1" --tasks import,fetch,fault --no-history-off-import ${3:-}
 }
 
 echo "| phase (N = $n + 1,000 warm-up) | raw SQLite | GRDB hand-written | DataStack | DataStack × raw | DataStack × GRDB |"
