@@ -198,18 +198,20 @@ struct DeclaredModelBuilder {
             let declared = entry.declarations.entity
             let className = entry.declarations.className
             var constraints = entry.entity.uniquenessConstraints
-            for constraint in declared.uniquenessConstraints {
+            for (number, constraint) in declared.uniquenessConstraints.enumerated() {
                 var names: [String] = []
-                for keyPath in constraint {
-                    names.append(try name(of: keyPath, in: entry, purpose: "uniqueness constraint"))
+                for (position, keyPath) in constraint.enumerated() {
+                    names.append(try name(of: keyPath, in: entry, purpose: "uniqueness constraint \(number + 1)'s key path \(position + 1)"))
                 }
                 constraints.append(names)
             }
             entry.entity.uniquenessConstraints = constraints
             var indexes: [FetchIndexDescription] = []
-            for index in declared.indexes {
+            for (number, index) in declared.indexes.enumerated() {
                 var names: [String] = []
-                for keyPath in index.keyPaths { names.append(try name(of: keyPath, in: entry, purpose: "index")) }
+                for (position, keyPath) in index.keyPaths.enumerated() {
+                    names.append(try name(of: keyPath, in: entry, purpose: "index \(number + 1)'s key path \(position + 1)"))
+                }
                 if names.isEmpty {
                     throw ModelDeclarationError(.unknownKeyPath, className: className, entityName: entry.entity.name, message: "an index names no key path")
                 }
@@ -222,23 +224,26 @@ struct DeclaredModelBuilder {
     }
 
     /// The property a key path of an entry's class names.
+    ///
+    /// An error names the key path by its place (`uniqueness constraint 1's
+    /// key path 2`): Swift prints a key path to a computed property, as every
+    /// `@Managed` property is, without its name.
     private func name(of keyPath: AnyKeyPath, in entry: Entry, purpose: String) throws(ModelDeclarationError) -> String {
         let type = entry.declarations.type
         let entity = entry.entity
         func failure(_ message: String) -> ModelDeclarationError {
-            ModelDeclarationError(.unknownKeyPath, className: entry.declarations.className, propertyName: "\(keyPath)",
-                                  entityName: entity.name, message: message)
+            ModelDeclarationError(.unknownKeyPath, className: entry.declarations.className, entityName: entity.name, message: message)
         }
         let root = Swift.type(of: keyPath).rootType
         guard let rootClass = root as? ManagedObject.Type, Self.isClass(type, kindOf: rootClass) else {
-            throw failure("the \(purpose)'s key path starts at \(root), not at \(entry.declarations.className) or a superclass")
+            throw failure("the \(purpose) starts at \(root), not at \(entry.declarations.className) or a superclass")
         }
         let slot = entity.managedSlots.probe.slot(
             for: keyPath,
             on: type.init(entity: entity, insertInto: nil),
             read: { object in _ = object[keyPath: keyPath] }
         )
-        guard let slot else { throw failure("the \(purpose)'s key path names no @Managed property of \(entry.declarations.className)") }
+        guard let slot else { throw failure("the \(purpose) names no @Managed property of \(entry.declarations.className)") }
         return entity.slotProperties[slot].name
     }
 
@@ -264,7 +269,7 @@ struct DeclaredModelBuilder {
             let destination = entries[index]
             let name: String
             do {
-                name = try self.name(of: declared.keyPath, in: destination, purpose: "inverse")
+                name = try self.name(of: declared.keyPath, in: destination, purpose: "inverse key path")
             } catch {
                 throw failure("the inverse \(error.message)")
             }
