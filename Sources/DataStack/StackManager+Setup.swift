@@ -66,6 +66,25 @@ extension StackManager {
         }
     }
 
+    /// Sets up with the model the classes declare (``ObjectGraph/ManagedObjectModel/init(classes:)``):
+    ///
+    /// ```swift
+    /// try await StackManager.default.setup(classes: [Company.self, StockUpdate.self], storeURL: url)
+    /// ```
+    ///
+    /// The other parameters are those of ``setup(model:storeURL:seedDatabaseURL:storeType:options:)``;
+    /// a store written with an earlier version of the classes' model is
+    /// migrated, as for any model.
+    ///
+    /// - Throws: ``ObjectGraph/ModelDeclarationError`` naming the class and
+    ///   property when the classes declare no valid model, or what
+    ///   ``setup(model:storeURL:seedDatabaseURL:storeType:options:)`` throws.
+    public func setup(classes: [ManagedObject.Type], storeURL: URL? = nil, seedDatabaseURL: URL? = nil,
+                      storeType: StoreType = .sqlite, options: StoreOptions = .stackDefaults) async throws {
+        let model = try ManagedObjectModel(classes: classes)
+        try await setup(model: model, storeURL: storeURL, seedDatabaseURL: seedDatabaseURL, storeType: storeType, options: options)
+    }
+
     /// Sets up with the model `NAME.xcdatamodeld` (or `NAME.xcdatamodel`) found
     /// in a bundle's resources; SwiftPM's `Bundle.module` works.
     ///

@@ -124,7 +124,7 @@ import DataStack
         let directory = StackDirectory()
         _ = try await makeStack(directory: directory)
         let other = ManagedObjectModel(entities: [
-            EntityDescription(name: "Ticker", managedObjectClass: Ticker.self, properties: [
+            EntityDescription(name: "Ticker", properties: [ // unbound: Ticker declares properties this model lacks
                 AttributeDescription(name: "symbol", type: .string, isOptional: false),
                 AttributeDescription(name: "exchange", type: .string, isOptional: false),
             ]),

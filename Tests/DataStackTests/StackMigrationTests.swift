@@ -10,7 +10,9 @@ import DataStack
     /// Version 1 of the ticker model: no `name`, and `price` optional.
     private static func version1() -> ManagedObjectModel {
         ManagedObjectModel(entities: [
-            EntityDescription(name: "Ticker", managedObjectClass: Ticker.self, properties: [
+            // Not bound to Ticker, which declares `name`, a property version 1
+            // lacks: a coordinator refuses a class that disagrees with its entity.
+            EntityDescription(name: "Ticker", properties: [
                 AttributeDescription(name: "symbol", type: .string, isOptional: false),
                 AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
             ]),
@@ -87,7 +89,7 @@ import DataStack
         let before = Self.files(at: directory.storeURL)
         // A new required attribute without a default cannot be inferred for existing rows.
         let model = ManagedObjectModel(entities: [
-            EntityDescription(name: "Ticker", managedObjectClass: Ticker.self, properties: [
+            EntityDescription(name: "Ticker", properties: [ // unbound: Ticker declares properties this model lacks
                 AttributeDescription(name: "symbol", type: .string, isOptional: false),
                 AttributeDescription(name: "price", type: .double, isOptional: false, defaultValue: .double(0)),
                 AttributeDescription(name: "exchange", type: .string, isOptional: false),

@@ -59,7 +59,9 @@ public final class PersistentStoreCoordinator: Sendable {
     ///   - configuration: the model configuration the store holds; nil for all entities.
     ///   - url: the store's location; nil for an in-memory store.
     ///   - options: how to open it. The default opens read-write, in WAL mode.
-    /// - Throws: ``ObjectGraphError/Code-swift.struct/invalidModel`` for a broken model, or
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/invalidModel`` for a broken model,
+    ///   ``ModelDeclarationError`` when a class bound to the model declares
+    ///   properties its entity does not have (``ManagedObjectModel/checkManagedObjectClasses()``), or
     ///   ``PersistentStoreError`` saying what is wrong with the location or the
     ///   file. A store that needs migrating and cannot be migrated throws
     ///   `.incompatibleModel` or `.migrationFailed` and is left as it was —
@@ -68,6 +70,11 @@ public final class PersistentStoreCoordinator: Sendable {
     @discardableResult
     public func addPersistentStore(type: StoreType, configuration: String? = nil, at url: URL?,
                                    options: StoreOptions = StoreOptions()) throws -> any PersistentStore {
+        if !managedObjectModel.isFrozen {
+            // Once per model, before it is frozen: a class that disagrees with
+            // its entity is an error here rather than a trap on first access.
+            try managedObjectModel.checkManagedObjectClasses()
+        }
         try managedObjectModel.freeze()
         if let url, persistentStore(for: url) != nil {
             throw PersistentStoreError(.alreadyAdded, url: url, message: "a store for this location is already added")

@@ -109,21 +109,22 @@ public struct FetchRequest<Result>: @unchecked Sendable {
 }
 
 extension FetchRequest where Result: ManagedObject {
-    /// Creates a request for the entity named like `Result`'s class (`Ticker` → `"Ticker"`).
+    /// Creates a request for the entity named like `Result`'s class (`Ticker` → `"Ticker"`),
+    /// or the name its ``ManagedObject/entityDeclaration`` gives.
     public init() {
         self.init(entityName: className(of: Result.self))
     }
 }
 
-/// Class names by class: `String(describing:)` demangles the type's name at
+/// Entity names by class: `String(describing:)` demangles the type's name at
 /// every call (~500,000 instructions), and ``FetchRequest/init()`` asks for
 /// it at every fetch.
 private let classNames = Locked<[ObjectIdentifier: String]>([:])
 
-private func className(of type: AnyClass) -> String {
+private func className(of type: ManagedObject.Type) -> String {
     let key = ObjectIdentifier(type)
     if let name = classNames.withLock({ $0[key] }) { return name }
-    let name = String(describing: type)
+    let name = ClassDeclarations.entityDeclaration(of: type).name ?? String(describing: type)
     classNames.withLock { $0[key] = name }
     return name
 }

@@ -22,12 +22,47 @@ import Foundation
 /// relating objects of two different contexts through a typed property, as
 /// Core Data raises there; `setValue(_:forKey:)` throws the same error instead.
 /// A to-one property must be optional (`Company?`).
+///
+/// The declarations also describe the model: ``ManagedObjectModel/init(classes:)``
+/// derives the entities from them, with the options given here (see
+/// ``AttributeOptions`` and "Declaring a model in Swift"):
+///
+/// ```swift
+/// final class Company: ManagedObject {
+///     @Managed(.unique) var symbol: String
+///     @Managed var name: String = ""
+///     @Managed(inverse: \.company, deleteRule: .cascade) var updates: Set<StockUpdate>
+/// }
+/// ```
+///
+/// The wrapper holds one byte and its initializers cost one atomic load when
+/// no model is being derived: the options are read only while one is.
 @propertyWrapper
 public struct Managed<Value: ManagedPropertyValue> {
-    // Set only while the property's name is being looked up by reflection.
-    @usableFromInline var isMarked = false
+    // One byte, as small as the wrapper can be: `markedForLookup` only while
+    // the property's name is being looked up by reflection; while a model is
+    // derived from the class (``ManagedObjectModel/init(classes:)``), the
+    // number of the declaration the storage's initializer recorded
+    // (1…`ManagedDeclarationRecorder.maximumCount`); 0 otherwise.
+    @usableFromInline var tag: UInt8 = 0
+    @usableFromInline static var markedForLookup: UInt8 { .max }
 
-    public init() {}
+    /// Declares an attribute with no options, or a relationship whose
+    /// inverse is inferred (see `Managed+Declaration.swift` for the others).
+    @inlinable
+    public init() {
+        if ManagedDeclarationRecorder.isRecording {
+            tag = ManagedDeclarationRecorder.recordAttribute(
+                Value.self, options: [], originalName: nil, hashModifier: nil, minimumValue: { nil }, maximumValue: { nil },
+                minimumLength: nil, maximumLength: nil, regularExpression: nil, initialValue: { nil })
+        }
+    }
+
+    // Set only while the property's name is being looked up by reflection.
+    @usableFromInline var isMarked: Bool {
+        get { tag == Self.markedForLookup }
+        set { tag = newValue ? Self.markedForLookup : 0 }
+    }
 
     @available(*, unavailable, message: "@Managed is available only on properties of ManagedObject subclasses")
     public var wrappedValue: Value {
@@ -152,6 +187,13 @@ public protocol ManagedPropertyValue {
     /// Writes the value into an object's slot, keeping inverses in step. Not
     /// API: see the protocol's comment.
     static func _writeSlot(_ value: Self, of object: ManagedObject, at index: Int)
+    /// What a property of this type declares in a model derived from its
+    /// classes: an attribute type, a relationship, or nothing. Not API: see
+    /// the protocol's comment. ``ManagedAttributeValue`` gives a default.
+    static var _managedValueKind: _ManagedValueKind { get }
+    /// The attribute value an initial value declares as the default. Not
+    /// API: see the protocol's comment.
+    static func _declaredPropertyValue(_ value: Self) -> PropertyValue?
 }
 
 /// A type stored in an attribute: converts to and from ``PropertyValue``.
@@ -179,6 +221,13 @@ extension ManagedAttributeValue {
 }
 
 extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
+    public static var _managedValueKind: _ManagedValueKind { .optional(Wrapped._managedValueKind) }
+
+    public static func _declaredPropertyValue(_ value: Wrapped?) -> PropertyValue? {
+        guard let value else { return .null }
+        return Wrapped._declaredPropertyValue(value)
+    }
+
     public static func _readSlot(of object: ManagedObject, at index: Int) -> Wrapped? {
         if object.slotValue(at: index).isNull { return nil }
         return Wrapped._readSlot(of: object, at: index)
@@ -196,6 +245,8 @@ extension Optional: ManagedPropertyValue where Wrapped: ManagedPropertyValue {
 }
 
 extension ManagedObject: ManagedPropertyValue {
+    public static var _managedValueKind: _ManagedValueKind { .toOne(self) }
+
     // A to-one has no zero value to read for nil, as attributes have
     // (`defaultManagedValue`), so a nil read through a non-optional property
     // traps: declare to-ones optional (`Company?`).
@@ -214,6 +265,8 @@ extension ManagedObject: ManagedPropertyValue {
 }
 
 extension Set: ManagedPropertyValue where Element: ManagedObject {
+    public static var _managedValueKind: _ManagedValueKind { .toMany(Element.self, isOrdered: false) }
+
     public static func _readSlot(of object: ManagedObject, at index: Int) -> Set<Element> {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
         return Set(object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element })
@@ -226,6 +279,8 @@ extension Set: ManagedPropertyValue where Element: ManagedObject {
 }
 
 extension Array: ManagedPropertyValue where Element: ManagedObject {
+    public static var _managedValueKind: _ManagedValueKind { .toMany(Element.self, isOrdered: true) }
+
     public static func _readSlot(of object: ManagedObject, at index: Int) -> [Element] {
         guard let relationship = object.entity.slotProperties[index] as? RelationshipDescription else { return [] }
         return object.relatedObjectsForTypedAccess(at: index, for: relationship).compactMap { $0 as? Element }
@@ -281,6 +336,7 @@ extension Float: ManagedAttributeValue {
     }
     @inlinable public var propertyValue: PropertyValue { .double(Double(self)) }
     public static var defaultManagedValue: Float { 0 }
+    public static var _managedValueKind: _ManagedValueKind { .attribute(.float) }
 }
 
 extension Date: ManagedAttributeValue {
@@ -351,8 +407,12 @@ extension ManagedIntegerValue {
 }
 
 extension Int: ManagedIntegerValue {}
-extension Int16: ManagedIntegerValue {}
-extension Int32: ManagedIntegerValue {}
+extension Int16: ManagedIntegerValue {
+    public static var _managedValueKind: _ManagedValueKind { .attribute(.integer16) }
+}
+extension Int32: ManagedIntegerValue {
+    public static var _managedValueKind: _ManagedValueKind { .attribute(.integer32) }
+}
 extension Int64: ManagedIntegerValue {}
 
 /// A `Codable` value stored in a transformable attribute as a binary property list.

@@ -230,6 +230,18 @@ open class ManagedObject {
         }
     }
 
+    /// What the class declares of its entity beyond its `@Managed`
+    /// properties, for a model derived from its classes
+    /// (``ManagedObjectModel/init(classes:)``): name, abstract, uniqueness
+    /// constraints, indexes. The default declares nothing.
+    ///
+    /// ```swift
+    /// override class var entityDeclaration: EntityDeclaration {
+    ///     EntityDeclaration(uniquenessConstraints: [[\Company.symbol]], indexes: [[\Company.name]])
+    /// }
+    /// ```
+    open class var entityDeclaration: EntityDeclaration { EntityDeclaration() }
+
     /// Creates an object of the entity bound to this class, inserted into `context`.
     ///
     /// The entity is the one in the context's model whose `managedObjectClass` is
