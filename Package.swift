@@ -116,7 +116,8 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStackTests",
-            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport"],
+            // TickerImportKit: its class-declared model is compared with its model file.
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport", "TickerImportKit"],
             path: "Tests/DataStackTests"
         ),
         // Runs the built `datastack` executable against copies of fixture stores.

@@ -87,7 +87,7 @@ final class TickerApp: Sendable {
             try await stack.setup(modelNamed: "TickerModel", in: .module, storeURL: options.store,
                                   managedObjectClasses: [Company.self, StockUpdate.self])
         } else {
-            try await stack.setup(model: TickerModel.make(), storeURL: options.store)
+            try await stack.setup(classes: TickerModel.classes, storeURL: options.store)
         }
     }
 

@@ -56,6 +56,10 @@ final class WatchlistView: @unchecked Sendable {
     /// The watched companies the store has, in the order of `symbols`.
     private var companies: [Company] = []
     private var rows: [Row] = []
+    /// Which watched companies the merges changed, as Observation reports it.
+    private let model = WatchlistModel()
+    /// The symbols of the rows the last merges changed, drawn marked.
+    private var changedSymbols: Set<String> = []
     private var rowsReadAt = Date()
     /// Why the last refresh could not read the watchlist; nil after a clean read.
     private var readError: String?
@@ -100,7 +104,7 @@ final class WatchlistView: @unchecked Sendable {
         var seen = Set<String>()
         self.symbols = symbols.filter { seen.insert($0).inserted }
         try fetchWatchedCompanies()
-        rows = companies.map(Row.init)
+        rows = companies.map(model.row(of:))
         sectorRows = try SectorSummary.read(in: context)
         // Written at once, as the frames are (print would hold it in stdout's buffer until the end).
         if !json { FileHandle.standardOutput.write(Data("\u{1B}[?25l\u{1B}[2J".utf8)) }
@@ -145,8 +149,8 @@ final class WatchlistView: @unchecked Sendable {
         do {
             // After a failed read too: the companies that arrived then are still to be found.
             if (companiesMayHaveArrived || readError != nil) && companies.count < symbols.count { try fetchWatchedCompanies() }
-            let watched = try readRows(of: companies)
-            let moving = try readRows(of: movers?.companies ?? [])
+            let watched = try readRows(of: companies, read: model.row(of:))
+            let moving = try readRows(of: movers?.companies ?? [], read: Row.init)
             // One query, computed by the store: what the merge brought is in it.
             let sectors = try context.map(SectorSummary.read(in:)) ?? []
             let found = try search?.read() ?? (rows: [], matches: 0)
@@ -160,7 +164,7 @@ final class WatchlistView: @unchecked Sendable {
     }
 
     /// Rows of these companies as the store has them now.
-    private func readRows(of companies: [Company]) throws -> [Row] {
+    private func readRows(of companies: [Company], read: (Company) -> Row) throws -> [Row] {
         var fresh: [Row] = []
         fresh.reserveCapacity(companies.count)
         for company in companies {
@@ -170,7 +174,7 @@ final class WatchlistView: @unchecked Sendable {
             try company.loadValues()
             // Its row is gone: deleted elsewhere, it leaves the list.
             if company.isDeleted { continue }
-            fresh.append(Row(company))
+            fresh.append(read(company))
         }
         return fresh
     }
@@ -178,6 +182,7 @@ final class WatchlistView: @unchecked Sendable {
     func render(_ counters: TickerApp.Counters, companiesInserted: Bool) {
         // A merge the main queue runs while the stack closes comes after the last frame.
         if finished { return }
+        changedSymbols = model.takeChangedSymbols()
         refresh(companiesMayHaveArrived: companiesInserted)
         draw(counters, final: false, failure: nil)
     }
@@ -193,6 +198,7 @@ final class WatchlistView: @unchecked Sendable {
     /// The last frame or JSON line; `failure` says why the run stopped, nil when it was asked to.
     func finish(_ counters: TickerApp.Counters, failure: String?) {
         finished = true
+        changedSymbols = model.takeChangedSymbols()
         refresh(companiesMayHaveArrived: true)
         draw(counters, final: true, failure: failure)
         if !json {
@@ -234,7 +240,8 @@ final class WatchlistView: @unchecked Sendable {
         lines.append("")
         var table = ["WATCHLIST", pad("SYMBOL", 7) + pad("NAME", 22) + lpad("PRICE", 10) + lpad("CHANGE", 9) + lpad("UPDATES", 9) + "  LAST UPDATE"]
         for row in rows {
-            table.append(pad(row.symbol, 7) + pad(row.name, 22) + lpad(String(format: "%.2f", row.price), 10)
+            // `*`: the last merge changed it (Observation said so).
+            table.append(pad((changedSymbols.contains(row.symbol) ? "*" : "") + row.symbol, 7) + pad(row.name, 22) + lpad(String(format: "%.2f", row.price), 10)
                          + lpad(String(format: "%+.2f%%", row.change), 9) + lpad(String(row.updates), 9)
                          + "  " + (row.lastUpdate.map(timeFormatter.string(from:)) ?? "—"))
         }
@@ -307,6 +314,9 @@ final class WatchlistView: @unchecked Sendable {
         /// The transaction author of the other process's save, which names its pid.
         var author: String?
         var watchlist: [Entry]
+        /// The watched companies this merge changed, as Observation reported
+        /// them (``WatchlistModel``), sorted.
+        var changed: [String]
         var topMovers: [Entry]
         /// The market by sector after this merge (``SectorSummary``).
         var sectors: [SectorSummary.Row]
@@ -338,6 +348,7 @@ final class WatchlistView: @unchecked Sendable {
                         registeredInMain: registeredInMain,
                         source: counters.lastSource.map(Self.kind), author: counters.lastSource.flatMap(Self.author),
                         watchlist: rows.map { .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates) },
+                        changed: changedSymbols.sorted(),
                         topMovers: moverRows.map {
                             .init(symbol: $0.symbol, price: $0.price, change: rounded($0.change), updates: $0.updates)
                         },

@@ -27,6 +27,8 @@ enum TickerImportProcess {
         var source: String?
         var author: String?
         var watchlist: [Entry]
+        /// The watched companies the merge changed, as Observation reported them.
+        var changed: [String]
         var sectors: [Sector]
         /// Stock updates deleted by `--keep-updates` so far, as merged.
         var trimmed: Int
