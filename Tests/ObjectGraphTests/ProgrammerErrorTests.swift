@@ -93,23 +93,27 @@ import Testing
 
     // MARK: - @Managed lookups
 
-    @Test("a @Managed property whose name the entity lacks traps, naming the class, the property and the entity")
-    func aManagedPropertyTheEntityLacksTraps() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let model = TestModel.make()
-            model.entitiesByName["Company"]?.managedObjectClass = MisnamedCompany.self
-            let stack = try TestStack(type: .inMemory, model: model)
-            let context = stack.newContext()
-            context.performAndWait { _ = MisnamedCompany(context: context).ticker }
-        }
-        #expect(Self.trapMessage(result).contains("MisnamedCompany.ticker is @Managed, but entity Company has no property named 'ticker'"))
+    // A class that disagrees with its entity no longer traps on first
+    // access: the coordinator refuses it when the store is added (see
+    // ModelDeclarationErrorTests for every kind of disagreement).
+    @Test("a @Managed property whose name the entity lacks fails at setup, naming the class, the property and the entity")
+    func aManagedPropertyTheEntityLacksFailsAtSetup() throws {
+        let model = TestModel.make()
+        model.entitiesByName["Company"]?.managedObjectClass = MisnamedCompany.self
+        model.entitiesByName["StockUpdate"]?.managedObjectClass = ManagedObject.self
+        let error = try #require(throws: ModelDeclarationError.self) { _ = try TestStack(type: .inMemory, model: model) }
+        #expect(error.description.contains("MisnamedCompany.ticker (entity Company): the class declares it @Managed, but entity Company has no property named 'ticker'"))
     }
 
     @Test("a @Managed property that reflection cannot find (a class with a custom mirror) traps")
     func aManagedPropertyHiddenFromReflectionTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            // An entity of its own: bound to Company's, it would disagree
+            // with StockUpdate.company (which holds Company objects) at setup.
             let model = TestModel.make()
-            model.entitiesByName["Company"]?.managedObjectClass = MirroredCompany.self
+            model.entities.append(EntityDescription(name: "Mirrored", managedObjectClass: MirroredCompany.self, properties: [
+                AttributeDescription(name: "symbol", type: .string),
+            ]))
             let stack = try TestStack(type: .inMemory, model: model)
             let context = stack.newContext()
             context.performAndWait { _ = MirroredCompany(context: context).symbol }
@@ -117,16 +121,13 @@ import Testing
         #expect(Self.trapMessage(result).contains("MirroredCompany: could not find the @Managed property's name"))
     }
 
-    @Test("reading a nil to-one through a non-optional @Managed property traps")
-    func aNilToOneReadThroughANonOptionalPropertyTraps() async {
-        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let model = TestModel.make()
-            model.entitiesByName["StockUpdate"]?.managedObjectClass = StrictStockUpdate.self
-            let stack = try TestStack(type: .inMemory, model: model)
-            let context = stack.newContext()
-            context.performAndWait { _ = StrictStockUpdate(context: context).company }
-        }
-        #expect(Self.trapMessage(result).contains("StrictStockUpdate.company is nil; declare it optional"))
+    @Test("a non-optional to-one @Managed property fails at setup")
+    func aNonOptionalToOneFailsAtSetup() throws {
+        let model = TestModel.make()
+        model.entitiesByName["StockUpdate"]?.managedObjectClass = StrictStockUpdate.self
+        model.entitiesByName["Company"]?.managedObjectClass = ManagedObject.self   // Company.updates holds StockUpdate objects
+        let error = try #require(throws: ModelDeclarationError.self) { _ = try TestStack(type: .inMemory, model: model) }
+        #expect(error.description.contains("StrictStockUpdate.company (entity StockUpdate): a to-one relationship must be declared optional"))
     }
 
     @Test("relating objects of two contexts through a @Managed property traps")
@@ -147,18 +148,21 @@ import Testing
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [boundToTwo] in
             let model = TestModel.make()
             if boundToTwo {
-                model.entities.append(EntityDescription(name: "Firm", managedObjectClass: Company.self, properties: [
-                    AttributeDescription(name: "symbol", type: .string),
-                ]))
+                // Two entities that both fit the class, so that setup accepts it.
+                for name in ["Firm", "Firm2"] {
+                    model.entities.append(EntityDescription(name: name, managedObjectClass: TwiceBoundObject.self, properties: [
+                        AttributeDescription(name: "symbol", type: .string),
+                    ]))
+                }
             }
             let stack = try TestStack(type: .inMemory, model: model)
             let context = stack.newContext()
             context.performAndWait {
-                if boundToTwo { _ = Company(context: context) } else { _ = UnboundObject(context: context) }
+                if boundToTwo { _ = TwiceBoundObject(context: context) } else { _ = UnboundObject(context: context) }
             }
         }
         #expect(Self.trapMessage(result).contains(
-            "\(boundToTwo ? "Company" : "UnboundObject") is bound to no single entity of the context's model"))
+            "\(boundToTwo ? "TwiceBoundObject" : "UnboundObject") is bound to no single entity of the context's model"))
     }
 
     // MARK: - Search
@@ -198,3 +202,8 @@ final class StrictStockUpdate: ManagedObject {
 
 /// Bound to no entity of any model.
 final class UnboundObject: ManagedObject {}
+
+/// Bound to two entities of one model.
+final class TwiceBoundObject: ManagedObject {
+    @Managed var symbol: String?
+}

@@ -17,10 +17,14 @@ import Foundation
 /// table read without a lock, so an access is a lookup of the storage's offset
 /// in the object and a slot read.
 ///
-/// Declaring a `@Managed` property whose name the entity lacks is a programmer
-/// error and traps on first access with the class and property named. So does
-/// relating objects of two different contexts through a typed property, as
-/// Core Data raises there; `setValue(_:forKey:)` throws the same error instead.
+/// Declaring a `@Managed` property whose name the entity lacks, or of another
+/// type, is an error when the class's model is set up: a coordinator checks
+/// its classes when the first store is added
+/// (``ManagedObjectModel/checkManagedObjectClasses()``) and throws
+/// ``ModelDeclarationError`` naming the class, the property and the entity.
+/// Relating objects of two different contexts through a typed property is a
+/// programmer error and traps, as Core Data raises there;
+/// `setValue(_:forKey:)` throws the same error instead.
 /// A to-one property must be optional (`Company?`).
 ///
 /// The declarations also describe the model: ``ManagedObjectModel/init(classes:)``
