@@ -53,6 +53,24 @@ final class DeclaredNoteV2: ManagedObject {
         await second.close()
     }
 
+    /// The store caches the derived model (`Z_MODELCACHE`) as it caches any: a
+    /// tool that opens the file with no classes (`datastack inspect`) reads the
+    /// same entities, properties and version hashes back.
+    @Test func theStoreCachesTheClassDeclaredModel() async throws {
+        let directory = StackDirectory()
+        let stack = StackManager()
+        try await stack.setup(classes: [DeclaredNoteV2.self], storeURL: directory.storeURL)
+        await stack.close()
+        let declared = try ManagedObjectModel(classes: [DeclaredNoteV2.self])
+        let cached = try ManagedObjectModel(cachedInStoreAt: directory.storeURL)
+        #expect(cached.entityVersionHashesByName == declared.entityVersionHashesByName)
+        let note = try #require(cached.entitiesByName["Note"])
+        #expect(note.uniquenessConstraints == [["title"]])
+        #expect(note.indexes.map(\.propertyNames) == [["pinned", "title"]])
+        #expect(note.propertiesByName["body"]?.renamingIdentifier == "text")
+        #expect((note.propertiesByName["pinned"] as? AttributeDescription)?.defaultValue == .bool(false))
+    }
+
     @Test func setupWithClassesThrowsForABadDeclarationNamingClassAndProperty() async throws {
         let directory = StackDirectory()
         let stack = StackManager()
