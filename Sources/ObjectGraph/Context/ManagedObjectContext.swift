@@ -56,6 +56,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var transactionAuthor: String?
     /// How a save resolves conflicts with the store. The default is `.error`.
     public var mergePolicy: MergePolicy = .error
+    /// Whether the Observation framework can watch this context's objects:
+    /// a typed (`@Managed`) read registers the property with the tracking in
+    /// progress (`withObservationTracking`), and changes call its `onChange`.
+    ///
+    /// The default is true for a main-queue context (where screens and view
+    /// models read) and false for a private-queue one (importers, background
+    /// work). Observing costs each object read in an observable context a
+    /// registrar, made at its first typed read (Observation gives no way to
+    /// know whether a tracking is in progress): turn it off for a main-queue
+    /// context that nothing observes and that reads many objects. Set it
+    /// before the context's objects are read; objects read before keep
+    /// telling their observers. See “Observing objects” in the DataStack documentation.
+    @exclusivity(unchecked) public var isObservable: Bool
     /// Whether saves of other contexts on the same coordinator, or of the parent
     /// context, are merged into this one automatically. The default is false.
     public var automaticallyMergesChangesFromParent = false {
@@ -189,6 +202,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Creates a context of the given kind, with no coordinator or parent yet.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
+        self.isObservable = concurrencyType == .mainQueue
         switch concurrencyType {
         case .mainQueue:
             queue = .main
