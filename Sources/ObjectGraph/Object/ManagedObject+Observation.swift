@@ -78,7 +78,8 @@ extension ManagedObject {
 
     /// Tells the object's observers that every slot may have changed: for an
     /// observed object that is a fault when a merge touches it, whose old
-    /// values are gone (faults stay faults: it is not loaded to compare).
+    /// values are gone (faults stay faults: it is not loaded to compare), one
+    /// whose new row could not be read, and the objects a reset lets go.
     package final func tellObserversAllSlotsMayHaveChanged() {
         guard let registrar = observationRegistrar else { return }
         for index in entity.slotProperties.indices {
