@@ -39,7 +39,7 @@ final class StackObservationCounter: Sendable {
         let ids = try await importTickers(stack, count: 20)
         await recorder.wait(for: 1)
         let main = stack.mainContext
-        #expect(main.isObservable)
+        await main.perform { main.isObservable = true }
         let observed = Array(ids.prefix(10))
         let prices = observed.map { _ in StackObservationCounter() }
         let symbols = observed.map { _ in StackObservationCounter() }
@@ -95,6 +95,7 @@ final class StackObservationCounter: Sendable {
         _ = try await importTickers(stack, count: 3)
         await recorder.wait(for: 1)
         let main = stack.mainContext
+        await main.perform { main.isObservable = true }
         let counter = StackObservationCounter()
         let list = try await main.perform {
             var request = FetchRequest<Ticker>()

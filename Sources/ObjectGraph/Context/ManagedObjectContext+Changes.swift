@@ -58,7 +58,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         for object in registry.objects {
             // Its values are no longer to be used: observers hear of every property.
-            if object.observationRegistrar != nil { object.tellObserversAllSlotsMayHaveChanged() }
+            if object.isObserved { object.tellObserversAllSlotsMayHaveChanged() }
             object.managedObjectContext = nil
             object.flags.formIntersection(.changeLists)
         }
@@ -124,7 +124,7 @@ extension ManagedObjectContext {
     /// changes — the store's newer values and the dropped changes — while it
     /// still turns into a fault, as any refreshed object does.
     private func turnIntoFaultTellingObservers(_ object: ManagedObject) {
-        guard object.observationRegistrar != nil, object.state == .loaded else { return object.turnIntoFault() }
+        guard object.isObserved, object.state == .loaded else { return object.turnIntoFault() }
         let node: IncrementalStoreNode
         do {
             node = try parentNode(for: object.objectID)

@@ -49,7 +49,7 @@ extension ManagedObjectContext {
             if object.flags.contains(.inserted) { continue }
             if object.hasChanges {
                 edited.append(object)
-            } else if object.observationRegistrar != nil {
+            } else if object.isObserved {
                 observed.append(object)
                 refaulted.append(object.objectID)
             } else {

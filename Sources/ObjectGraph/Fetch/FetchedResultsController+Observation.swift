@@ -7,8 +7,8 @@ import Observation
 /// ``snapshot`` registers the results, and a change of them — objects entering,
 /// leaving or moving, or a listed object updated — calls the tracking's
 /// `onChange`, on the context's queue. Reads register only when the context
-/// is observable (``ManagedObjectContext/isObservable``, the default for a
-/// main-queue context).
+/// is observable (``ManagedObjectContext/isObservable``, which a context
+/// that screens read turns on).
 extension FetchedResultsController: Observable {
     /// What observers register: the results as a whole (they change together).
     var observedResults: Void { () }

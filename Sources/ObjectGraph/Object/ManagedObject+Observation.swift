@@ -67,7 +67,7 @@ extension ManagedObject {
     /// are left out of the comparison.
     package final func tellingObservers<Result>(ofRow values: ContiguousArray<PropertyValue>,
                                                  _ change: () -> Result) -> Result {
-        guard observationRegistrar != nil, state == .loaded, storedSlots.count == values.count else { return change() }
+        guard isObserved, state == .loaded, storedSlots.count == values.count else { return change() }
         var compared = values
         for case let relationship as RelationshipDescription in entity.slotProperties
         where relationship.isToMany && compared[relationship.index].isNull {
@@ -88,6 +88,12 @@ extension ManagedObject {
             registrar.didSet(self, keyPath: keyPath)
         }
     }
+}
+
+/// An observed object's registrar, in a class of its own so that the object's
+/// box holds a plain reference (see ``ManagedObject/isObserved``).
+final class ObjectObservation {
+    let registrar = ObservationRegistrar()
 }
 
 /// The key paths observers of a slot register with: `\ManagedObject.[observedSlot: i]`.

@@ -82,8 +82,8 @@ open class ManagedObject {
         set {
             keepSnapshot()
             forgetToManyMemberIndexes()
-            if let registrar = box?.registrar {
-                replaceValuesTellingObservers(with: newValue, registrar)
+            if let observation = box?.observation {
+                replaceValuesTellingObservers(with: newValue, observation.registrar)
             } else {
                 storedSlots = newValue
             }
@@ -91,7 +91,8 @@ open class ManagedObject {
         _modify {
             keepSnapshot()
             forgetToManyMemberIndexes()
-            if let registrar = box?.registrar {
+            if let observation = box?.observation {
+                let registrar = observation.registrar
                 // Observed (rare): changed on a copy, so that the slots whose
                 // values differ are known before the values change.
                 var values = storedSlots
@@ -167,7 +168,7 @@ open class ManagedObject {
         /// Made by the first typed read in an observable context (see
         /// ``ManagedObject/observationRegistrar``); kept for the object's life,
         /// since trackings registered with it must hear of later changes.
-        var registrar: ObservationRegistrar?
+        var observation: ObjectObservation?
     }
 
     /// The box, made now if the object has none.
@@ -181,20 +182,25 @@ open class ManagedObject {
     /// Lets the box go when it holds nothing any more.
     private func unboxIfPossible() {
         guard let box, box.snapshot == nil || snapshotIsSlots, box.toManyMemberIndexes.isEmpty,
-              box.prefetchedObjects.isEmpty, compactVersion != Self.versionInBox, box.registrar == nil else { return }
+              box.prefetchedObjects.isEmpty, compactVersion != Self.versionInBox, box.observation == nil else { return }
         self.box = nil
     }
 
     /// The object's observation registrar; nil until a typed read in an
     /// observable context made one (see ``ManagedObject/noteObservedRead(at:)``).
-    package final var observationRegistrar: ObservationRegistrar? { box?.registrar }
+    package final var observationRegistrar: ObservationRegistrar? { box?.observation?.registrar }
+
+    /// Whether a registrar was made: a load and a compare, with no copy of
+    /// the registrar (a type of a resilient library, copied through its
+    /// value witnesses: a retain and a release).
+    package final var isObserved: Bool { box?.observation != nil }
 
     /// The registrar, made now if the object has none.
     package final var madeObservationRegistrar: ObservationRegistrar {
-        if let registrar = box?.registrar { return registrar }
-        let made = ObservationRegistrar()
-        madeBox.registrar = made
-        return made
+        if let observation = box?.observation { return observation.registrar }
+        let made = ObjectObservation()
+        madeBox.observation = made
+        return made.registrar
     }
 
     /// Replaces the values of an observed object, calling `willSet` before and
@@ -294,8 +300,8 @@ open class ManagedObject {
     /// copy would touch each one's memory just to count a reference.
     package final func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
         snapshotIsSlots = true
-        if let registrar = box?.registrar {
-            replaceValuesTellingObservers(with: values, registrar)
+        if let observation = box?.observation {
+            replaceValuesTellingObservers(with: values, observation.registrar)
             values = []
         } else {
             storedSlots = []
@@ -336,7 +342,7 @@ open class ManagedObject {
         keepSnapshot()
         if let box {
             if !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
-            if let registrar = box.registrar, storedSlots[index] != value {
+            if let registrar = box.observation?.registrar, storedSlots[index] != value {
                 let keyPath = ObservedSlotKeyPaths.keyPath(at: index)
                 registrar.willSet(self, keyPath: keyPath)
                 storedSlots[index] = value
@@ -384,7 +390,7 @@ open class ManagedObject {
         #endif
         // Observers hear of the change before it is made, as of any other;
         // whether the members really change is known only afterwards.
-        let registrar = box?.registrar
+        let registrar = box?.observation?.registrar
         registrar?.willSet(self, keyPath: ObservedSlotKeyPaths.keyPath(at: index))
         let result = body(&ids, &memberIndex)
         #if DEBUG
@@ -539,7 +545,7 @@ open class ManagedObject {
     package final func turnIntoFault() {
         // Unsaved changes are dropped: observers of the changed slots hear
         // that they return to the snapshot's values.
-        if observationRegistrar != nil, !snapshotIsSlots, let snapshot {
+        if isObserved, !snapshotIsSlots, let snapshot {
             tellingObservers(ofValuesChangingTo: snapshot) { turnIntoFaultToldAlready() }
         } else {
             turnIntoFaultToldAlready()

@@ -41,7 +41,7 @@ final class ObservationCounter: Sendable {
         }
     }
 
-    /// A private-queue context made observable, as a main-queue one is by default.
+    /// A context made observable.
     private func observableContext(_ stack: TestStack) -> ManagedObjectContext {
         let context = stack.newContext()
         context.isObservable = true
@@ -59,9 +59,9 @@ final class ObservationCounter: Sendable {
         }
     }
 
-    @Test func mainQueueContextsAreObservableByDefaultAndPrivateOnesAreNot() throws {
+    @Test func contextsAreNotObservableUntilAsked() throws {
         let stack = try TestStack()
-        #expect(ManagedObjectContext(concurrencyType: .mainQueue, coordinator: stack.coordinator).isObservable)
+        #expect(!ManagedObjectContext(concurrencyType: .mainQueue, coordinator: stack.coordinator).isObservable)
         #expect(!stack.newContext().isObservable)
     }
 
@@ -102,7 +102,7 @@ final class ObservationCounter: Sendable {
         }
     }
 
-    @Test func aPrivateQueueContextByDefaultRegistersNothing() throws {
+    @Test func aContextNotMadeObservableRegistersNothing() throws {
         let stack = try TestStack()
         let ids = try seed(stack, symbols: ["A"])
         let context = stack.newContext()

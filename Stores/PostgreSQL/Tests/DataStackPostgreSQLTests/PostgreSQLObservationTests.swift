@@ -77,6 +77,7 @@ enum MainQueueMark {
         let symbols = ids.map { _ in Counter() }
         let holder = Holder()
         try await main.perform {
+            main.isObservable = true
             holder.objects = try ids.map { try main.existingObject(with: $0) }
             for (index, company) in holder.objects.enumerated() {
                 _ = employees[index].track { try? company.value(forKey: "employees") }
