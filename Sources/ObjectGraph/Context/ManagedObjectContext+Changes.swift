@@ -52,10 +52,13 @@ extension ManagedObjectContext {
 
     /// Forgets every object: the context returns to its empty state and its
     /// objects must not be used again. Posts `objectsDidChangeNotification`
-    /// with ``ObjectsDidChange/invalidatedAll``.
+    /// with ``ObjectsDidChange/invalidatedAll``; observers of the objects
+    /// (Observation) hear of every property they read.
     public func reset() {
         assertOnQueue()
         for object in registry.objects {
+            // Its values are no longer to be used: observers hear of every property.
+            if object.isObserved { object.tellObserversAllSlotsMayHaveChanged() }
             object.managedObjectContext = nil
             object.flags.formIntersection(.changeLists)
         }
@@ -111,8 +114,26 @@ extension ManagedObjectContext {
             pendingChanges.deleted.remove(id)
         }
         object.flags.subtract([.updated, .deleted])
-        object.turnIntoFault()
+        turnIntoFaultTellingObservers(object)
         faultBatches[id] = nil
+    }
+
+    /// Turns a refreshed object into a fault. One that Observation watches is
+    /// first compared with its current row, read now (one query), so that its
+    /// observers hear of exactly the properties whose values the refresh
+    /// changes — the store's newer values and the dropped changes — while it
+    /// still turns into a fault, as any refreshed object does.
+    private func turnIntoFaultTellingObservers(_ object: ManagedObject) {
+        guard object.isObserved, object.state == .loaded else { return object.turnIntoFault() }
+        let node: IncrementalStoreNode
+        do {
+            node = try parentNode(for: object.objectID)
+        } catch {
+            // No row to compare with (gone, or unreadable): observers hear of
+            // the dropped changes only; the next read meets the failure.
+            return object.turnIntoFault()
+        }
+        object.tellingObservers(ofRow: node.values) { object.turnIntoFaultToldAlready() }
     }
 
     /// Refreshes every registered object, keeping unsaved changes.

@@ -35,13 +35,23 @@ extension ManagedObjectContext {
         // that fire together, in one query, when one of them is next used.
         var edited: [ManagedObject] = []
         var refaulted: [ObjectID] = []
+        // Unchanged objects that Observation watches: compared with their new
+        // rows (read in the edited objects' query) before they turn into faults.
+        var observed: [ManagedObject] = []
         for object in updated {
             change.refreshedObjectIDs.insert(object.objectID)
-            guard !object.isFault else { continue }
+            guard !object.isFault else {
+                // Its old values are gone and it is not loaded to compare.
+                object.tellObserversAllSlotsMayHaveChanged()
+                continue
+            }
             change.updatedObjectIDs.insert(object.objectID)
             if object.flags.contains(.inserted) { continue }
             if object.hasChanges {
                 edited.append(object)
+            } else if object.isObserved {
+                observed.append(object)
+                refaulted.append(object.objectID)
             } else {
                 object.turnIntoFault()
                 refaulted.append(object.objectID)
@@ -51,14 +61,27 @@ extension ManagedObjectContext {
             let batch = FaultBatch(objectIDs: refaulted)
             for id in refaulted { faultBatches[id] = batch }
         }
-        if !edited.isEmpty {
+        if !edited.isEmpty || !observed.isEmpty {
             do {
                 var nodesByID: [ObjectID: IncrementalStoreNode] = [:]
-                for node in try parentNodes(for: edited.map(\.objectID)) { nodesByID[node.objectID] = node }
+                for node in try parentNodes(for: (edited + observed).map(\.objectID)) { nodesByID[node.objectID] = node }
+                for object in observed {
+                    if let node = nodesByID[object.objectID] {
+                        object.tellingObservers(ofRow: node.values) { object.turnIntoFaultToldAlready() }
+                    } else {
+                        object.turnIntoFault()
+                    }
+                }
                 for object in edited {
                     if let node = nodesByID[object.objectID] { merge(node, into: object) }
                 }
             } catch {
+                // The observed objects turn into faults as the others do; with
+                // no row to compare with, their observers hear of every property.
+                for object in observed where !object.isFault {
+                    object.tellObserversAllSlotsMayHaveChanged()
+                    object.turnIntoFault()
+                }
                 // Not refreshed, and reported: they keep their values and their
                 // snapshot, so their next save meets the newer row as a conflict
                 // that the merge policy resolves. Nothing is lost or made up.

@@ -56,6 +56,20 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public var transactionAuthor: String?
     /// How a save resolves conflicts with the store. The default is `.error`.
     public var mergePolicy: MergePolicy = .error
+    /// Whether the Observation framework can watch this context's objects:
+    /// a typed (`@Managed`) read or ``ManagedObject/value(forKey:)`` registers
+    /// the property with the tracking in progress (`withObservationTracking`),
+    /// and changes call its `onChange`.
+    ///
+    /// The default is false: turn it on for the context your screens or view
+    /// models read — a stack's main context (`StackManager.mainContext`) —
+    /// before its objects are read. Observation gives no way to know at a
+    /// read whether a tracking is in progress, so an observable context gives
+    /// every object it reads a registrar at its first read (some 4,000
+    /// instructions and three heap blocks); a context that is not observable
+    /// pays a load and a test per read. Objects read while it was on keep
+    /// telling their observers. See “Observing objects” in the DataStack documentation.
+    @exclusivity(unchecked) public var isObservable: Bool
     /// Whether saves of other contexts on the same coordinator, or of the parent
     /// context, are merged into this one automatically. The default is false.
     public var automaticallyMergesChangesFromParent = false {
@@ -189,6 +203,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Creates a context of the given kind, with no coordinator or parent yet.
     public init(concurrencyType: ConcurrencyType) {
         self.concurrencyType = concurrencyType
+        self.isObservable = false
         switch concurrencyType {
         case .mainQueue:
             queue = .main

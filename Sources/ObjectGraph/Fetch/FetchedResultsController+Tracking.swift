@@ -168,12 +168,21 @@ extension FetchedResultsController {
     /// Makes `new` the list and delivers the difference, if there is one.
     func apply(_ new: FetchedList, rows: [IncrementalStoreNode], touched: Set<ObjectID>) {
         guard let old = list else { return }
-        list = new
+        guard delegate != nil || subscribers.hasSubscribers || mayHaveObservers else {
+            list = new
+            pruneRetained()
+            cacheRows(rows)
+            return
+        }
+        let difference = FetchedList.difference(from: old, to: new, touched: touched)
+        if difference.isEmpty {
+            list = new
+        } else {
+            tellingObservers { list = new }
+        }
         pruneRetained()
         cacheRows(rows)
-        guard delegate != nil || subscribers.hasSubscribers else { return }
-        let difference = FetchedList.difference(from: old, to: new, touched: touched)
-        guard !difference.isEmpty else { return }
+        guard !difference.isEmpty, delegate != nil || subscribers.hasSubscribers else { return }
         deliver(FetchedResultsChange(snapshot: new.snapshot, difference: difference))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// A live, sectioned list of the objects a fetch request matches, that reports
 /// its changes as keyed diffs (Core Data: `NSFetchedResultsController`).
@@ -89,6 +90,11 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// With a batch size: the batches read last, oldest first.
     var window: [[ObjectID]] = []
     private var observer: ObserverToken?
+    /// Tells observers of ``sections`` and ``fetchedObjects`` (see ``FetchedResultsController+Observation``).
+    let observationRegistrar = ObservationRegistrar()
+    /// Whether observers may have read the results: set by a read in an
+    /// observable context, so that a change is diffed for them.
+    var mayHaveObservers = false
     /// Subscribers of `changes`; shared with the iterating tasks.
     let subscribers = StreamSubscribers<FetchedResultsChange>()
 
@@ -135,7 +141,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
         }
         retained = [:]
         window = []
-        list = fetched.list
+        tellingObservers { list = fetched.list }
         cacheRows(fetched.rows)
         startObserving()
         if subscribers.hasSubscribers {
@@ -153,6 +159,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// controller does not keep them.
     public var fetchedObjects: [Result]? {
         managedObjectContext.assertOnQueue()
+        noteObservedRead()
         guard let list, let plan else { return nil }
         if plan.batchSize == 0 {
             let objects = list.ids.map { materialize($0) }
@@ -165,12 +172,14 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// The IDs of the objects in the list, in order; nil before ``performFetch()``. Loads nothing.
     public var fetchedObjectIDs: [ObjectID]? {
         managedObjectContext.assertOnQueue()
+        noteObservedRead()
         return list?.ids
     }
 
     /// The list as a snapshot of section names and object IDs; nil before ``performFetch()``.
     public var snapshot: FetchedResultsSnapshot? {
         managedObjectContext.assertOnQueue()
+        noteObservedRead()
         return list?.snapshot
     }
 
@@ -179,6 +188,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
     /// The sections; nil before ``performFetch()`` (Core Data: `sections`).
     public var sections: [FetchedResultsSectionInfo<Result>]? {
         managedObjectContext.assertOnQueue()
+        noteObservedRead()
         guard let list else { return nil }
         return list.sections.indices.map { index in
             FetchedResultsSectionInfo(name: list.sections[index].name, objectIDs: Array(list.ids[list.range(ofSection: index)]),

@@ -88,6 +88,10 @@ public struct Managed<Value: ManagedPropertyValue> {
         get {
             let index = slotIndex(of: object, storageKeyPath)
             object.entity.managedSlotEntries.noteRead(of: object, at: index)
+            // Observation (`withObservationTracking`): a load and a test when
+            // the context is not observable. The slot's key path, not
+            // `wrapped`, is registered, so that no key path is made here.
+            if object.readsAreObserved { object.noteObservedRead(at: index) }
             return Value._readSlot(of: object, at: index)
         }
         @inlinable @inline(__always)

@@ -15,6 +15,9 @@ extension ManagedObject {
     /// bytes that are not a keyed archive come back as `Data`. Other
     /// transformable attributes give their stored bytes as `Data`.
     ///
+    /// In an observable context, a read inside `withObservationTracking`
+    /// registers the property, as a typed read does.
+    ///
     /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownKey`` for a key the entity
     ///   lacks; ``FaultFulfillmentError`` when the object's values, or the
     ///   to-many's members, cannot be read from the store (an external binary
@@ -23,6 +26,7 @@ extension ManagedObject {
     public func value(forKey key: String) throws -> Any? {
         let property = try entity.property(forKey: key)
         try loadValues()
+        if readsAreObserved { noteObservedRead(at: property.index) }
         return try anyValue(slots[property.index], for: property)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// An object of the graph, living in one context (Core Data: `NSManagedObject`).
 ///
@@ -63,7 +64,9 @@ open class ManagedObject {
     /// objects it still holds, so it never outlives the context. A weak
     /// reference would give the context a side table, and every retain and
     /// release of the context would take the runtime's slow path.
-    @exclusivity(unchecked) private var contextReference: Unmanaged<ManagedObjectContext>?
+    /// Internal but inlinable: the `@Managed` getters read it to learn whether
+    /// the context observes reads (``ManagedObjectContext/isObservable``).
+    @usableFromInline @exclusivity(unchecked) internal final var contextReference: Unmanaged<ManagedObjectContext>?
 
     // MARK: - Internal state (protected by the context's queue)
     //
@@ -79,12 +82,25 @@ open class ManagedObject {
         set {
             keepSnapshot()
             forgetToManyMemberIndexes()
-            storedSlots = newValue
+            if let observation = box?.observation {
+                replaceValuesTellingObservers(with: newValue, observation.registrar)
+            } else {
+                storedSlots = newValue
+            }
         }
         _modify {
             keepSnapshot()
             forgetToManyMemberIndexes()
-            yield &storedSlots
+            if let observation = box?.observation {
+                let registrar = observation.registrar
+                // Observed (rare): changed on a copy, so that the slots whose
+                // values differ are known before the values change.
+                var values = storedSlots
+                yield &values
+                replaceValuesTellingObservers(with: values, registrar)
+            } else {
+                yield &storedSlots
+            }
         }
     }
     /// The values last read from or written to the parent store; nil if never saved.
@@ -149,6 +165,10 @@ open class ManagedObject {
         var toManyMemberIndexes: [Int: ToManyMemberIndex] = [:]
         /// See ``ManagedObject/prefetchedObjects``.
         var prefetchedObjects: [Int: [ManagedObject]] = [:]
+        /// Made by the first typed read in an observable context (see
+        /// ``ManagedObject/observationRegistrar``); kept for the object's life,
+        /// since trackings registered with it must hear of later changes.
+        var observation: ObjectObservation?
     }
 
     /// The box, made now if the object has none.
@@ -162,8 +182,40 @@ open class ManagedObject {
     /// Lets the box go when it holds nothing any more.
     private func unboxIfPossible() {
         guard let box, box.snapshot == nil || snapshotIsSlots, box.toManyMemberIndexes.isEmpty,
-              box.prefetchedObjects.isEmpty, compactVersion != Self.versionInBox else { return }
+              box.prefetchedObjects.isEmpty, compactVersion != Self.versionInBox, box.observation == nil else { return }
         self.box = nil
+    }
+
+    /// The object's observation registrar; nil until a typed read in an
+    /// observable context made one (see ``ManagedObject/noteObservedRead(at:)``).
+    package final var observationRegistrar: ObservationRegistrar? { box?.observation?.registrar }
+
+    /// Whether a registrar was made: a load and a compare, with no copy of
+    /// the registrar (a type of a resilient library, copied through its
+    /// value witnesses: a retain and a release).
+    package final var isObserved: Bool { box?.observation != nil }
+
+    /// The registrar, made now if the object has none.
+    package final var madeObservationRegistrar: ObservationRegistrar {
+        if let observation = box?.observation { return observation.registrar }
+        let made = ObjectObservation()
+        madeBox.observation = made
+        return made.registrar
+    }
+
+    /// Replaces the values of an observed object, calling `willSet` before and
+    /// `didSet` after for exactly the slots whose values differ. Loading a
+    /// fault's values, or dropping them to turn into one, changes no value
+    /// and tells no one.
+    private func replaceValuesTellingObservers(with values: ContiguousArray<PropertyValue>, _ registrar: ObservationRegistrar) {
+        guard !storedSlots.isEmpty, storedSlots.count == values.count else {
+            storedSlots = values
+            return
+        }
+        let changed = values.indices.filter { storedSlots[$0] != values[$0] }
+        for index in changed { registrar.willSet(self, keyPath: ObservedSlotKeyPaths.keyPath(at: index)) }
+        storedSlots = values
+        for index in changed { registrar.didSet(self, keyPath: ObservedSlotKeyPaths.keyPath(at: index)) }
     }
 
     /// The destinations a fetch prefetched for this object's relationships
@@ -260,8 +312,13 @@ open class ManagedObject {
     /// copy would touch each one's memory just to count a reference.
     package final func takeFetchedValues(_ values: inout ContiguousArray<PropertyValue>) {
         snapshotIsSlots = true
-        storedSlots = []
-        swap(&storedSlots, &values)
+        if let observation = box?.observation {
+            replaceValuesTellingObservers(with: values, observation.registrar)
+            values = []
+        } else {
+            storedSlots = []
+            swap(&storedSlots, &values)
+        }
         if let box {
             box.snapshot = nil
             box.toManyMemberIndexes = [:]
@@ -295,7 +352,16 @@ open class ManagedObject {
     /// Writes one slot, forgetting the member index of that slot only.
     package final func replaceSlot(_ value: PropertyValue, at index: Int) {
         keepSnapshot()
-        if let box, !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
+        if let box {
+            if !box.toManyMemberIndexes.isEmpty { box.toManyMemberIndexes[index] = nil }
+            if let registrar = box.observation?.registrar, storedSlots[index] != value {
+                let keyPath = ObservedSlotKeyPaths.keyPath(at: index)
+                registrar.willSet(self, keyPath: keyPath)
+                storedSlots[index] = value
+                registrar.didSet(self, keyPath: keyPath)
+                return
+            }
+        }
         storedSlots[index] = value
     }
 
@@ -334,12 +400,17 @@ open class ManagedObject {
         // (amortized O(1) per append) or because something else still held it.
         let before = ids.withUnsafeBufferPointer { $0.baseAddress }
         #endif
+        // Observers hear of the change before it is made, as of any other;
+        // whether the members really change is known only afterwards.
+        let registrar = box?.observation?.registrar
+        registrar?.willSet(self, keyPath: ObservedSlotKeyPaths.keyPath(at: index))
         let result = body(&ids, &memberIndex)
         #if DEBUG
         if ids.withUnsafeBufferPointer({ $0.baseAddress }) != before { countToManyMemberWork(ids.count) }
         #endif
         storedSlots[index] = .objects(ids)
         madeBox.toManyMemberIndexes[index] = memberIndex
+        registrar?.didSet(self, keyPath: ObservedSlotKeyPaths.keyPath(at: index))
         return result
     }
 
@@ -484,6 +555,18 @@ open class ManagedObject {
 
     /// Turns the object back into a fault, dropping its values (not its pending changes: callers decide).
     package final func turnIntoFault() {
+        // Unsaved changes are dropped: observers of the changed slots hear
+        // that they return to the snapshot's values.
+        if isObserved, !snapshotIsSlots, let snapshot {
+            tellingObservers(ofValuesChangingTo: snapshot) { turnIntoFaultToldAlready() }
+        } else {
+            turnIntoFaultToldAlready()
+        }
+    }
+
+    /// ``turnIntoFault()`` for callers that have told the object's observers
+    /// themselves, from a newer row (see ``tellingObservers(ofRow:_:)``).
+    package final func turnIntoFaultToldAlready() {
         willTurnIntoFault()
         // The snapshot first: emptied while it still shared the values, the
         // values would first be copied into it (see `keepSnapshot()`).
