@@ -99,6 +99,8 @@ final class TickerApp: Sendable {
         let storePath = stack.storeURL?.path ?? "in memory"
         let search = options.search
         try await main.perform {
+            // The watchlist's view model observes the companies it shows (WatchlistModel).
+            main.isObservable = true
             try view.show(symbols, in: main, storePath: storePath)
             view.showTopMovers(try TopMoversPanel(context: main))
             if let search { try view.showSearch(SearchPanel(query: search, context: main)) }
