@@ -94,6 +94,18 @@ protocol ManagedDeclarationTagged {
     var declarationTag: UInt8 { get }
 }
 
+extension ClassDeclarations {
+    /// Whether `type` is `ancestor` or one of its subclasses.
+    static func isClass(_ type: AnyClass, kindOf ancestor: AnyClass) -> Bool {
+        var current: AnyClass? = type
+        while let step = current {
+            if step == ancestor { return true }
+            current = _getSuperclass(step)
+        }
+        return false
+    }
+}
+
 extension Managed: ManagedDeclarationTagged {
     var declarationTag: UInt8 { tag }
 }

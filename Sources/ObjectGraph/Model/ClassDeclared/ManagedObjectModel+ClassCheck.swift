@@ -80,7 +80,7 @@ extension ManagedObjectModel {
             guard let target = entitiesByName[relationship.destinationEntityName] else {
                 throw mismatch("the relationship's destination \(relationship.destinationEntityName) is not in the model")
             }
-            guard isClass(target.managedObjectClass, kindOf: destination) else {
+            guard ClassDeclarations.isClass(target.managedObjectClass, kindOf: destination) else {
                 throw mismatch("declared to hold \(ClassDeclarations.unqualifiedName(of: destination)); the destination entity \(target.name) makes \(ClassDeclarations.unqualifiedName(of: target.managedObjectClass)) objects (bind the class to it)")
             }
         case .optional, .unsupported:
@@ -101,14 +101,5 @@ extension ManagedObjectModel {
         case .uuid: 7
         case .uri: 8
         }
-    }
-
-    private static func isClass(_ type: AnyClass, kindOf ancestor: AnyClass) -> Bool {
-        var current: AnyClass? = type
-        while let step = current {
-            if step == ancestor { return true }
-            current = _getSuperclass(step)
-        }
-        return false
     }
 }

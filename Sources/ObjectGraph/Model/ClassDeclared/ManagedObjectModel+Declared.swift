@@ -235,7 +235,7 @@ struct DeclaredModelBuilder {
             ModelDeclarationError(.unknownKeyPath, className: entry.declarations.className, entityName: entity.name, message: message)
         }
         let root = Swift.type(of: keyPath).rootType
-        guard let rootClass = root as? ManagedObject.Type, Self.isClass(type, kindOf: rootClass) else {
+        guard let rootClass = root as? ManagedObject.Type, ClassDeclarations.isClass(type, kindOf: rootClass) else {
             throw failure("the \(purpose) starts at \(root), not at \(entry.declarations.className) or a superclass")
         }
         let slot = entity.managedSlots.probe.slot(
@@ -245,15 +245,6 @@ struct DeclaredModelBuilder {
         )
         guard let slot else { throw failure("the \(purpose) names no @Managed property of \(entry.declarations.className)") }
         return entity.slotProperties[slot].name
-    }
-
-    private static func isClass(_ type: AnyClass, kindOf ancestor: AnyClass) -> Bool {
-        var current: AnyClass? = type
-        while let step = current {
-            if step == ancestor { return true }
-            current = _getSuperclass(step)
-        }
-        return false
     }
 
     private func resolveInverses(in model: ManagedObjectModel) throws(ModelDeclarationError) {
