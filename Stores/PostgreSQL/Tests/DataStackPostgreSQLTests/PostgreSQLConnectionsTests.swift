@@ -271,7 +271,7 @@ struct PostgreSQLConnectionsTests {
         let url = try server.makeDatabase()
         let admin = try PostgreSQLConnection(url: url)
         defer { admin.close() }
-        let before = Self.socketDescriptors()
+        let before = Self.socketDescriptors(connectedTo: server.socketDirectory)
         let model = StoreTestModel.make()
         let trace = StatementRecorder()
         var options = StoreOptions()
@@ -283,8 +283,9 @@ struct PostgreSQLConnectionsTests {
             try context.save()
             try insertCompany("NEW1", model, into: context)
         }
-        // The store's sessions: its writer, and a reader if it opened one.
-        let storeSockets = Self.socketDescriptors().subtracting(before)
+        // The store's sessions: its writer, and a reader if it opened one. Only sockets to this
+        // test's own server: tests running beside this one hold sockets of their own.
+        let storeSockets = Self.socketDescriptors(connectedTo: server.socketDirectory).subtracting(before)
         try #require(!storeSockets.isEmpty, "the store opened no session")
 
         // A deferred constraint trigger runs at COMMIT, before the commit is written: holding the
@@ -315,15 +316,33 @@ struct PostgreSQLConnectionsTests {
         #expect(try admin.execute("SELECT count(*) FROM ZCOMPANY WHERE ZSYMBOL = 'NEW1'").int64(row: 0, column: 0) == 1)
     }
 
-    /// The process's open sockets (from /proc/self/fd), to tell which one a store opened.
-    private static func socketDescriptors() -> Set<Int32> {
+    /// The process's open Unix sockets whose peer is a socket in `directory` (the
+    /// descriptors from /proc/self/fd, each peer from `getpeername`), to tell which
+    /// ones a store opened to a server no other test uses.
+    private static func socketDescriptors(connectedTo directory: String) -> Set<Int32> {
         let folder = "/proc/self/fd"
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return Set(entries.compactMap { entry -> Int32? in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(entry)"),
-                  target.hasPrefix("socket:") else { return nil }
-            return Int32(entry)
+            guard let descriptor = Int32(entry),
+                  let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(entry)"),
+                  target.hasPrefix("socket:"),
+                  let peer = peerPath(of: descriptor),
+                  peer.hasPrefix(directory + "/") else { return nil }
+            return descriptor
         })
+    }
+
+    /// The path of the Unix socket `descriptor` is connected to, or nil for any other socket.
+    private static func peerPath(of descriptor: Int32) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+        }
+        guard result == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        return withUnsafeBytes(of: address.sun_path) { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
     }
 
     // MARK: - The change listener
