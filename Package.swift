@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ObjectGraph", targets: ["ObjectGraph"]),
         .library(name: "DataStackStorage", targets: ["DataStackStorage"]),
         .library(name: "DataStackStores", targets: ["DataStackStores"]),
+        .library(name: "DataStackSync", targets: ["DataStackSync"]),
         .executable(name: "ticker-import", targets: ["TickerImport"]),
         .library(name: "TickerImportKit", targets: ["TickerImportKit"]),
         .executable(name: "datastack", targets: ["DataStackTool"]),
@@ -62,6 +63,13 @@ let package = Package(
             name: "DataStack",
             dependencies: ["ObjectGraph", "DataStackStorage", "DataStackStores", "DataStackSQLite", "DataStackSupport"],
             path: "Sources/DataStack"
+        ),
+        // Replicas that sync through a hub: hybrid clocks, changes and their bytes, the
+        // field-by-field merge, the SyncHub protocol and the engine a stack runs.
+        .target(
+            name: "DataStackSync",
+            dependencies: ["DataStack", "DataStackSupport"],
+            path: "Sources/DataStackSync"
         ),
         // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
         .target(
@@ -121,6 +129,11 @@ let package = Package(
             path: "Tests/DataStackTests"
         ),
         // Runs the built `datastack` executable against copies of fixture stores.
+        .testTarget(
+            name: "DataStackSyncTests",
+            dependencies: ["DataStackSync", "DataStack"],
+            path: "Tests/DataStackSyncTests"
+        ),
         .testTarget(
             name: "DataStackToolTests",
             dependencies: ["DataStack", "DataStackSQLite"],

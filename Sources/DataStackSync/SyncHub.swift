@@ -1,0 +1,52 @@
+import Foundation
+
+/// Where replicas meet: a log of changes in one order that every replica
+/// pushes to and pulls from (``PostgreSQLSyncHub`` in the PostgreSQL package
+/// is the one DataStack ships).
+///
+/// A hub never merges: it orders. Every replica folds the same ordered log
+/// with the same policies, so every replica reaches the same state.
+///
+/// Calls block (a sync engine makes them on its own queue) and throw
+/// ``SyncError`` — `.offline` when the hub cannot be reached, so the engine
+/// retries later and nothing is lost.
+public protocol SyncHub: Sendable {
+    /// Registers a replica (again, after a restart), checking its model: a
+    /// replica whose model version differs from the hub's is refused with
+    /// `.modelVersionMismatch` naming both. The first replica sets the hub's version.
+    func register(replica: UUID, modelVersion: String) throws -> SyncRegistration
+
+    /// Appends changes to the log in the order given and returns their hub
+    /// sequences, in that order. Idempotent: a change the hub holds already
+    /// (same replica and local sequence) is not appended again, and its first
+    /// sequence is returned.
+    func push(_ changes: [SyncChange]) throws -> [Int64]
+
+    /// The log's changes after `sequence`, in order, at most `limit` of them.
+    /// Throws `.snapshotRequired` when changes after `sequence` were purged.
+    func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange]
+
+    /// Records that a replica has applied the log through `sequence`: the hub
+    /// purges only changes every registered replica has applied.
+    func acknowledge(replica: UUID, through sequence: Int64) throws
+}
+
+/// What the hub answered a replica that registered.
+public struct SyncRegistration: Sendable, Hashable {
+    /// The hub's model version (the replica's, once registered).
+    public var modelVersion: String
+    /// The last sequence this replica acknowledged, 0 for a new replica.
+    public var acknowledgedSequence: Int64
+    /// The last local sequence of this replica the hub holds, 0 for none:
+    /// after a crash, the replica's changes up to it need not be pushed again.
+    public var lastPushedLocalSequence: Int64
+    /// The first sequence the hub still holds, 1 if nothing was purged.
+    public var oldestSequence: Int64
+
+    public init(modelVersion: String, acknowledgedSequence: Int64, lastPushedLocalSequence: Int64, oldestSequence: Int64) {
+        self.modelVersion = modelVersion
+        self.acknowledgedSequence = acknowledgedSequence
+        self.lastPushedLocalSequence = lastPushedLocalSequence
+        self.oldestSequence = oldestSequence
+    }
+}
