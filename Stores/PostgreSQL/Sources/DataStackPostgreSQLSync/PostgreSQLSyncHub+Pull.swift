@@ -1,0 +1,61 @@
+import DataStackPostgreSQL
+import DataStackSync
+
+// MARK: - Pulling changes
+
+extension PostgreSQLSyncHub {
+    /// The log's changes after `sequence`, in sequence order, at most `limit`
+    /// of them; an empty array when the replica has them all.
+    ///
+    /// One statement reads the oldest kept sequence and the changes, so it sees
+    /// a ``purge()`` entirely or not at all. Sequences come without gaps
+    /// (``push(_:)`` commits them in order), so the next call asks for what
+    /// follows the last one returned.
+    ///
+    /// - Complexity: one round trip; O(*n* log *m*) on the server, *n* = `limit`,
+    ///   *m* = the log's size (the primary key's index).
+    /// - Throws: ``DataStackSync/SyncError``: `.snapshotRequired`, naming
+    ///   `sequence` and the oldest sequence kept, when changes after `sequence`
+    ///   were purged; `.corruptChange`, naming the sequence, when a change's
+    ///   bytes do not decode; `.hubFailure` for a `limit` below 1 or a negative
+    ///   `sequence`; `.offline` when the server cannot be reached.
+    public func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        guard limit >= 1, sequence >= 0 else {
+            throw SyncError(.hubFailure, message: """
+                pull(after: \(sequence), limit: \(limit)) from the sync hub at \(reportedURL): \
+                the sequence must be 0 or more and the limit at least 1
+                """)
+        }
+        let (oldest, rows) = try withSession("pulling changes after sequence \(sequence)") { connection in
+            let result = try connection.execute(cached: """
+                SELECT m.oldest_sequence, l.sequence, l.change FROM datastack_sync_meta AS m
+                LEFT JOIN LATERAL (
+                    SELECT sequence, change FROM datastack_sync_log WHERE sequence > $1::int8 ORDER BY sequence LIMIT $2::int8
+                ) AS l ON true
+                ORDER BY l.sequence
+                """, [PostgreSQLValue(sequence), PostgreSQLValue(Int64(limit))])
+            let oldest = try result.int64(row: 0, column: 0) ?? 1
+            var rows: [(sequence: Int64, bytes: [UInt8])] = []
+            for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
+                // NOT NULL columns: a NULL here is a damaged row, reported as such below.
+                rows.append((try result.int64(row: row, column: 1) ?? 0, try result.bytes(row: row, column: 2) ?? []))
+            }
+            return (oldest, rows)
+        }
+        guard oldest <= sequence + 1 else {
+            throw SyncError(.snapshotRequired, message: """
+                the sync hub at \(reportedURL) purged the changes after sequence \(sequence) that the replica needs: \
+                the oldest sequence it keeps is \(oldest); start again from a snapshot
+                """)
+        }
+        return try rows.map { row in
+            do throws(SyncError) {
+                return SequencedChange(sequence: row.sequence, change: try SyncChange(encoded: row.bytes))
+            } catch {
+                throw SyncError(.corruptChange, message: """
+                    the change at sequence \(row.sequence) of the sync hub at \(reportedURL) does not decode: \(error.message)
+                    """)
+            }
+        }
+    }
+}
