@@ -16,7 +16,10 @@ extension PostgreSQLSyncHub {
     ///   *m* = the log's size (the primary key's index).
     /// - Throws: ``DataStackSync/SyncError``: `.snapshotRequired`, naming
     ///   `sequence` and the oldest sequence kept, when changes after `sequence`
-    ///   were purged; `.corruptChange`, naming the sequence, when a change's
+    ///   were purged, or naming `sequence` and the hub's last when `sequence` is
+    ///   beyond it (the hub's database was restored from an older backup or
+    ///   replaced: the replica holds changes the hub lost, and would otherwise
+    ///   skip the new changes the hub numbers again from there); `.corruptChange`, naming the sequence, when a change's
     ///   bytes do not decode; `.hubFailure` for a `limit` below 1 or a negative
     ///   `sequence`; `.offline` when the server cannot be reached.
     public func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
@@ -26,21 +29,28 @@ extension PostgreSQLSyncHub {
                 the sequence must be 0 or more and the limit at least 1
                 """)
         }
-        let (oldest, rows) = try withSession("pulling changes after sequence \(sequence)") { connection in
+        let (oldest, last, rows) = try withSession("pulling changes after sequence \(sequence)") { connection in
             let result = try connection.execute(cached: """
-                SELECT m.oldest_sequence, l.sequence, l.change FROM datastack_sync_meta AS m
+                SELECT m.oldest_sequence, m.last_sequence, l.sequence, l.change FROM datastack_sync_meta AS m
                 LEFT JOIN LATERAL (
                     SELECT sequence, change FROM datastack_sync_log WHERE sequence > $1::int8 ORDER BY sequence LIMIT $2::int8
                 ) AS l ON true
                 ORDER BY l.sequence
                 """, [PostgreSQLValue(sequence), PostgreSQLValue(Int64(limit))])
             let oldest = try result.int64(row: 0, column: 0) ?? 1
+            let last = try result.int64(row: 0, column: 1) ?? 0
             var rows: [(sequence: Int64, bytes: [UInt8])] = []
-            for row in 0..<result.rowCount where !result.isNull(row: row, column: 1) {
+            for row in 0..<result.rowCount where !result.isNull(row: row, column: 2) {
                 // NOT NULL columns: a NULL here is a damaged row, reported as such below.
-                rows.append((try result.int64(row: row, column: 1) ?? 0, try result.bytes(row: row, column: 2) ?? []))
+                rows.append((try result.int64(row: row, column: 2) ?? 0, try result.bytes(row: row, column: 3) ?? []))
             }
-            return (oldest, rows)
+            return (oldest, last, rows)
+        }
+        guard sequence <= last else {
+            throw SyncError(.snapshotRequired, message: """
+                the replica applied the sync hub's changes through sequence \(sequence), but the hub at \(reportedURL) \
+                has given sequences only through \(last) (was its database restored or replaced?): start again from a snapshot
+                """)
         }
         guard oldest <= sequence + 1 else {
             throw SyncError(.snapshotRequired, message: """

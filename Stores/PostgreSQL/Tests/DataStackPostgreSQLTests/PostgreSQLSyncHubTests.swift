@@ -94,7 +94,18 @@ struct PostgreSQLSyncHubTests {
         #expect(all.map(\.change) == first + second)
         #expect(try hub.pull(after: 2, limit: 2).map(\.sequence) == [3, 4])
         #expect(try hub.pull(after: 5, limit: 100).isEmpty)
-        #expect(try hub.pull(after: 99, limit: 100).isEmpty)
+    }
+
+    /// A replica that applied more than the hub ever gave (the hub's database
+    /// restored from an older backup) would skip the changes the hub numbers
+    /// again from there: it is told to start from a snapshot instead.
+    @Test func aReplicaAheadOfTheHubIsToldToStartFromASnapshot() throws {
+        let (hub, _) = try makeHub()
+        _ = try hub.push([change(UUID(), 1), change(UUID(), 1)])
+        let error = syncError { try hub.pull(after: 9, limit: 100) }
+        #expect(error?.code == .snapshotRequired)
+        #expect(error?.message.contains("through sequence 9") == true)
+        #expect(error?.message.contains("only through 2") == true)
     }
 
     @Test func aChunkPushedAgainAppendsNothingAndReturnsItsFirstSequences() throws {
