@@ -19,9 +19,12 @@ extension PostgreSQLSyncHub {
     ///   were purged, or naming `sequence` and the hub's last when `sequence` is
     ///   beyond it (the hub's database was restored from an older backup or
     ///   replaced: the replica holds changes the hub lost, and would otherwise
-    ///   skip the new changes the hub numbers again from there); `.corruptChange`, naming the sequence, when a change's
-    ///   bytes do not decode; `.hubFailure` for a `limit` below 1 or a negative
-    ///   `sequence`; `.offline` when the server cannot be reached.
+    ///   skip the new changes the hub numbers again from there);
+    ///   `.corruptChange`, naming the sequence, when a change's bytes do not
+    ///   decode, or decode to a change of another replica or local sequence
+    ///   than the log files it under (which idempotent pushes rely on);
+    ///   `.hubFailure` for a `limit` below 1 or a negative `sequence`;
+    ///   `.offline` when the server cannot be reached.
     public func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
         guard limit >= 1, sequence >= 0 else {
             throw SyncError(.hubFailure, message: """
@@ -31,18 +34,22 @@ extension PostgreSQLSyncHub {
         }
         let (oldest, last, rows) = try withSession("pulling changes after sequence \(sequence)") { connection in
             let result = try connection.execute(cached: """
-                SELECT m.oldest_sequence, m.last_sequence, l.sequence, l.change FROM datastack_sync_meta AS m
+                SELECT m.oldest_sequence, m.last_sequence, l.sequence, l.change, l.replica::text, l.local_sequence FROM datastack_sync_meta AS m
                 LEFT JOIN LATERAL (
-                    SELECT sequence, change FROM datastack_sync_log WHERE sequence > $1::int8 ORDER BY sequence LIMIT $2::int8
+                    SELECT sequence, change, replica, local_sequence FROM datastack_sync_log WHERE sequence > $1::int8 ORDER BY sequence LIMIT $2::int8
                 ) AS l ON true
                 ORDER BY l.sequence
                 """, [PostgreSQLValue(sequence), PostgreSQLValue(Int64(limit))])
             let oldest = try result.int64(row: 0, column: 0) ?? 1
             let last = try result.int64(row: 0, column: 1) ?? 0
-            var rows: [(sequence: Int64, bytes: [UInt8])] = []
+            var rows: [LogRow] = []
             for row in 0..<result.rowCount where !result.isNull(row: row, column: 2) {
                 // NOT NULL columns: a NULL here is a damaged row, reported as such below.
-                rows.append((try result.int64(row: row, column: 2) ?? 0, try result.bytes(row: row, column: 3) ?? []))
+                rows.append(LogRow(
+                    sequence: try result.int64(row: row, column: 2) ?? 0,
+                    bytes: try result.bytes(row: row, column: 3) ?? [],
+                    replica: result.string(row: row, column: 4) ?? "",
+                    localSequence: try result.int64(row: row, column: 5) ?? 0))
             }
             return (oldest, last, rows)
         }
@@ -59,13 +66,29 @@ extension PostgreSQLSyncHub {
                 """)
         }
         return try rows.map { row in
+            let change: SyncChange
             do throws(SyncError) {
-                return SequencedChange(sequence: row.sequence, change: try SyncChange(encoded: row.bytes))
+                change = try SyncChange(encoded: row.bytes)
             } catch {
                 throw SyncError(.corruptChange, message: """
                     the change at sequence \(row.sequence) of the sync hub at \(reportedURL) does not decode: \(error.message)
                     """)
             }
+            guard change.replica.uuidString.lowercased() == row.replica.lowercased(), change.localSequence == row.localSequence else {
+                throw SyncError(.corruptChange, message: """
+                    the change at sequence \(row.sequence) of the sync hub at \(reportedURL) is change \(change.localSequence) of \
+                    replica \(change.replica), but the log files it as change \(row.localSequence) of replica \(row.replica)
+                    """)
+            }
+            return SequencedChange(sequence: row.sequence, change: change)
         }
+    }
+
+    /// A row of the log as read, before its bytes are decoded.
+    struct LogRow: Sendable {
+        var sequence: Int64
+        var bytes: [UInt8]
+        var replica: String
+        var localSequence: Int64
     }
 }

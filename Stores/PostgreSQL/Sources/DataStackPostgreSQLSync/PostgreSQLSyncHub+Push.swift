@@ -65,11 +65,12 @@ extension PostgreSQLSyncHub {
                 let newLast = last + Int64(appended.count)
                 try connection.copy(into: "datastack_sync_log", columns: ["sequence", "replica", "local_sequence", "change"], rows: appended)
                 try connection.execute(cached: "UPDATE datastack_sync_meta SET last_sequence = $1::int8", [PostgreSQLValue(newLast)])
+                let pushers = Array(lastPushed)
                 try connection.execute(cached: """
                     UPDATE datastack_sync_replicas AS r SET last_pushed_local = greatest(r.last_pushed_local, p.local), last_seen = now()
                     FROM unnest($1::uuid[], $2::int8[]) AS p (replica, local) WHERE r.replica = p.replica
-                    """, [.text(Self.arrayLiteral(lastPushed.keys.map(\.uuidString))),
-                          .text(Self.arrayLiteral(lastPushed.keys.map { String(lastPushed[$0]!) }))])
+                    """, [.text(Self.arrayLiteral(pushers.map(\.key.uuidString))),
+                          .text(Self.arrayLiteral(pushers.map { String($0.value) }))])
                 try connection.execute(cached: "SELECT pg_notify($1, $2)", [.text(Self.channel), .text(String(newLast))])
                 return result
             }

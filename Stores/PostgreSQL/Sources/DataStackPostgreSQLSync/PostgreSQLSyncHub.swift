@@ -131,11 +131,12 @@ public final class PostgreSQLSyncHub: SyncHub {
         return connection
     }
 
-    /// Whole milliseconds, at least 1 for a positive duration (0 is "no limit" to PostgreSQL).
+    /// Whole milliseconds, at least 1: PostgreSQL reads a `lock_timeout` of 0 as
+    /// "no limit", the opposite of what a zero duration asks.
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        let millis = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        return duration > .zero ? max(1, millis) : 0
+        let millis = seconds.multipliedReportingOverflow(by: 1000)
+        return millis.overflow ? .max : max(1, millis.partialValue + attoseconds / 1_000_000_000_000_000)
     }
 
     /// The URL as it may appear in a message: without its password.

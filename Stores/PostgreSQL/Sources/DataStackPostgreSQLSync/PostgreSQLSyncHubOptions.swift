@@ -20,8 +20,8 @@ public struct PostgreSQLSyncHubOptions: Sendable, Hashable {
 
     /// How long a push waits for the pushes ahead of it (pushes take turns,
     /// see ``PostgreSQLSyncHub/push(_:)``) before it throws `.offline`, so
-    /// that the engine tries again later. Nil waits as long as it takes.
-    /// The default is 10 seconds.
+    /// that the engine tries again later. Nil waits as long as it takes; zero
+    /// or less gives up at once (after 1 ms). The default is 10 seconds.
     ///
     /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/runtime-config-client.html#GUC-LOCK-TIMEOUT>
     public var lockTimeout: Duration? = .seconds(10)

@@ -299,6 +299,22 @@ struct PostgreSQLSyncHubTests {
         #expect(try hub.pull(after: 0, limit: 2).map(\.sequence) == [1, 2])
     }
 
+    @Test func aRowWhoseBytesNameAnotherChangeIsReportedNamingItsSequence() throws {
+        let (hub, url) = try makeHub()
+        let a = UUID()
+        _ = try hub.push([change(a, 1)])
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        // Filed as local change 2, but its bytes are local change 7: a re-push of 7 would not find it.
+        try admin.execute("INSERT INTO datastack_sync_log VALUES (2, $1::uuid, 2, $2)", [.text(a.uuidString), .bytes(change(a, 7).encoded())])
+        try admin.execute("UPDATE datastack_sync_meta SET last_sequence = 2")
+
+        let error = syncError { try hub.pull(after: 0, limit: 10) }
+        #expect(error?.code == .corruptChange)
+        #expect(error?.message.contains("sequence 2") == true)
+        #expect(error?.message.contains("change 7") == true)
+    }
+
     @Test func anotherServerErrorIsAHubFailureNamingTheSQL() throws {
         let (hub, url) = try makeHub()
         let admin = try PostgreSQLConnection(url: url)
