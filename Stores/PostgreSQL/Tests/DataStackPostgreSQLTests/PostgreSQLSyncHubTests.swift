@@ -370,6 +370,36 @@ struct PostgreSQLSyncHubTests {
         #expect(error?.message.contains("sync:***@") == true)
     }
 
+    /// A link dropped mid-push (the push's session ended on the server while its
+    /// transaction is open): nothing of the push stays, the push is `.offline`,
+    /// and pushing the same chunk again on a new session appends it once.
+    @Test func aPushWhoseSessionDiesMidTransactionLeavesNothingAndIsPushedAgainOnce() throws {
+        let (hub, url) = try makeHub()
+        let a = UUID()
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        try admin.execute("SELECT pg_advisory_lock(hashtext($1))", [.text(PostgreSQLSyncHub.pushLockName)])
+        let chunk = [change(a, 1), change(a, 2)]
+        let push = BackgroundCall { try hub.push(chunk) }
+        #expect(try admin.waitUntilAnotherSessionWaitsForALock())
+        let ended = try admin.execute("""
+            SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
+            WHERE application_name = 'datastack_sync' AND datname = current_database()
+            """).int64(row: 0, column: 0)
+        #expect(ended == 1)
+        try admin.execute("SELECT pg_advisory_unlock(hashtext($1))", [.text(PostgreSQLSyncHub.pushLockName)])
+
+        let outcome = try #require(push.outcome(within: 10), "the push did not return within 10 s of its session's end")
+        switch outcome {
+        case .failure(let error as SyncError): #expect(error.code == .offline)
+        default: Issue.record("expected .offline from the push, got \(outcome)")
+        }
+        #expect(try admin.execute("SELECT count(*) FROM datastack_sync_log").int64(row: 0, column: 0) == 0)
+        #expect(try hub.push(chunk) == [1, 2])
+        #expect(try hub.push(chunk) == [1, 2])
+        #expect(try hub.pull(after: 0, limit: 10).map(\.change) == chunk)
+    }
+
     @Test func aPushThatWaitsLongerThanTheLockTimeoutIsOfflineAsBusy() throws {
         let (_, url) = try makeHub()
         var options = PostgreSQLSyncHubOptions()
