@@ -32,9 +32,11 @@ extension PostgreSQLSyncHub {
     /// purged changes were acknowledged by every registered replica, the pusher
     /// included, which therefore pulled them back and knows they were pushed.
     ///
-    /// - Complexity: three statements and one `COPY` of the new changes,
-    ///   whatever their number; pushes wait for each other (at most
-    ///   ``PostgreSQLSyncHubOptions/lockTimeout``).
+    /// - Complexity: seven round trips (the lock, the last sequence, the changes
+    ///   held already, one `COPY` of the new ones, the last sequence, the
+    ///   pushers' bookmarks, the notification) plus BEGIN and COMMIT, whatever
+    ///   the number of changes; three when all are held already. Pushes wait for
+    ///   each other (at most ``PostgreSQLSyncHubOptions/lockTimeout``).
     /// - Throws: ``DataStackSync/SyncError`` `.offline` (the server cannot be
     ///   reached, or the push waited too long for others) or `.hubFailure`.
     public func push(_ changes: [SyncChange]) throws -> [Int64] {
