@@ -43,6 +43,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DataStackPostgreSQL", targets: ["DataStackPostgreSQL"]),
+        // A sync hub on PostgreSQL for DataStackSync's replicas (issue #39).
+        .library(name: "DataStackPostgreSQLSync", targets: ["DataStackPostgreSQLSync"]),
         .executable(name: "ticker-import-postgresql", targets: ["TickerImportPostgreSQL"]),
         // One process of the multi-process tests (ThreeProcessTests): importer, viewer or reader.
         .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
@@ -66,6 +68,16 @@ let package = Package(
             ],
             path: "Sources/DataStackPostgreSQL"
         ),
+        // The hub that offline replicas (local SQLite stacks) push their changes to and pull
+        // everyone's from, in one order: PostgreSQLSyncHub.
+        .target(
+            name: "DataStackPostgreSQLSync",
+            dependencies: [
+                "DataStackPostgreSQL",
+                .product(name: "DataStackSync", package: "DataStack"),
+            ],
+            path: "Sources/DataStackPostgreSQLSync"
+        ),
         // ticker-import with the PostgreSQL store registered: `--store postgresql://…`.
         .executableTarget(
             name: "TickerImportPostgreSQL",
@@ -87,7 +99,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStackPostgreSQLTests",
-            dependencies: ["DataStackPostgreSQL"],
+            dependencies: ["DataStackPostgreSQL", "DataStackPostgreSQLSync"],
             path: "Tests/DataStackPostgreSQLTests"
         ),
     ],
