@@ -119,9 +119,10 @@ public final class HybridLogicalClock: Sendable {
             if milliseconds == timestamp.milliseconds { counter = max(counter, timestamp.counter) }
             latest = Self.successor(milliseconds: milliseconds, counter: counter, replica: replica)
         }
+        guard timestamp.milliseconds > physical else { return nil }
         let ahead = timestamp.milliseconds.subtractingReportingOverflow(physical)
-        guard ahead.overflow || ahead.partialValue > maximumSkew else { return nil }
-        return Skew(timestamp: timestamp, milliseconds: ahead.overflow ? .max : ahead.partialValue)
+        let milliseconds = ahead.overflow ? Int64.max : ahead.partialValue
+        return milliseconds > maximumSkew ? Skew(timestamp: timestamp, milliseconds: milliseconds) : nil
     }
 
     /// The next timestamp after (`milliseconds`, `counter`): the counter plus
