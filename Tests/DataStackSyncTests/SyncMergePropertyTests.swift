@@ -66,6 +66,7 @@ struct SyncMergePropertyTests {
     @Test("three replicas editing offline, pushing and pulling in random interleavings and chunks, converge",
           arguments: allPolicies)
     func threeReplicasConverge(policy: SyncMergePolicy) throws {
+        var effects: [SyncDeletePolicy: [SyncEffect.Kind: Int]] = [:]
         for seed in UInt64(0)..<120 {
             let delete: SyncDeletePolicy = seed % 2 == 0 ? .deleteWins : .editWins
             var simulation = Simulation(seed: seed, merger: try SyncTestModel.merger(policy: policy, delete: delete))
@@ -74,7 +75,13 @@ struct SyncMergePropertyTests {
             } catch is SimulationFailed {
                 continue  // recorded; the next seed may fail otherwise
             }
+            effects[delete, default: [:]].merge(simulation.effects) { $0 + $1 }
         }
+        // The simulations exercise what they claim: every kind of effect, revivals under editWins only.
+        for kind in [SyncEffect.Kind.insert, .update, .delete] {
+            #expect(effects[.deleteWins]?[kind] ?? 0 > 0 && effects[.editWins]?[kind] ?? 0 > 0, "no \(kind) effect: \(effects)")
+        }
+        #expect(effects[.editWins]?[.revive] ?? 0 > 0 && effects[.deleteWins]?[.revive] == nil, "\(effects)")
     }
 }
 
@@ -111,6 +118,8 @@ private struct Simulation {
     var log: [SyncChange] = []
     var objects: [UUID] = []
     let tags: [UUID]
+    /// The effects pulls had, by kind.
+    var effects: [SyncEffect.Kind: Int] = [:]
 
     init(seed: UInt64, merger: SyncMerger) {
         var random = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 17)
@@ -233,6 +242,7 @@ private struct Simulation {
             replica.clock.receive(change.timestamp)
             var state = replica.states[change.objectID]
             if let effect = try merger.apply(SequencedChange(sequence: Int64(position + 1), change: change), to: &state) {
+                effects[effect.kind, default: 0] += 1
                 replica.store[change.objectID] = (replica.store[change.objectID] ?? .absent).applying(effect)
             }
             replica.states[change.objectID] = state
