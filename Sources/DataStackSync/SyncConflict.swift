@@ -15,6 +15,9 @@ import Foundation
 /// order. For a to-many relationship the values are `.bool(true)` (the member
 /// is in the relationship) and `.bool(false)` (removed), and a result of
 /// `.bool(true)` keeps the member in, anything else leaves it out.
+///
+/// ## Topics
+/// - ``SyncResolver``
 public struct SyncConflict: Sendable, Hashable {
     /// The object's entity.
     public var entity: String

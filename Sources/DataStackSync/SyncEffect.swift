@@ -13,6 +13,9 @@ import Foundation
 ///     }
 /// }
 /// ```
+///
+/// ## Topics
+/// - ``Kind``
 public struct SyncEffect: Sendable, Hashable {
     /// What happens to the object.
     public enum Kind: UInt8, Sendable, Hashable {

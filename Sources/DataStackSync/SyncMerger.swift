@@ -42,6 +42,13 @@ import Foundation
 ///
 /// - Complexity: ``apply(_:to:)`` is O(*v* + *p*·*v*), *v* = the values and
 ///   members the change and the state carry, *p* = the object's pending changes (usually 0).
+///
+/// ## Topics
+/// - ``apply(_:to:)``
+/// - ``recordLocal(_:in:)``
+/// - ``acknowledgePushed(_:sequence:in:)``
+/// - ``SyncEffect``
+/// - ``SyncConflict``
 public struct SyncMerger: Sendable {
     /// The policies the merge follows.
     public let policies: SyncPolicies
@@ -54,6 +61,10 @@ public struct SyncMerger: Sendable {
 
     /// Folds a change pulled from the hub into `state` (nil: the object was
     /// never seen) and returns what the replica's store must change, nil when nothing.
+    ///
+    /// Pulled changes must be applied in hub sequence order, the engine
+    /// saving the state with its pull bookmark: one at or below the state's
+    /// ``SyncObjectState/lastSequence`` counts as applied already.
     ///
     /// Throws ``SyncError`` `.notInModel` naming the entity or property for a
     /// change the model cannot hold (an entity or stored property it lacks,

@@ -8,6 +8,14 @@ import Foundation
 /// when its replica had pulled the current one before making it
 /// (``saw(_:)``); otherwise the two are concurrent and the property's
 /// ``SyncMergePolicy`` settles them.
+///
+/// ```swift
+/// let pulled = SyncVersion(change, sequence: 41)
+/// pulled.saw(current)   // true when change.baseSequence >= current.sequence
+/// ```
+///
+/// ## Topics
+/// - ``saw(_:)``
 public struct SyncVersion: Sendable, Hashable {
     /// The change's hybrid timestamp; it names the change.
     public var timestamp: HybridTimestamp
