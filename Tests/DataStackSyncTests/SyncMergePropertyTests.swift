@@ -45,11 +45,14 @@ struct SyncMergePropertyTests {
                                           removed: removed.isEmpty ? [:] : ["tags": removed],
                                           timestamp: timestamp, localSequence: 1, baseSequence: 1))
             }
+            // Every order of up to 4 changes (24), 24 random orders of more.
+            let orders = changes.count <= 4 ? permutations(of: changes)
+                : (0..<24).map { _ in changes.shuffled(using: &random) }
             var results = Set<ObjectView>()
-            for _ in 0..<12 {
+            for order in orders {
                 var state: SyncObjectState?
                 var store = ObjectView.absent
-                for (index, change) in ([insert] + changes.shuffled(using: &random)).enumerated() {
+                for (index, change) in ([insert] + order).enumerated() {
                     if let effect = try merger.apply(SequencedChange(sequence: Int64(index + 1), change: change), to: &state) {
                         store = store.applying(effect)
                     }
@@ -83,6 +86,24 @@ struct SyncMergePropertyTests {
         }
         #expect(effects[.editWins]?[.revive] ?? 0 > 0 && effects[.deleteWins]?[.revive] == nil, "\(effects)")
     }
+}
+
+/// Every order of `items` (Heap's algorithm).
+private func permutations<T>(of items: [T]) -> [[T]] {
+    var items = items
+    var result: [[T]] = []
+    func generate(_ count: Int) {
+        guard count > 1 else {
+            result.append(items)
+            return
+        }
+        for index in 0..<count {
+            generate(count - 1)
+            items.swapAt(count % 2 == 0 ? index : 0, count - 1)
+        }
+    }
+    generate(items.count)
+    return result
 }
 
 /// Stops a simulation after its first failed check: later ones follow from it.
