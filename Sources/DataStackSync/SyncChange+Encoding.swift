@@ -82,6 +82,8 @@ private enum SyncValueTag: UInt8 {
     case null = 0, integer, double, boolFalse, boolTrue, string, date, data, uuid, url, decimal, object
 }
 
+/// Writes the encoding's numbers, strings and values; shared by ``SyncChange``
+/// and ``SyncObjectState``.
 struct SyncByteWriter {
     private(set) var bytes: [UInt8] = []
 
@@ -128,17 +130,24 @@ struct SyncByteWriter {
     }
 }
 
+/// Reads what ``SyncByteWriter`` wrote, throwing `.corruptChange` naming
+/// what is wrong and at which byte; shared by ``SyncChange`` and ``SyncObjectState``.
 struct SyncByteReader {
     private let bytes: [UInt8]
     private var offset = 0
+    /// What the bytes are, for errors ("a sync change").
+    private let subject: String
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: [UInt8], subject: String = "a sync change") {
+        self.bytes = bytes
+        self.subject = subject
+    }
 
     var isAtEnd: Bool { offset == bytes.count }
     var remaining: Int { bytes.count - offset }
 
     func corrupt(_ what: String) -> SyncError {
-        SyncError(.corruptChange, message: "a sync change does not decode: \(what), at byte \(offset) of \(bytes.count)")
+        SyncError(.corruptChange, message: "\(subject) does not decode: \(what), at byte \(offset) of \(bytes.count)")
     }
 
     mutating func byte(_ what: String) throws(SyncError) -> UInt8 {

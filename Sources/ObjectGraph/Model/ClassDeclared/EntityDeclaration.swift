@@ -40,6 +40,17 @@ public struct EntityDeclaration: Hashable, @unchecked Sendable {
     /// Changes the entity's version hash without changing its schema
     /// (``EntityDescription/versionHashModifier``; SwiftData's `hashModifier`).
     public var hashModifier: String?
+    /// The entity's user info (``EntityDescription/userInfo``), for what
+    /// reads the model beyond Core Data: a sync delete policy, say.
+    public var userInfo: [String: String]
+    /// User info for properties, by their key paths
+    /// (``PropertyDescription/userInfo``): what Xcode's model editor gives a
+    /// property, such as its sync merge policy.
+    ///
+    /// A key path names a `@Managed` property the class itself declares: an
+    /// inherited one takes its user info from the class that declares it
+    /// (changing it here would change it for every sibling class too).
+    public var propertyUserInfo: [AnyKeyPath: [String: String]]
 
     /// Declares an entity.
     ///
@@ -52,14 +63,20 @@ public struct EntityDeclaration: Hashable, @unchecked Sendable {
     ///     `by` and the property names) or an ``IndexDeclaration`` with a name.
     ///   - originalName: the entity's name in the previous model version.
     ///   - hashModifier: a version hash modifier.
+    ///   - userInfo: the entity's user info. The default is empty.
+    ///   - propertyUserInfo: user info of properties the class declares, by
+    ///     key path. The default is none.
     public init(name: String? = nil, isAbstract: Bool = false, uniquenessConstraints: [[AnyKeyPath]] = [],
-                indexes: [IndexDeclaration] = [], originalName: String? = nil, hashModifier: String? = nil) {
+                indexes: [IndexDeclaration] = [], originalName: String? = nil, hashModifier: String? = nil,
+                userInfo: [String: String] = [:], propertyUserInfo: [AnyKeyPath: [String: String]] = [:]) {
         self.name = name
         self.isAbstract = isAbstract
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
         self.originalName = originalName
         self.hashModifier = hashModifier
+        self.userInfo = userInfo
+        self.propertyUserInfo = propertyUserInfo
     }
 }
 

@@ -30,8 +30,9 @@ extension ManagedObjectModel {
     ///
     /// - Throws: ``ModelDeclarationError`` naming the class and property: a
     ///   Swift type with no attribute type, a relationship whose inverse cannot
-    ///   be resolved, two classes for one entity name, a constraint or index
-    ///   naming a key path that is no `@Managed` property of the class, a
+    ///   be resolved, two classes for one entity name, a constraint, index or
+    ///   property user info naming a key path that is no `@Managed` property
+    ///   of the class (user info: no property the class itself declares), a
     ///   non-optional to-one.
     public convenience init(classes: [ManagedObject.Type]) throws(ModelDeclarationError) {
         var builder = DeclaredModelBuilder()
@@ -112,6 +113,7 @@ struct DeclaredModelBuilder {
         entity.isAbstract = declared.isAbstract
         entity.renamingIdentifier = declared.originalName
         entity.versionHashModifier = declared.hashModifier
+        entity.userInfo = declared.userInfo
         var properties: [PropertyDescription] = []
         var constraints: [[String]] = []
         for property in declarations.properties {
@@ -191,7 +193,7 @@ struct DeclaredModelBuilder {
 
     // MARK: - Key paths
 
-    /// Resolves the constraints', indexes' and inverses' key paths, and infers
+    /// Resolves the constraints', indexes', property user info's and inverses' key paths, and infers
     /// the inverses no key path declares.
     func resolveKeyPaths(in model: ManagedObjectModel) throws(ModelDeclarationError) {
         for entry in entries {
@@ -219,6 +221,18 @@ struct DeclaredModelBuilder {
                 indexes.append(FetchIndexDescription(name: indexName, propertyNames: names))
             }
             entry.entity.indexes = indexes
+            var userInfos: [(name: String, userInfo: [String: String])] = []
+            for (keyPath, userInfo) in declared.propertyUserInfo {
+                let name = try name(of: keyPath, in: entry, purpose: "property user info's key path")
+                userInfos.append((name, userInfo))
+            }
+            for (name, userInfo) in userInfos.sorted(by: { $0.name < $1.name }) {  // of several inherited ones, the first by name is reported
+                guard let property = entry.entity.properties.first(where: { $0.name == name }) else {
+                    throw ModelDeclarationError(.unknownKeyPath, className: className, propertyName: name, entityName: entry.entity.name,
+                                                message: "property user info names \(name), an inherited property: give it in the declaration of the class that declares \(name)")
+                }
+                property.userInfo = userInfo
+            }
         }
         try resolveInverses(in: model)
     }
