@@ -68,7 +68,7 @@ let package = Package(
         // field-by-field merge, the SyncHub protocol and the engine a stack runs.
         .target(
             name: "DataStackSync",
-            dependencies: ["DataStack", "DataStackSupport"],
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport"],
             path: "Sources/DataStackSync"
         ),
         // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
@@ -87,7 +87,7 @@ let package = Package(
         // packageAccess: false hides `package` members from it, so the compiler proves it uses public API only.
         .executableTarget(
             name: "DataStackTool",
-            dependencies: ["DataStack"],
+            dependencies: ["DataStack", "DataStackSync"],
             path: "Sources/DataStackTool",
             packageAccess: false
         ),

@@ -29,6 +29,23 @@ public protocol SyncHub: Sendable {
     /// Records that a replica has applied the log through `sequence`: the hub
     /// purges only changes every registered replica has applied.
     func acknowledge(replica: UUID, through sequence: Int64) throws
+
+    /// Whether ``waitForChanges(after:timeout:)`` waits for another replica's
+    /// push (PostgreSQL's `LISTEN`), so an engine pulls as soon as there is
+    /// something to pull rather than at its next interval. The default is false.
+    var notifiesChanges: Bool { get }
+
+    /// Returns true once the log has a change after `sequence`, false when
+    /// `timeout` passed without one. The default only looks, without waiting.
+    func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool
+}
+
+extension SyncHub {
+    public var notifiesChanges: Bool { false }
+
+    public func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool {
+        try !pull(after: sequence, limit: 1).isEmpty
+    }
 }
 
 /// What the hub answered a replica that registered.

@@ -29,6 +29,7 @@ enum DataStackTool {
             case "history": command = try HistoryCommand(rest)
             case "migrate": command = try MigrateCommand(rest)
             case "reindex": command = try ReindexCommand(rest)
+            case "sync-status": command = try SyncStatusCommand(rest)
             default: throw ToolError.usage("unknown command '\(name)'")
             }
         } catch {

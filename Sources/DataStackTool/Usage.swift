@@ -27,6 +27,9 @@ enum Usage {
               Builds the store's full-text search index anew, from its rows, for the
               String attributes the model marks for search (Xcode: Index in Spotlight);
               creates it for a store that has none, such as one Apple's Core Data wrote.
+          sync-status FILE [--json]
+              A replica's sync state (DataStackSync): its ID, the hub sequence it has
+              applied, the local changes waiting to be pushed, its objects' global IDs.
           help
               This text.
 

@@ -5,6 +5,9 @@ import Synchronization
 // MARK: - Waiting for changes
 
 extension PostgreSQLSyncHub {
+    /// True: ``waitForChanges(after:timeout:)`` waits for a push's `NOTIFY`.
+    public var notifiesChanges: Bool { true }
+
     /// Waits until the log holds a change after `sequence`, or `timeout`
     /// passes; returns whether it does.
     ///

@@ -1,0 +1,249 @@
+import DataStack
+import DataStackSync
+import Foundation
+import Testing
+
+/// Replicas in one process: each a stack on its own SQLite file, syncing
+/// through one in-memory hub; each cycle run with `syncNow()`, so every test
+/// says exactly which replica has pushed and pulled what.
+@Suite("Sync engine")
+struct SyncEngineTests {
+    static func model() -> ManagedObjectModel {
+        let hubWins = AttributeDescription(name: "motto", type: .string)
+        hubWins.userInfo[SyncMergePolicy.userInfoKey] = "hubWins"
+        return ManagedObjectModel(entities: [
+            EntityDescription(name: "Company", properties: [
+                AttributeDescription(name: "name", type: .string),
+                AttributeDescription(name: "employees", type: .integer64, isOptional: false, defaultValue: .integer(0)),
+                hubWins,
+                RelationshipDescription(name: "tags", destination: "Tag", inverse: "companies", isToMany: true),
+                RelationshipDescription(name: "staff", destination: "Person", inverse: "employer", isToMany: true),
+            ]),
+            EntityDescription(name: "Tag", properties: [
+                AttributeDescription(name: "label", type: .string),
+                RelationshipDescription(name: "companies", destination: "Company", inverse: "tags", isToMany: true),
+            ]),
+            EntityDescription(name: "Person", properties: [
+                AttributeDescription(name: "name", type: .string),
+                RelationshipDescription(name: "employer", destination: "Company", inverse: "staff"),
+            ]),
+        ])
+    }
+
+    /// A replica: a stack on a file of its own, and its engine.
+    final class Replica: Sendable {
+        let folder: URL
+        let stack: StackManager
+        let engine: SyncEngine
+
+        init(hub: InMemorySyncHub, folder: URL? = nil) async throws {
+            let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("SyncEngineTests-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            self.folder = folder
+            stack = StackManager()
+            try await stack.setup(model: SyncEngineTests.model(), storeURL: folder.appendingPathComponent("Replica.sqlite"))
+            engine = try SyncEngine(stack: stack, options: SyncOptions(hub: hub))
+        }
+
+        /// Saves through an importer context, as an app's import would.
+        func save(_ body: @escaping (ManagedObjectContext) throws -> Void) throws {
+            let context = stack.importerContext()
+            try context.performAndWait {
+                try body(context)
+                try context.save()
+            }
+        }
+
+        /// Every object as `Entity name-or-label: sorted values`, to compare replicas.
+        func dump() throws -> [String] {
+            let context = stack.importerContext()
+            return try context.performAndWait {
+                var lines: [String] = []
+                for entity in ["Company", "Tag", "Person"] {
+                    for object in try context.fetch(FetchRequest<ManagedObject>(entityName: entity)) {
+                        lines.append(try Self.describe(object))
+                    }
+                }
+                return lines.sorted()
+            }
+        }
+
+        static func describe(_ object: ManagedObject) throws -> String {
+            func key(_ object: ManagedObject) throws -> String {
+                "\(object.entity.name):\((try object.value(forKey: object.entity.name == "Tag" ? "label" : "name") as? String) ?? "-")"
+            }
+            var parts: [String] = []
+            for name in object.entity.propertiesByName.keys.sorted() {
+                let value = try object.value(forKey: name)
+                switch value {
+                case let related as ManagedObject: parts.append("\(name)=\(try key(related))")
+                case let set as Set<ManagedObject>: parts.append("\(name)=[\(try set.map(key).sorted().joined(separator: ","))]")
+                case nil: parts.append("\(name)=nil")
+                case let some?: parts.append("\(name)=\(some)")
+                }
+            }
+            return "\(try key(object)) \(parts.joined(separator: " "))"
+        }
+
+        func object(_ entity: String, named name: String, in context: ManagedObjectContext) throws -> ManagedObject {
+            let request = FetchRequest<ManagedObject>(entityName: entity, predicate: try FetchPredicate(format: entity == "Tag" ? "label == %@" : "name == %@", name))
+            return try #require(try context.fetch(request).first, "\(entity) \(name) is not on this replica")
+        }
+
+        func update(_ entity: String, named name: String, _ body: @escaping (ManagedObject) throws -> Void) throws {
+            try save { context in try body(try self.object(entity, named: name, in: context)) }
+        }
+    }
+
+    @Test("an insert on one replica reaches the other with its values and relationships, by global ID")
+    func insertTravels() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("ACME", forKey: "name")
+            try company.setValue(Int64(12), forKey: "employees")
+            let tag = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Tag"]!, insertInto: context)
+            try tag.setValue("rockets", forKey: "label")
+            try company.setValue(Set([tag]), forKey: "tags")
+            let person = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Person"]!, insertInto: context)
+            try person.setValue("Wile", forKey: "name")
+            try person.setValue(company, forKey: "employer")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        #expect(try b.dump() == a.dump())
+        #expect(try b.dump().contains("Company:ACME employees=12 motto=nil name=ACME staff=[Person:Wile] tags=[Tag:rockets]"))
+        // Nothing new: a second cycle on both changes nothing and pushes nothing back.
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        #expect(try b.dump() == a.dump())
+        #expect(try hub.pull(after: 0, limit: 1000).allSatisfy { $0.change.replica == a.engine.replica })
+    }
+
+    @Test("concurrent edits of different attributes both survive; the same attribute goes to the last writer")
+    func fieldByField() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("ACME", forKey: "name")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // Offline on both: A changes employees, B the motto; both change the name, B later.
+        try a.update("Company", named: "ACME") { try $0.setValue(Int64(40), forKey: "employees") }
+        try b.update("Company", named: "ACME") { try $0.setValue("Beep", forKey: "motto") }
+        try a.update("Company", named: "ACME") { try $0.setValue("ACME Corp", forKey: "name") }
+        try b.update("Company", named: "ACME") { try $0.setValue("ACME Inc", forKey: "name") }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        // The name goes to whichever change has the greater hybrid timestamp, as on every replica.
+        let names = try hub.pull(after: 0, limit: 100).map(\.change).filter { $0.values["name"] != nil && $0.kind == .update }
+        let winner = try #require(names.max { $0.timestamp < $1.timestamp }?.values["name"])
+        #expect(names.count == 2)
+        #expect(dump.contains { $0.hasPrefix("Company:\(winner == .string("ACME Inc") ? "ACME Inc" : "ACME Corp") employees=40 motto=Beep") }, "\(dump)")
+    }
+
+    @Test("a hub-wins attribute keeps the value the hub held first; many-to-many adds and removes merge")
+    func hubWinsAndMembers() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let model = context.persistentStoreCoordinator!.managedObjectModel
+            let company = ManagedObject(entity: model.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("ACME", forKey: "name")
+            var tags = Set<ManagedObject>()
+            for label in ["x", "y", "z"] {
+                let tag = ManagedObject(entity: model.entitiesByName["Tag"]!, insertInto: context)
+                try tag.setValue(label, forKey: "label")
+                if label != "z" { tags.insert(tag) }
+            }
+            try company.setValue(tags, forKey: "tags")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.update("Company", named: "ACME") { company in
+            try company.setValue("from A", forKey: "motto")
+            let tags = try #require(company.value(forKey: "tags") as? Set<ManagedObject>)
+            try company.setValue(tags.filter { (try? $0.value(forKey: "label") as? String) != "x" }, forKey: "tags")
+        }
+        try b.save { context in
+            let company = try b.object("Company", named: "ACME", in: context)
+            try company.setValue("from B", forKey: "motto")
+            let tags = try #require(company.value(forKey: "tags") as? Set<ManagedObject>)
+            try company.setValue(tags.union([try b.object("Tag", named: "z", in: context)]), forKey: "tags")
+        }
+        try a.engine.syncNow()   // A's motto reaches the hub first
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(dump.contains { $0.hasPrefix("Company:ACME employees=0 motto=from A name=ACME staff=[] tags=[Tag:y,Tag:z]") }, "\(dump)")
+    }
+
+    @Test("with the hub unreachable saves go on and the status says offline; once it is back the replicas converge")
+    func offlineThenConverge() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        hub.isReachable = false
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Offline Co", forKey: "name")
+        }
+        #expect(throws: SyncError.self) { try a.engine.syncNow() }
+        guard case .offline(let error) = a.engine.status else {
+            Issue.record("status is \(a.engine.status), not offline")
+            return
+        }
+        #expect(error.code == .offline)
+        hub.isReachable = true
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        #expect(a.engine.status == .idle)
+        #expect(try b.dump() == a.dump())
+        #expect(try b.dump().contains { $0.hasPrefix("Company:Offline Co") })
+    }
+
+    @Test("a delete reaches the other replica; an edit made there concurrently does not bring the object back")
+    func deleteWins() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Gone", forKey: "name")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.save { context in context.delete(try a.object("Company", named: "Gone", in: context)) }
+        try b.update("Company", named: "Gone") { try $0.setValue(Int64(7), forKey: "employees") }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        #expect(try a.dump() == b.dump())
+        #expect(try a.dump().isEmpty)
+    }
+
+    @Test("the engine reopened on the same store keeps its replica ID and pushes nothing twice")
+    func reopen() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Once", forKey: "name")
+        }
+        try a.engine.syncNow()
+        let again = try SyncEngine(stack: a.stack, options: SyncOptions(hub: hub))
+        #expect(again.replica == a.engine.replica)
+        try again.syncNow()
+        #expect(try hub.pull(after: 0, limit: 100).count == 1)
+    }
+}
