@@ -74,7 +74,7 @@ let package = Package(
         // ticker-import's code, a library so that Stores/PostgreSQL's ticker-import-postgresql runs the same command.
         .target(
             name: "TickerImportKit",
-            dependencies: ["DataStack"],
+            dependencies: ["DataStack", "DataStackSync"],
             path: "Examples/TickerImport/Kit",
             resources: [.copy("Resources/TickerModel.xcdatamodeld")]
         ),
@@ -125,7 +125,8 @@ let package = Package(
         .testTarget(
             name: "DataStackTests",
             // TickerImportKit: its class-declared model is compared with its model file.
-            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport", "TickerImportKit"],
+            // DataStackSync: the hub registry that --sync makes its hub from.
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSupport", "TickerImportKit", "DataStackSync"],
             path: "Tests/DataStackTests"
         ),
         // Runs the built `datastack` executable against copies of fixture stores.

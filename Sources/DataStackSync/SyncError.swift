@@ -23,6 +23,8 @@ public struct SyncError: CodedError, Sendable, Equatable {
         public static let hubFailure = Code("hubFailure")
         /// The replica's local store or its sync bookkeeping failed.
         public static let localFailure = Code("localFailure")
+        /// A hub URL whose scheme no hub is registered for (``SyncHubs/register(scheme:_:)``).
+        public static let unknownHubScheme = Code("unknownHubScheme")
     }
 
     public var code: Code

@@ -81,7 +81,7 @@ let package = Package(
         // ticker-import with the PostgreSQL store registered: `--store postgresql://…`.
         .executableTarget(
             name: "TickerImportPostgreSQL",
-            dependencies: ["DataStackPostgreSQL", .product(name: "TickerImportKit", package: "DataStack")],
+            dependencies: ["DataStackPostgreSQL", "DataStackPostgreSQLSync", .product(name: "TickerImportKit", package: "DataStack")],
             path: "Sources/TickerImportPostgreSQL"
         ),
         .executableTarget(

@@ -1,4 +1,5 @@
 import DataStack
+import DataStackSync
 import Foundation
 
 /// The command line of ticker-import.
@@ -29,6 +30,11 @@ struct Options: Sendable {
     /// most relevant first (``SearchPanel``); nil shows no such panel.
     var search: SearchQuery?
     var store: URL?
+    /// `--sync URL`: the hub this process's local store syncs through
+    /// (``TickerSync``); nil syncs nothing.
+    var sync: URL?
+    /// `--rate N`: at most N quotes a second; nil imports as fast as the store saves.
+    var rate: Int?
     var seed: UInt64 = 1
     var json = false
     var modelFile = false
@@ -63,6 +69,13 @@ struct Options: Sendable {
           --store PATH|URL     the SQLite store (default: $XDG_DATA_HOME or ~/.local/share,
                                then ticker-import/ticker-import.sqlite), or a postgresql://
                                URL with ticker-import-postgresql (Stores/PostgreSQL)
+          --sync URL           keep the local --store in step with other replicas through the
+                               sync hub at URL (postgresql://… with ticker-import-postgresql):
+                               run one process per terminal, each with its own --store and
+                               --seed, and each shows every replica's companies; --watch may
+                               name another replica's symbols, shown once they arrive
+          --rate N             import at most N quotes a second (default: as fast as the
+                               store saves)
           --seed N             seed of the simulated market (default 1)
           --json               print one JSON object per merge instead of the live screen
                                (per save with --import-only)
@@ -89,6 +102,26 @@ struct Options: Sendable {
                 --store: this ticker-import opens SQLite stores; for \(scheme):// run ticker-import-postgresql \
                 (swift run --package-path Stores/PostgreSQL ticker-import-postgresql …)
                 """)
+        }
+        return url
+    }
+
+    /// A hub URL whose scheme has a hub registered (``SyncHubs``); the hub is
+    /// made, and reached, only once the store is open.
+    static func syncHubLocation(_ text: String) throws -> URL {
+        guard text.contains("://"), let url = URL(string: text), url.scheme != nil, url.host != nil || url.path.count > 1 else {
+            throw UsageError(description: "--sync: '\(text)' is not a hub URL (postgresql://host/database)")
+        }
+        if let scheme = url.scheme?.lowercased(), ["postgresql", "postgres"].contains(scheme), !SyncHubs.isRegistered(scheme: scheme) {
+            throw UsageError(description: """
+                --sync: this ticker-import has no PostgreSQL hub; for \(scheme):// run ticker-import-postgresql \
+                (swift run --package-path Stores/PostgreSQL ticker-import-postgresql --sync … --store own.sqlite)
+                """)
+        }
+        do {
+            try SyncHubs.validate(url)
+        } catch {
+            throw UsageError(description: "--sync: \(error)")
         }
         return url
     }
@@ -131,6 +164,8 @@ struct Options: Sendable {
                     throw UsageError(description: "--search: \(error)")
                 }
             case "--store": options.store = try storeLocation(try value(for: flag))
+            case "--sync": options.sync = try syncHubLocation(try value(for: flag))
+            case "--rate": options.rate = try positive(flag)
             case "--seed":
                 let text = try value(for: flag)
                 guard let seed = UInt64(text) else { throw UsageError(description: "--seed takes a whole number, not '\(text)'") }
@@ -154,6 +189,15 @@ struct Options: Sendable {
         }
         if options.mode == .viewOnly && options.batchGiven {
             throw UsageError(description: "--batch sizes the import's saves, and --view-only imports nothing")
+        }
+        if options.mode == .viewOnly && options.rate != nil {
+            throw UsageError(description: "--rate paces the import, and --view-only imports nothing")
+        }
+        if options.sync != nil, let store = options.store, !store.isFileURL {
+            throw UsageError(description: """
+                --sync keeps a local SQLite store in step with other replicas; --store \(store.scheme ?? "")://… \
+                is a shared database already: give each process a file of its own (--store a.sqlite)
+                """)
         }
         if options.mode == .viewOnly && options.keepUpdates != nil {
             throw UsageError(description: "--keep-updates trims what the import saves, and --view-only imports nothing")

@@ -43,15 +43,20 @@ final class SaveLog: Sendable {
         var savedAt: Double?
         /// Old updates the trim after this save deleted; nil without `--keep-updates`.
         var trimmed: Int?
+        /// With `--sync`: the engine's line (``TickerSync/Snapshot``); absent without it.
+        var sync: TickerSync.Snapshot?
         var final: Bool
         var error: String?
     }
 
     private let json: Bool
     private let totals = Mutex(Totals())
+    /// `--sync`: asked at every line; nil without the flag.
+    private let sync: TickerSync?
 
-    init(json: Bool) {
+    init(json: Bool, sync: TickerSync? = nil) {
         self.json = json
+        self.sync = sync
     }
 
     /// Reports the save that created the market's companies (or filled in what
@@ -77,8 +82,10 @@ final class SaveLog: Sendable {
     func finish(failure: String?) {
         let totals = totals.withLock { $0 }
         if json {
-            write(Line(saved: totals.saves, stockUpdates: totals.stockUpdates, imported: totals.imported, final: true, error: failure))
+            write(Line(saved: totals.saves, stockUpdates: totals.stockUpdates, imported: totals.imported, sync: sync?.snapshot,
+                       final: true, error: failure))
         } else {
+            if let sync { write(sync.snapshot.line) }
             write(failure.map { "failed after \(totals.saves) saves: \($0)" }
                 ?? "stopped: \(totals.imported) objects imported in \(totals.saves) saves (\(totals.stockUpdates) stock updates).")
         }
@@ -96,7 +103,7 @@ final class SaveLog: Sendable {
             let savedAt = Date().timeIntervalSince1970
             if json {
                 write(Line(saved: totals.saves, inserted: save.inserted, updated: save.updated, stockUpdates: totals.stockUpdates,
-                           imported: totals.imported, savedAt: savedAt, trimmed: trimmed, final: false))
+                           imported: totals.imported, savedAt: savedAt, trimmed: trimmed, sync: sync?.snapshot, final: false))
             } else {
                 write("save \(totals.saves) on disk: \(save.inserted) inserted, \(save.updated) updated"
                       + " · \(totals.imported) objects, \(totals.stockUpdates) stock updates so far"

@@ -16,6 +16,8 @@ final class TickerApp: Sendable {
     private let saveLog: SaveLog?
     /// What runs until the app is stopped.
     private let work = Mutex(Work())
+    /// `--sync`: the engine keeping the local store in step with the hub; nil without the flag.
+    private let sync: TickerSync?
 
     struct Counters {
         var importedObjects = 0
@@ -39,16 +41,20 @@ final class TickerApp: Sendable {
 
     init(options: Options) {
         self.options = options
-        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly) {
+        let sync = options.sync.map(TickerSync.init(hubURL:))
+        self.sync = sync
+        self.view = options.mode == .importOnly ? nil : WatchlistView(json: options.json, viewOnly: options.mode == .viewOnly, sync: sync) {
             [stack] in stack.historyMergeError.map { "\($0)" }
         }
-        self.saveLog = options.mode == .importOnly ? SaveLog(json: options.json) : nil
+        self.saveLog = options.mode == .importOnly ? SaveLog(json: options.json, sync: sync) : nil
     }
 
     /// Sets everything up and starts importing (or, with `--view-only`,
     /// waiting for other processes' saves); returns once that runs.
     func start() async throws {
         try await setUpStack()
+        // Before the market's companies are saved: the engine pushes that save like any other.
+        try sync?.start(stack: stack)
         let feed = MarketFeed(seed: options.seed, tickers: options.tickers)
         let defaultWatch = Array(feed.listings.prefix(options.watchCount).map(\.symbol))
         switch options.mode {
@@ -61,7 +67,8 @@ final class TickerApp: Sendable {
             run { [self, feed] in await importFeed(feed) }
         case .importAndView:
             let stored = try await prepareCompanies(feed.listings)
-            let watched = (options.watch.isEmpty ? defaultWatch : options.watch).filter(stored.contains)
+            // With --sync, --watch may name another replica's companies: shown once they arrive, as --view-only shows them.
+            let watched = (options.watch.isEmpty ? defaultWatch : options.watch).filter { stored.contains($0) || sync != nil }
             if watched.isEmpty { throw Options.UsageError(description: "none of the watched symbols is in the market") }
             try await showWatchlist(watched)
             run { [self, feed] in await importFeed(feed) }
@@ -145,7 +152,8 @@ final class TickerApp: Sendable {
     private func importFeed(_ feed: MarketFeed) async -> (any Error)? {
         var feed = feed
         let listings = feed.listings
-        let quotes = AnySequence { AnyIterator { feed.next(1).first } }
+        let pace = options.rate.map(QuotePace.init(perSecond:))
+        let quotes = AnySequence { AnyIterator { pace?.wait(); return feed.next(1).first } }
         let clock = UpdateClock()
         let retention = options.keepUpdates.map { UpdateRetention(stack: stack, limit: $0) }
         do {
@@ -323,7 +331,9 @@ final class TickerApp: Sendable {
         saveLog?.finish(failure: message)
         if let message { FileHandle.standardError.write(Data("ticker-import: \(message)\n".utf8)) }
         // In a task: closing waits for the merges the main queue has still to run.
-        Task.detached { [stack] in
+        Task.detached { [stack, sync] in
+            // Before closing: the engine reads and writes the store until its cycle ends.
+            await sync?.stop()
             await stack.close()
             exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
         }

@@ -83,10 +83,13 @@ final class WatchlistView: @unchecked Sendable {
     /// Why the stack's last read of other processes' saves failed, nil when it did not
     /// (``StackManager/historyMergeError``): asked at every frame.
     private let historyError: @Sendable () -> String?
+    /// `--sync`: the engine's line, asked at every frame; nil without the flag.
+    private let sync: TickerSync?
 
-    init(json: Bool, viewOnly: Bool, historyError: @escaping @Sendable () -> String?) {
+    init(json: Bool, viewOnly: Bool, sync: TickerSync? = nil, historyError: @escaping @Sendable () -> String?) {
         self.json = json
         self.viewOnly = viewOnly
+        self.sync = sync
         self.historyError = historyError
         encoder.outputFormatting = [.sortedKeys]
         timeFormatter.dateFormat = "HH:mm:ss.SSS"
@@ -224,6 +227,7 @@ final class WatchlistView: @unchecked Sendable {
                    counters.lastMergeMillis, registeredInMain)
                 + (counters.trimmedUpdates > 0 ? " · old updates deleted: \(grouped(counters.trimmedUpdates))" : ""),
         ]
+        if let sync { lines.append(sync.snapshot.line) }
         if viewOnly {
             lines.append(counters.lastSource.map { "last save merged from \(Self.describe($0))" }
                 ?? "waiting for another process to import: ticker-import --import-only --store \(storePath)")
@@ -326,6 +330,9 @@ final class WatchlistView: @unchecked Sendable {
         var searchMatches: Int?
         /// Stock updates deleted by `--keep-updates` so far, as merged.
         var trimmed: Int
+        /// With `--sync`: the engine's status, changes pushed and pulled, the
+        /// last hub sequence applied (``TickerSync/Snapshot``); absent without it.
+        var sync: TickerSync.Snapshot?
         var final: Bool
         /// Why the run stopped, on the final line of a failed run.
         var error: String?
@@ -355,7 +362,7 @@ final class WatchlistView: @unchecked Sendable {
                         sectors: sectorRows,
                         search: search.map { _ in searchRows.map { .init(symbol: $0.symbol, name: $0.name, highlighted: $0.highlightedName) } },
                         searchMatches: search.map { _ in searchMatches }, trimmed: counters.trimmedUpdates,
-                        final: final, error: failure, readError: readErrors())
+                        sync: sync?.snapshot, final: final, error: failure, readError: readErrors())
         // Encoding fails only on a non-finite number, which no price or change here can be.
         guard let data = try? encoder.encode(line) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))

@@ -1,0 +1,200 @@
+import DataStackSync
+import Foundation
+import Synchronization
+import Testing
+
+/// ticker-import-postgresql `--sync URL`: two processes, as in two terminals,
+/// each importing its own market into a SQLite store of its own, kept in
+/// step through one PostgreSQL hub. Each ends showing the other's companies,
+/// and each price update one saves shows in the other within about a second.
+@Suite(.serialized) struct TickerImportSyncTests {
+    /// The executable `swift build --build-tests` builds beside the test bundle.
+    private static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ticker-import-postgresql")
+    }
+
+    /// Companies in each market: two seeds' markets this small share no symbol (checked below).
+    private static let tickers = 20
+
+    /// The first symbols of a seed's market, read from the watchlist a short run without --sync shows.
+    private func symbols(seed: Int, folder: URL) throws -> [String] {
+        let run = try LiveRun(["--store", folder.appendingPathComponent("probe-\(seed).sqlite").path, "--json", "--duration", "0.5",
+                               "--tickers", "\(Self.tickers)", "--seed", "\(seed)"])
+        run.waitUntilExit()
+        let last = try #require(run.lines.last?.object, "the probe of seed \(seed) printed no line; stderr: \(run.errors)")
+        let watchlist = try #require(last["watchlist"] as? [[String: Any]])
+        return watchlist.compactMap { $0["symbol"] as? String }
+    }
+
+    @Test("two replicas, each importing its own market, end showing each other's companies; an update shows in the other within a second")
+    func twoReplicasConverge() throws {
+        let hub = try PostgreSQLTestServer.shared.get().makeDatabase().absoluteString
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("TickerImportSyncTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        let first = Array(try symbols(seed: 1, folder: folder).prefix(3))
+        let second = Array(try symbols(seed: 2, folder: folder).prefix(3))
+        try #require(first.count == 3 && second.count == 3)
+        try #require(Set(first).isDisjoint(with: second), "the seeds' markets share a symbol: pick others")
+
+        // Each watches three of its own companies and three of the other's, shown once they arrive.
+        func arguments(store: String, seed: Int, watch: [String]) -> [String] {
+            ["--sync", hub, "--store", folder.appendingPathComponent(store).path, "--json", "--duration", "8",
+             "--tickers", "\(Self.tickers)", "--seed", "\(seed)", "--rate", "100", "--batch", "10",
+             "--watch", watch.joined(separator: ",")]
+        }
+        let a = try LiveRun(arguments(store: "a.sqlite", seed: 1, watch: first + second))
+        let b = try LiveRun(arguments(store: "b.sqlite", seed: 2, watch: second + first))
+        a.waitUntilExit()
+        b.waitUntilExit()
+        #expect(a.status == 0, "\(a.errors)")
+        #expect(b.status == 0, "\(b.errors)")
+
+        // Each ends showing every company of both markets, and every watched one.
+        for (name, run) in [("a", a), ("b", b)] {
+            let last = try #require(run.lines.last?.object, "\(name) printed nothing; stderr: \(run.errors)")
+            #expect(last["final"] as? Bool == true)
+            #expect(last["error"] == nil, "\(name): \(last)")
+            let sectors = try #require(last["sectors"] as? [[String: Any]])
+            #expect(sectors.reduce(0) { $0 + ($1["companies"] as? Int ?? 0) } == 2 * Self.tickers, "\(name): \(sectors)")
+            let watched = (last["watchlist"] as? [[String: Any]] ?? []).compactMap { $0["symbol"] as? String }
+            #expect(Set(watched) == Set(first + second), "\(name) shows all six watched companies: \(watched)")
+            let sync = try #require(last["sync"] as? [String: Any], "\(name): a --sync line carries a sync object")
+            #expect((sync["pushed"] as? Int ?? 0) > 0, "\(name): \(sync)")
+            #expect((sync["pulled"] as? Int ?? 0) > 0, "\(name): \(sync)")
+            #expect(sync["error"] == nil, "\(name): \(sync)")
+            #expect((sync["hub"] as? String)?.hasPrefix("postgresql://") == true, "\(name): \(sync)")
+            // What `datastack sync-status` reads from the file.
+            let summary = try #require(try SyncReplicaSummary.read(storeAt: folder.appendingPathComponent("\(name).sqlite")))
+            // The engine may apply one more cycle after the final line, before it stops.
+            let shownThrough = try #require((sync["pulledThrough"] as? NSNumber)?.int64Value, "\(name): \(sync)")
+            #expect(summary.pulledSequence >= shownThrough && shownThrough > 0, "\(name): \(summary), shown: \(shownThrough)")
+            #expect(summary.pulledSequence > 0 && summary.recordedChanges > 0, "\(name): \(summary)")
+            #expect(summary.objects >= 2 * Self.tickers, "\(name): \(summary)")
+        }
+
+        // Latency: a watched company's update count, first shown by the replica that saved it,
+        // until the other replica shows it (or more). Both on this machine's clock, as the lines arrived.
+        var latencies: [Double] = []
+        var unseen = 0
+        for (saver, viewer, own) in [(a, b, first), (b, a, second)] {
+            for (symbol, count, shown) in Self.firstShown(saver.lines, symbols: own) {
+                if let seen = Self.firstShown(viewer.lines, symbol: symbol, atLeast: count) {
+                    latencies.append(seen.timeIntervalSince(shown))
+                } else {
+                    unseen += 1   // saved near the end: the run stopped before it reached the other
+                }
+            }
+        }
+        latencies.sort()
+        try #require(latencies.count >= 10, "too few updates crossed: \(latencies.count) (\(unseen) not seen)")
+        let median = latencies[latencies.count / 2]
+        let p90 = latencies[latencies.count * 9 / 10]
+        print("ticker-import --sync: save to the other replica's screen: median \(Int(median * 1000)) ms, p90 \(Int(p90 * 1000)) ms, "
+              + "max \(Int((latencies.last ?? 0) * 1000)) ms over \(latencies.count) updates (\(unseen) still in flight at the end)")
+        #expect(median <= 1.0, "the target: a save shows in the other replica within a second (median)")
+    }
+
+    @Test("a hub that cannot be opened fails the run with exit status 1, saying so without the URL's password")
+    func unreachableHubFailsTheRun() throws {
+        let server = try PostgreSQLTestServer.shared.get()
+        var components = try #require(URLComponents(url: server.url(database: "no_such_hub"), resolvingAgainstBaseURL: false))
+        components.password = "s3cret"
+        let hub = try #require(components.url).absoluteString
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("TickerImportSyncTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let run = try LiveRun(["--sync", hub, "--store", folder.appendingPathComponent("a.sqlite").path, "--json", "--duration", "5",
+                               "--tickers", "\(Self.tickers)"])
+        run.waitUntilExit()
+        #expect(run.status == 1, "\(run.errors)")
+        let last = try #require(run.lines.last?.object, "stderr: \(run.errors)")
+        let error = try #require(last["error"] as? String)
+        #expect(error.contains("no_such_hub"), "it names the hub: \(error)")
+        #expect(!error.contains("s3cret") && !run.errors.contains("s3cret"), "a password never reaches the screen: \(error)")
+    }
+
+    /// For each of `symbols`, each update count the replica showed, with when it first showed it.
+    private static func firstShown(_ lines: [LiveRun.Line], symbols: [String]) -> [(String, Int, Date)] {
+        var seen: [String: Int] = [:]
+        var result: [(String, Int, Date)] = []
+        for line in lines {
+            for entry in line.object["watchlist"] as? [[String: Any]] ?? [] {
+                guard let symbol = entry["symbol"] as? String, symbols.contains(symbol), let count = entry["updates"] as? Int else { continue }
+                if count > seen[symbol, default: 0] {
+                    seen[symbol] = count
+                    result.append((symbol, count, line.time))
+                }
+            }
+        }
+        return result
+    }
+
+    /// When the replica first showed `symbol` with at least `count` updates; nil if it never did.
+    private static func firstShown(_ lines: [LiveRun.Line], symbol: String, atLeast count: Int) -> Date? {
+        lines.first { line in
+            (line.object["watchlist"] as? [[String: Any]] ?? []).contains { $0["symbol"] as? String == symbol && ($0["updates"] as? Int ?? 0) >= count }
+        }?.time
+    }
+}
+
+/// A ticker-import-postgresql process whose `--json` lines are read as they
+/// come, each stamped with when it arrived.
+private final class LiveRun: Sendable {
+    struct Line: @unchecked Sendable {
+        // @unchecked Sendable: a parsed JSON object, never changed after it is made.
+        var object: [String: Any]
+        var time: Date
+    }
+
+    private let process = Process()
+    private let state = Mutex<(lines: [Line], errors: String)>(([], ""))
+    private let outputEnded = DispatchSemaphore(value: 0)
+    private let errorsEnded = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("ticker-import-postgresql")
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Each pipe is read on a thread of its own, as it fills: a line's time is when it was written.
+        Thread { [self] in
+            var pending = Data()
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                let now = Date()
+                pending.append(chunk)
+                while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let text = pending[pending.startIndex..<end]
+                    pending = Data(pending[pending.index(after: end)...])
+                    if let object = try? JSONSerialization.jsonObject(with: Data(text)) as? [String: Any] {
+                        state.withLock { $0.lines.append(Line(object: object, time: now)) }
+                    }
+                }
+            }
+            outputEnded.signal()
+        }.start()
+        Thread { [self] in
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            state.withLock { $0.errors = text }
+            errorsEnded.signal()
+        }.start()
+    }
+
+    /// Waits for the process to exit (its `--duration` ends it) and for its output to be read.
+    func waitUntilExit() {
+        process.waitUntilExit()
+        outputEnded.wait()
+        errorsEnded.wait()
+    }
+
+    var status: Int32 { process.terminationStatus }
+    var lines: [Line] { state.withLock { $0.lines } }
+    var errors: String { state.withLock { $0.errors } }
+}

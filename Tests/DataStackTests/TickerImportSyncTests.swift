@@ -1,0 +1,143 @@
+import DataStack
+import DataStackSync
+import Foundation
+import Testing
+@testable import TickerImportKit
+
+/// ticker-import's `--sync URL` (and `--rate N`, which paces a synced import):
+/// what the command line refuses, as the executable says it, and the engine
+/// it runs on a stack, through a hub registered for a scheme of the test's own
+/// (the main package registers none: its hub, InMemorySyncHub, lives in a process).
+@Suite(.serialized) struct TickerImportSyncTests {
+    private func run(_ arguments: [String]) throws -> TickerImportProcess.Result {
+        try #require(FileManager.default.isExecutableFile(atPath: TickerImportProcess.executable.path), "build ticker-import first (swift build)")
+        return try TickerImportProcess.run(arguments)
+    }
+
+    private static func temporaryStore() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("TickerImportSyncTests-\(UUID().uuidString).sqlite")
+    }
+
+    @Test func badSyncAndRateValuesPrintUsageAndExitTwo() throws {
+        for (arguments, says) in [(["--sync"], "--sync needs a value"),
+                                  (["--sync", "hub.example"], "is not a hub URL"),
+                                  (["--sync", "post gres://h/db"], "is not a hub URL"),
+                                  (["--sync", "postgresql://"], "is not a hub URL"),
+                                  (["--rate", "0"], "--rate takes a positive whole number"),
+                                  (["--view-only", "--rate", "10"], "--view-only imports nothing")] {
+            let result = try run(arguments + ["--duration", "1"])
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("usage: ticker-import"), "\(arguments)")
+        }
+    }
+
+    @Test func aPostgreSQLHubNamesTheExecutableThatHasItAndOpensNothing() throws {
+        let store = Self.temporaryStore()
+        let result = try run(["--sync", "postgresql://app@localhost/hub", "--store", store.path, "--duration", "1"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("ticker-import-postgresql"), "\(result.stderr)")
+        #expect(!result.stderr.contains("s3cret"))
+        #expect(!FileManager.default.fileExists(atPath: store.path), "a refused command line creates no store")
+    }
+
+    @Test func aHubSchemeNobodyRegisteredIsNamedWithTheRegisteredOnes() throws {
+        let result = try run(["--sync", "nosuchhub://h/db", "--store", Self.temporaryStore().path, "--duration", "1"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("nosuchhub://"), "\(result.stderr)")
+        #expect(result.stderr.contains("none is registered"), "\(result.stderr)")
+    }
+
+    @Test func syncRefusesAStoreThatIsADatabaseServer() throws {
+        // A hub and a store type for schemes of this test's own: the options are parsed as ticker-import-postgresql's are.
+        let hubScheme = "tickerhub-\(UUID().uuidString.prefix(8).lowercased())"
+        let storeScheme = "tickerdb-\(UUID().uuidString.prefix(8).lowercased())"
+        SyncHubs.register(scheme: hubScheme) { _ in InMemorySyncHub() }
+        struct NotOpened: Error {}
+        StoreType.register(StoreType(rawValue: storeScheme, isShared: true) { _ in throw NotOpened() }, forURLScheme: storeScheme)
+
+        #expect {
+            try Options.parse(["--sync", "\(hubScheme)://h/hub", "--store", "\(storeScheme)://h/db"])
+        } throws: { error in
+            "\(error)".contains("--sync keeps a local SQLite store") && "\(error)".contains("a file of its own")
+        }
+        let options = try Options.parse(["--store", "a.sqlite", "--sync", "\(hubScheme)://h/hub", "--rate", "200", "--seed", "2"])
+        #expect(options.sync == URL(string: "\(hubScheme)://h/hub"))
+        #expect(options.rate == 200)
+        #expect(try Options.parse([]).sync == nil, "the default run syncs nothing")
+    }
+
+    @Test func twoStacksSyncingThroughOneHubEachShowTheOthersCompaniesAndCountWhatMoved() async throws {
+        let hub = InMemorySyncHub()
+        let scheme = "tickermem-\(UUID().uuidString.prefix(8).lowercased())"
+        SyncHubs.register(scheme: scheme) { _ in hub }
+        let hubURL = try #require(URL(string: "\(scheme)://user:s3cret@h/hub"))
+        let first = try await Replica(hubURL: hubURL)
+        let second = try await Replica(hubURL: hubURL)
+        #expect(first.sync.snapshot.hub == "\(scheme)://user@h/hub", "the screen never shows the password")
+
+        try await first.save(["AAA", "AAB"])
+        try await second.save(["BBB"])
+        // Each engine is woken by its own save and by its next pull interval (1 s); the deadline is generous for two loaded cores.
+        // Own saves and synced ones both merge into the main context: each stack ends with three companies inserted.
+        await first.merges.wait(until: "the second stack's company, synced") { Self.companiesInserted($0) >= 3 }
+        await second.merges.wait(until: "the first stack's companies, synced") { Self.companiesInserted($0) >= 3 }
+        #expect(first.symbolsNow() == ["AAA", "AAB", "BBB"])
+        #expect(second.symbolsNow() == ["AAA", "AAB", "BBB"])
+
+        let seen = second.sync.snapshot
+        #expect(seen.pulled >= 2, "\(seen)")
+        #expect(seen.pulledThrough >= 2, "\(seen)")
+        #expect(seen.error == nil)
+        await first.sync.stop()
+        await second.sync.stop()
+        #expect(first.sync.snapshot.status == "stopped")
+        #expect(first.sync.snapshot.pushed >= 2, "\(first.sync.snapshot)")
+        #expect(try SyncReplicaSummary.read(storeAt: second.directory.storeURL)?.pulledSequence == seen.pulledThrough)
+    }
+
+    private static func companiesInserted(_ arrivals: [MergeRecorder.Arrival]) -> Int {
+        arrivals.reduce(0) { $0 + $1.merge.save.insertedObjectIDs.filter { $0.entityName == "Company" }.count }
+    }
+
+    /// A stack on the ticker model with `--sync`'s engine, as ticker-import runs it.
+    private final class Replica: Sendable {
+        let directory = StackDirectory()
+        let stack = StackManager()
+        let sync: TickerSync
+        let merges: MergeRecorder
+
+        init(hubURL: URL) async throws {
+            StackDirectory.keepUntilExit(directory)
+            try await stack.setup(classes: TickerModel.classes, storeURL: directory.storeURL)
+            merges = MergeRecorder(stack)
+            sync = TickerSync(hubURL: hubURL)
+            try sync.start(stack: stack)
+        }
+
+        func save(_ symbols: [String]) async throws {
+            let context = stack.importerContext()
+            try await context.perform {
+                for symbol in symbols {
+                    let company = Company(context: context)
+                    company.symbol = symbol
+                    company.name = symbol
+                }
+                try context.save()
+            }
+        }
+
+        /// The symbols of the companies the store holds now (a failed read records an issue and reads as none).
+        func symbolsNow() -> Set<String> {
+            let context = stack.importerContext()
+            do {
+                return try context.performAndWait {
+                    Set(try context.fetch(FetchRequest<Company>(entityName: "Company")).map(\.symbol))
+                }
+            } catch {
+                Issue.record("reading the companies failed: \(error)")
+                return []
+            }
+        }
+    }
+}
