@@ -32,6 +32,19 @@ import Testing
         }
     }
 
+    @Test func rateHoldsTheFeedToThatManyQuotesASecond() throws {
+        // Unpaced, two seconds import thousands of quotes; at 40 a second, at most 80 are due, and the save in progress.
+        let store = Self.temporaryStore()
+        defer { try? FileManager.default.removeItem(at: store) }
+        let result = try TickerImportProcess.run(["--import-only", "--json", "--rate", "40", "--batch", "10", "--tickers", "20",
+                                                  "--duration", "2", "--store", store.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let last = try #require(TickerImportProcess.lines(in: Data(result.stdout.utf8), as: TickerImportProcess.SaveLine.self).last)
+        #expect(last.final)
+        #expect(last.stockUpdates >= 10, "the paced feed still imports")
+        #expect(last.stockUpdates <= 40 * 2 + 10, "no more than --rate allows: \(last.stockUpdates)")
+    }
+
     @Test func aPostgreSQLHubNamesTheExecutableThatHasItAndOpensNothing() throws {
         let store = Self.temporaryStore()
         let result = try run(["--sync", "postgresql://app@localhost/hub", "--store", store.path, "--duration", "1"])
