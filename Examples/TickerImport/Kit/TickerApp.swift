@@ -325,17 +325,29 @@ final class TickerApp: Sendable {
     /// automatic checkpoint would stay in the `-wal`, and the file alone would
     /// not be the store.
     private func finish(failure: (any Error)?) {
-        let snapshot = counters.withLock { $0 }
         let message = failure.map(describe)
+        // --sync: the engine stops first, after its cycle in progress, so that the last
+        // frame shows all it pushed and pulled, as the store's sync tables then say.
+        if let sync, sync.isRunning {
+            let main = stack.mainContext
+            Task.detached { [self] in
+                await sync.stop()
+                await main.perform { self.finish(message: message) }
+            }
+            return
+        }
+        finish(message: message)
+    }
+
+    private func finish(message: String?) {
+        let snapshot = counters.withLock { $0 }
         view?.finish(snapshot, failure: message)
         saveLog?.finish(failure: message)
         if let message { FileHandle.standardError.write(Data("ticker-import: \(message)\n".utf8)) }
         // In a task: closing waits for the merges the main queue has still to run.
-        Task.detached { [stack, sync] in
-            // Before closing: the engine reads and writes the store until its cycle ends.
-            await sync?.stop()
+        Task.detached { [stack] in
             await stack.close()
-            exit(failure == nil ? ExitStatus.stopped : ExitStatus.failed)
+            exit(message == nil ? ExitStatus.stopped : ExitStatus.failed)
         }
     }
 

@@ -46,6 +46,9 @@ final class TickerSync: Sendable {
     /// What the sync line shows now.
     var snapshot: Snapshot { state.withLock { $0 } }
 
+    /// Whether the engine was started and not stopped yet.
+    var isRunning: Bool { engine.withLock { $0 != nil } }
+
     /// Makes the hub and starts the engine on the stack's store; returns once it runs.
     ///
     /// - Throws: ``SyncError`` when the hub cannot be made (or reached, for a
@@ -59,7 +62,11 @@ final class TickerSync: Sendable {
         // Subscribed before the engine starts: its first cycle's events are not missed.
         let events = engine.events
         let task = Task.detached { [self] in
-            for await event in events { state.withLock { Self.apply(event, to: &$0) } }
+            for await event in events {
+                state.withLock { Self.apply(event, to: &$0) }
+                // The engine's last event: stop() waits for it to be folded in.
+                if case .statusChanged(.stopped) = event { break }
+            }
         }
         listener.withLock { $0 = task }
         self.engine.withLock { $0 = engine }
@@ -69,7 +76,7 @@ final class TickerSync: Sendable {
     /// Stops the engine after the cycle in progress; returns once it has stopped.
     /// Changes saved since its last push stay in the store and are pushed by the next run.
     func stop() async {
-        guard let engine = engine.withLock({ $0 }) else { return }
+        guard let engine = engine.withLock({ $0.take() }) else { return }
         // SyncEngine.stop() blocks until its cycle ends: on a thread of its own, not a cooperative one.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread {
@@ -77,7 +84,16 @@ final class TickerSync: Sendable {
                 done.resume()
             }.start()
         }
-        listener.withLock { $0?.cancel() }
+        // Every event the engine sent before it stopped is in the line. An engine stopped
+        // before its first cycle sends no "stopped" (its status never changed): the
+        // listener is then cancelled after a second.
+        let task = listener.withLock { $0 }
+        let timeout = Task.detached {
+            try? await Task.sleep(for: .seconds(1))
+            task?.cancel()
+        }
+        await task?.value
+        timeout.cancel()
         state.withLock { $0.status = "stopped" }
     }
 
