@@ -173,12 +173,14 @@ final class TickerApp: Sendable {
                 update.volume = quote.volume
                 update.time = now
                 update.company = company
-            } progress: { [saveLog, stack] progress in
+            } progress: { [saveLog, stack, purgesHistory = sync == nil] progress in
                 // Called once the chunk's save returned: the line stands for a save on disk
                 // (and, with --keep-updates, for its trim).
                 let trimmed = retention.map { Self.trim(with: $0) }
                 saveLog?.recordImportSave(progress, trimmed: trimmed)
-                if progress.savedChunks % Self.historyPurgeInterval == 0 { Self.purgeHistory(of: stack) }
+                // Not with --sync: the engine reads what to push from the history, and a replica
+                // offline for longer than the purge's five minutes would never push what it dropped.
+                if purgesHistory && progress.savedChunks % Self.historyPurgeInterval == 0 { Self.purgeHistory(of: stack) }
             }
             return nil
         } catch is CancellationError {

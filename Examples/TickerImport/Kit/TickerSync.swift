@@ -49,13 +49,13 @@ final class TickerSync: Sendable {
     /// Whether the engine was started and not stopped yet.
     var isRunning: Bool { engine.withLock { $0 != nil } }
 
-    /// Makes the hub and starts the engine on the stack's store; returns once it runs.
+    /// Starts the engine on the stack's store; returns once it runs. The hub is
+    /// made by the engine's first call (``DeferredSyncHub``): one that cannot be
+    /// reached now leaves the replica offline, importing, until it can.
     ///
-    /// - Throws: ``SyncError`` when the hub cannot be made (or reached, for a
-    ///   hub that connects when made) or the store's sync tables cannot be.
+    /// - Throws: ``SyncError`` when the store's sync tables cannot be made or read.
     func start(stack: StackManager) throws(SyncError) {
-        let hub = try SyncHubs.hub(for: hubURL)
-        let engine = try SyncEngine(stack: stack, options: SyncOptions(hub: hub))
+        let engine = try SyncEngine(stack: stack, options: SyncOptions(hub: DeferredSyncHub(url: hubURL)))
         if let storeURL = stack.storeURL, let summary = try SyncReplicaSummary.read(storeAt: storeURL) {
             state.withLock { $0.pulledThrough = summary.pulledSequence }
         }
