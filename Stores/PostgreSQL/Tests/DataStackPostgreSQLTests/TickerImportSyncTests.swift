@@ -1,3 +1,4 @@
+import DataStackPostgreSQL
 import DataStackSync
 import Foundation
 import Synchronization
@@ -124,6 +125,31 @@ import Testing
         #expect(summary.pulledSequence == 0)
     }
 
+    @Test("a replica started before its hub exists pushes what it saved once the hub is there")
+    func aReplicaOfflineAtStartPushesOnceTheHubComes() throws {
+        let server = try PostgreSQLTestServer.shared.get()
+        let name = "late_hub_\(UUID().uuidString.prefix(8).lowercased())"
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("TickerImportSyncTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = folder.appendingPathComponent("a.sqlite")
+        let run = try LiveRun(["--sync", server.url(database: name).absoluteString, "--store", store.path, "--json", "--duration", "6",
+                               "--tickers", "\(Self.tickers)", "--rate", "100", "--batch", "10"])
+        // The hub's database does not exist yet: the replica imports, offline.
+        #expect(run.waitForLine(seconds: 30) { ($0["sync"] as? [String: Any])?["error"] != nil && ($0["saved"] as? Int ?? 0) > 1 },
+                "a line saying the replica is offline, while it imports; stderr: \(run.errors)")
+        let admin = try PostgreSQLConnection(url: server.url(database: "postgres"))
+        try admin.executeScript("CREATE DATABASE \(name)")
+        admin.close()
+        run.waitUntilExit()
+        #expect(run.status == 0, "\(run.errors)")
+        let sync = try #require(run.lines.last?.object["sync"] as? [String: Any])
+        #expect(sync["error"] == nil, "back online, the line no longer shows the error: \(sync)")
+        #expect((sync["pushed"] as? Int ?? 0) > 2 * Self.tickers, "the companies and the updates saved offline reached the hub: \(sync)")
+        let summary = try #require(try SyncReplicaSummary.read(storeAt: store))
+        #expect(summary.scannedTransaction > 1 && summary.recordedChanges > Int64(Self.tickers), "\(summary)")
+    }
+
     /// For each of `symbols`, each update count the replica showed, with when it first showed it.
     private static func firstShown(_ lines: [LiveRun.Line], symbols: [String]) -> [(String, Int, Date)] {
         var seen: [String: Int] = [:]
@@ -158,7 +184,9 @@ private final class LiveRun: Sendable {
     }
 
     private let process = Process()
-    private let state = Mutex<(lines: [Line], errors: String)>(([], ""))
+    private let state = Mutex<(lines: [Line], errors: String, ended: Bool)>(([], "", false))
+    /// Signalled after each line, and when the output ends.
+    private let lineArrived = DispatchSemaphore(value: 0)
     private let outputEnded = DispatchSemaphore(value: 0)
     private let errorsEnded = DispatchSemaphore(value: 0)
 
@@ -184,9 +212,12 @@ private final class LiveRun: Sendable {
                     pending = Data(pending[pending.index(after: end)...])
                     if let object = try? JSONSerialization.jsonObject(with: Data(text)) as? [String: Any] {
                         state.withLock { $0.lines.append(Line(object: object, time: now)) }
+                        lineArrived.signal()
                     }
                 }
             }
+            state.withLock { $0.ended = true }
+            lineArrived.signal()
             outputEnded.signal()
         }.start()
         Thread { [self] in
@@ -194,6 +225,18 @@ private final class LiveRun: Sendable {
             state.withLock { $0.errors = text }
             errorsEnded.signal()
         }.start()
+    }
+
+    /// Waits until a line satisfies `isMet`, woken by each line; false when the output ended or `seconds` passed first.
+    func waitForLine(seconds: Double, _ isMet: ([String: Any]) -> Bool) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        var checked = 0
+        while true {
+            let (lines, ended) = state.withLock { ($0.lines, $0.ended) }
+            if lines[checked...].contains(where: { isMet($0.object) }) { return true }
+            checked = lines.count
+            if ended || lineArrived.wait(timeout: deadline) == .timedOut { return false }
+        }
     }
 
     /// Waits for the process to exit (its `--duration` ends it) and for its output to be read.
