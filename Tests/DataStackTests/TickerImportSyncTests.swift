@@ -111,6 +111,33 @@ import Testing
         #expect(try SyncReplicaSummary.read(storeAt: second.directory.storeURL)?.pulledSequence == pulled.pulledThrough)
     }
 
+    @Test func aStackStartedWhileItsHubCannotBeMadeSyncsOnceItCan() async throws {
+        let hub = InMemorySyncHub()
+        let reachable = Signal()
+        let scheme = "tickerlate-\(UUID().uuidString.prefix(8).lowercased())"
+        SyncHubs.register(scheme: scheme) { _ in
+            guard reachable.hasFired else { throw SyncError(.offline, message: "the test's hub is down") }
+            return hub
+        }
+        let hubURL = try #require(URL(string: "\(scheme)://h/hub"))
+        let late = try await Replica(hubURL: hubURL)
+        try await late.save(["LATE"])
+        // Offline: the engine's first cycle could not make the hub, and says so; the save is the store's.
+        try #require(await waitUntil("the sync line saying offline", deadline: .seconds(30)) { late.sync.snapshot.status == "offline" })
+        #expect(late.sync.snapshot.error == "the test's hub is down")
+        #expect(late.symbolsNow() == ["LATE"])
+
+        reachable.fire()
+        let other = try await Replica(hubURL: hubURL)
+        // The engine retries at its next wake-up (a pull interval, 1 s): the other stack gets the company saved offline.
+        await other.merges.wait(until: "the company saved offline, synced") { Self.companiesInserted($0) >= 1 }
+        #expect(other.symbolsNow() == ["LATE"])
+        await late.sync.stop()
+        await other.sync.stop()
+        #expect(late.sync.snapshot.error == nil, "back online: \(late.sync.snapshot)")
+        #expect(late.sync.snapshot.pushed == 1)
+    }
+
     private static func companiesInserted(_ arrivals: [MergeRecorder.Arrival]) -> Int {
         arrivals.reduce(0) { $0 + $1.merge.save.insertedObjectIDs.filter { $0.entityName == "Company" }.count }
     }
