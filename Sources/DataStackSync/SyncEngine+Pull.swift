@@ -21,22 +21,19 @@ extension SyncEngine {
             }
 
             // Fold the chunk: each object's state is read once and written once.
-            var states: [UUID: (entity: String, primaryKey: Int64?, state: SyncObjectState?)] = [:]
-            var effects: [SyncEffect] = []
+            var fold = ChunkFold()
             try ledger.read("reading merge states") {
+                let lookup = uniqueKeyLookup()
                 for sequenced in chunk {
-                    let id = sequenced.change.objectID
-                    if states[id] == nil {
-                        states[id] = try ledger.object(id) ?? (sequenced.change.entity, nil, nil)
-                    }
-                    var state = states[id]?.state
-                    if let effect = try merger.apply(sequenced, to: &state) { effects.append(effect) }
-                    states[id]?.state = state
+                    try self.fold(sequenced, into: &fold, lookup: lookup)
                 }
             }
-            let rows = try apply(effects, knownRows: states.mapValues { ($0.entity, $0.primaryKey) })
+            let rows = try apply(fold.effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) })
             try ledger.write("recording a pull") {
-                for (id, known) in states {
+                for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
+                // Rows given up first: the row of a merged-away object may now be its survivor's.
+                let ordered = fold.states.sorted { ($0.value.primaryKey == nil ? 0 : 1) < ($1.value.primaryKey == nil ? 0 : 1) }
+                for (id, known) in ordered {
                     let row = rows[id] ?? known.primaryKey.map { Optional($0) } ?? nil
                     try ledger.setObject(id, entity: known.entity, primaryKey: row, state: known.state)
                 }
@@ -45,7 +42,7 @@ extension SyncEngine {
             }
             notePulled(through: last.sequence)
             try hubCall { try options.hub.acknowledge(replica: replica, through: last.sequence) }
-            emit(.pulled(count: chunk.count, objectsChanged: effects.count, through: last.sequence))
+            emit(.pulled(count: chunk.count, objectsChanged: fold.effects.count, through: last.sequence))
         }
     }
 
@@ -142,6 +139,8 @@ extension SyncEngine {
             }
         } catch let error as SyncError {
             throw error
+        } catch let error as ObjectGraphError where error.code == .mergeConflict || error.code == .uniquenessConflict {
+            throw SyncError(.concurrentSave, message: "a local save changed what pulled changes change; applying again: \(error)")
         } catch {
             throw SyncError(.localFailure, message: "pulled changes could not be saved to the replica's store: \(error)")
         }

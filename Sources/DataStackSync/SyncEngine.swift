@@ -204,17 +204,26 @@ public final class SyncEngine: Sendable {
         defer { cycleLock.unlock() }
         do {
             if !state.withLock({ $0.isRegistered }) { try register() }
-            setStatus(.pushing)
-            try scanLocalHistory()
-            try pushOutbox()
-            setStatus(.pulling)
-            try pullAndApply()
+            // A local save racing the apply makes it throw .concurrentSave before anything of
+            // it is kept: the next attempt reads that save first, then folds again.
+            for attempt in 1... {
+                do {
+                    setStatus(.pushing)
+                    try scanLocalHistory()
+                    try pushOutbox()
+                    setStatus(.pulling)
+                    try pullAndApply()
+                    break
+                } catch let error where error.code == .concurrentSave && attempt < 5 {
+                    continue
+                }
+            }
             setStatus(.idle)
             cycleEnded.signal()
         } catch {
             cycleEnded.signal()
-            setStatus(error.isTransient ? .offline(error) : .error(error))
-            if error.isTransient { state.withLock { $0.isRegistered = false } }
+            setStatus(error.code == .offline ? .offline(error) : .error(error))
+            if error.code == .offline { state.withLock { $0.isRegistered = false } }
             throw error
         }
     }

@@ -8,17 +8,20 @@ import Testing
 /// says exactly which replica has pushed and pulled what.
 @Suite("Sync engine")
 struct SyncEngineTests {
-    static func model() -> ManagedObjectModel {
+    /// - Parameter unique: whether companies have a unique `symbol`.
+    static func model(unique: Bool = false) -> ManagedObjectModel {
         let hubWins = AttributeDescription(name: "motto", type: .string)
         hubWins.userInfo[SyncMergePolicy.userInfoKey] = "hubWins"
-        return ManagedObjectModel(entities: [
-            EntityDescription(name: "Company", properties: [
+        let company = EntityDescription(name: "Company", properties: [
                 AttributeDescription(name: "name", type: .string),
                 AttributeDescription(name: "employees", type: .integer64, isOptional: false, defaultValue: .integer(0)),
                 hubWins,
                 RelationshipDescription(name: "tags", destination: "Tag", inverse: "companies", isToMany: true),
                 RelationshipDescription(name: "staff", destination: "Person", inverse: "employer", isToMany: true),
-            ]),
+            ] + (unique ? [AttributeDescription(name: "symbol", type: .string)] : []))
+        if unique { company.uniquenessConstraints = [["symbol"]] }
+        return ManagedObjectModel(entities: [
+            company,
             EntityDescription(name: "Tag", properties: [
                 AttributeDescription(name: "label", type: .string),
                 RelationshipDescription(name: "companies", destination: "Company", inverse: "tags", isToMany: true),
@@ -36,12 +39,12 @@ struct SyncEngineTests {
         let stack: StackManager
         let engine: SyncEngine
 
-        init(hub: InMemorySyncHub, folder: URL? = nil) async throws {
+        init(hub: InMemorySyncHub, folder: URL? = nil, unique: Bool = false) async throws {
             let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("SyncEngineTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             self.folder = folder
             stack = StackManager()
-            try await stack.setup(model: SyncEngineTests.model(), storeURL: folder.appendingPathComponent("Replica.sqlite"))
+            try await stack.setup(model: SyncEngineTests.model(unique: unique), storeURL: folder.appendingPathComponent("Replica.sqlite"))
             engine = try SyncEngine(stack: stack, options: SyncOptions(hub: hub))
         }
 
@@ -245,5 +248,103 @@ struct SyncEngineTests {
         #expect(again.replica == a.engine.replica)
         try again.syncNow()
         #expect(try hub.pull(after: 0, limit: 100).count == 1)
+    }
+
+    @Test("two replicas inserting the same unique key offline converge to one object, fields merged, relationships moved to it")
+    func uniqueKeyTwins() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        let c = try await Replica(hub: hub, unique: true)
+        func insert(_ replica: Replica, name: String, employees: Int64, person: String) throws {
+            try replica.save { context in
+                let model = context.persistentStoreCoordinator!.managedObjectModel
+                let company = ManagedObject(entity: model.entitiesByName["Company"]!, insertInto: context)
+                try company.setValue("ACME", forKey: "symbol")
+                try company.setValue(name, forKey: "name")
+                try company.setValue(employees, forKey: "employees")
+                let staff = ManagedObject(entity: model.entitiesByName["Person"]!, insertInto: context)
+                try staff.setValue(person, forKey: "name")
+                try staff.setValue(company, forKey: "employer")
+            }
+        }
+        try insert(a, name: "ACME from A", employees: 1, person: "Ann")
+        try insert(b, name: "ACME from B", employees: 2, person: "Bob")
+        try a.engine.syncNow()   // A's insert is first on the hub: it survives
+        try b.engine.syncNow()   // B finds its own twin, not yet on the hub, and merges it into A's
+        try a.engine.syncNow()
+        try c.engine.syncNow()   // C sees both inserts in hub order and merges the second into the first
+        try b.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(try c.dump() == dump)
+        let companies = dump.filter { $0.hasPrefix("Company:") }
+        #expect(companies.count == 1, "\(dump)")
+        // Both people now work for the one company; its fields are the last writer's (B saved last).
+        #expect(companies.first?.contains("staff=[Person:Ann,Person:Bob]") == true, "\(dump)")
+        #expect(companies.first?.contains("symbol=ACME") == true)
+        // The twin's later edits, made on B before it learnt of the merge, reach the survivor everywhere.
+        try b.update("Company", named: try #require(companies.first?.contains("from B") == true ? "ACME from B" : "ACME from A")) {
+            try $0.setValue(Int64(99), forKey: "employees")
+        }
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        try c.engine.syncNow()
+        #expect(try a.dump() == b.dump())
+        #expect(try c.dump() == a.dump())
+        #expect(try a.dump().contains { $0.contains("employees=99") })
+    }
+
+    @Test("a local save between the engine's scan and its apply (here: the same unique key) makes it read that save and apply again")
+    func saveDuringTheCycle() async throws {
+        let shared = InMemorySyncHub()
+        let hooked = HookedHub(shared)
+        let a = try await Replica(hub: shared, unique: true)
+        let b = try await Replica(hub: shared, unique: true)
+        let bHooked = try SyncEngine(stack: b.stack, options: SyncOptions(hub: hooked))
+        func insert(_ replica: Replica, _ name: String) throws {
+            try replica.save { context in
+                let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+                try company.setValue("ZZZ", forKey: "symbol")
+                try company.setValue(name, forKey: "name")
+            }
+        }
+        try insert(a, "from A")
+        try a.engine.syncNow()
+        // B's engine has scanned and pushed (nothing) when it pulls A's insert; that pull saves B's own twin first.
+        hooked.beforeFirstPull { try insert(b, "from B") }
+        try bHooked.syncNow()
+        #expect(hooked.pulls >= 3, "the apply was tried again after reading the save (first pull, the pull again, the last empty one)")
+        try a.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(dump.filter { $0.hasPrefix("Company:") }.count == 1, "\(dump)")
+    }
+}
+
+/// A hub that runs a test's code once, inside the engine's cycle, just before its first pull.
+final class HookedHub: SyncHub, @unchecked Sendable {
+    // @unchecked Sendable: `hook` and `pullCount` are guarded by `lock`.
+    private let hub: InMemorySyncHub
+    private let lock = NSLock()
+    private var hook: (() throws -> Void)?
+    private var pullCount = 0
+
+    init(_ hub: InMemorySyncHub) { self.hub = hub }
+
+    func beforeFirstPull(_ body: @escaping () throws -> Void) { lock.withLock { hook = body } }
+    var pulls: Int { lock.withLock { pullCount } }
+
+    func register(replica: UUID, modelVersion: String) throws -> SyncRegistration { try hub.register(replica: replica, modelVersion: modelVersion) }
+    func push(_ changes: [SyncChange]) throws -> [Int64] { try hub.push(changes) }
+    func acknowledge(replica: UUID, through sequence: Int64) throws { try hub.acknowledge(replica: replica, through: sequence) }
+    func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        let hook = lock.withLock { () -> (() throws -> Void)? in
+            pullCount += 1
+            defer { self.hook = nil }
+            return self.hook
+        }
+        try hook?()
+        return try hub.pull(after: sequence, limit: limit)
     }
 }
