@@ -27,9 +27,15 @@ extension SyncEngine {
             let transactions: [PersistentHistoryTransaction]
             do {
                 transactions = try coordinator.fetchHistory(request, from: store)
+            } catch let error as PersistentStoreError where error.code == .historyExpired {
+                // Another process purged history this replica had not read: what it held is lost,
+                // so every object is sent again, as it is now (its global ID kept).
+                try exportEverything(context, store: store)
+                continue
             } catch {
                 throw SyncError(.localFailure, message: "the replica's history after transaction \(scanned) cannot be read: \(error)")
             }
+            stack.retainHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: scanned), for: historyReader)
             guard let last = transactions.last else { return }
             try ledger.write("recording local changes") {
                 try context.performAndWait {
@@ -152,6 +158,9 @@ extension SyncEngine {
                              state: state)
         try ledger.appendToOutbox(change)
     }
+
+    /// This engine's name for its hold on the stack's history.
+    var historyReader: String { "DataStackSync \(replica.uuidString)" }
 
     /// Keeps the clock in the ledger, inside the transaction that recorded what it stamped.
     func saveClock() throws {

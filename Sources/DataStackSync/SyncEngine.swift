@@ -76,6 +76,12 @@ public final class SyncEngine: Sendable {
             return HybridTimestamp(milliseconds: milliseconds, counter: UInt32(clamping: counter), replica: replica)
         }
         clock = HybridLogicalClock(replica: replica, latest: latest)
+        // The history not read yet is this engine's to push: the stack keeps it from purges.
+        if let scanned = try ledger.read("reading the scan bookmark", { try ledger.integer("scanned") }),
+           let store = stack.writerCoordinator.persistentStores.first {
+            stack.retainHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: scanned),
+                                for: historyReader)
+        }
     }
 
     // MARK: - Status and events

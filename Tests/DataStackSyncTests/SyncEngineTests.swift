@@ -320,6 +320,60 @@ struct SyncEngineTests {
         #expect(try b.dump() == dump)
         #expect(dump.filter { $0.hasPrefix("Company:") }.count == 1, "\(dump)")
     }
+
+    @Test("history the engine has not read is kept from the stack's purge; history another process purged is made up by sending every object again")
+    func historyPurges() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Kept", forKey: "name")
+        }
+        try a.engine.syncNow()
+        try a.update("Company", named: "Kept") { try $0.setValue(Int64(5), forKey: "employees") }
+        #expect(try a.stack.purgeHistory(olderThan: .zero) >= 0)
+        try a.engine.syncNow()
+        let log = try hub.pull(after: 0, limit: 100).map(\.change)
+        #expect(log.count == 2 && log.last?.kind == .update && log.last?.values == ["employees": .integer(5)],
+                "the save after the last scan was kept and pushed as it was: \(log)")
+
+        // Purged behind the stack's back (as another process would): every object goes again.
+        try a.update("Company", named: "Kept") { try $0.setValue(Int64(6), forKey: "employees") }
+        try a.update("Company", named: "Kept") { try $0.setValue("Still kept", forKey: "name") }
+        let deleted = try a.stack.writerCoordinator.deleteHistory(.deleteHistory(before: Date().addingTimeInterval(1)))
+        #expect(deleted >= 2)
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        let dump = try b.dump()
+        #expect(try a.dump() == dump)
+        #expect(dump.contains { $0.hasPrefix("Company:Still kept employees=6") }, "\(dump)")
+    }
+
+    @Test("a replica whose model is not the hub's is refused, naming both versions; its saves stay and nothing is pushed")
+    func modelVersionMismatch() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        try a.engine.syncNow()
+        let b = try await Replica(hub: hub, unique: true)
+        try b.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Other model", forKey: "name")
+        }
+        #expect {
+            try b.engine.syncNow()
+        } throws: { error in
+            guard let error = error as? SyncError, error.code == .modelVersionMismatch else { return false }
+            return error.message.contains(SyncEngineTests.model().versionChecksum) && error.message.contains(SyncEngineTests.model(unique: true).versionChecksum)
+        }
+        guard case .error(let error) = b.engine.status else {
+            Issue.record("status is \(b.engine.status)")
+            return
+        }
+        #expect(error.code == .modelVersionMismatch)
+        #expect(try hub.pull(after: 0, limit: 10).isEmpty)
+        #expect(try b.dump().contains { $0.hasPrefix("Company:Other model") })
+    }
 }
 
 /// A hub that runs a test's code once, inside the engine's cycle, just before its first pull.
