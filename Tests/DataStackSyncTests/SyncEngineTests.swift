@@ -33,19 +33,25 @@ struct SyncEngineTests {
         ])
     }
 
+    static func integer(_ value: Any?) -> Int64? {
+        (value as? any BinaryInteger).map { Int64($0) }
+    }
+
     /// A replica: a stack on a file of its own, and its engine.
     final class Replica: Sendable {
         let folder: URL
         let stack: StackManager
         let engine: SyncEngine
 
-        init(hub: InMemorySyncHub, folder: URL? = nil, unique: Bool = false) async throws {
+        init(hub: InMemorySyncHub, folder: URL? = nil, unique: Bool = false, pullInterval: Duration = .seconds(1)) async throws {
             let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("SyncEngineTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             self.folder = folder
             stack = StackManager()
             try await stack.setup(model: SyncEngineTests.model(unique: unique), storeURL: folder.appendingPathComponent("Replica.sqlite"))
-            engine = try SyncEngine(stack: stack, options: SyncOptions(hub: hub))
+            var options = SyncOptions(hub: hub)
+            options.pullInterval = pullInterval
+            engine = try SyncEngine(stack: stack, options: options)
         }
 
         /// Saves through an importer context, as an app's import would.
@@ -373,6 +379,55 @@ struct SyncEngineTests {
         #expect(error.code == .modelVersionMismatch)
         #expect(try hub.pull(after: 0, limit: 10).isEmpty)
         #expect(try b.dump().contains { $0.hasPrefix("Company:Other model") })
+    }
+
+    @Test("started engines bring a save on one replica to the other's main context, which refreshes only the objects it shows")
+    @MainActor
+    func backgroundLoop() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, pullInterval: .milliseconds(20))
+        let b = try await Replica(hub: hub, pullInterval: .milliseconds(20))
+        try a.save { context in
+            for index in 0..<20 {
+                let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+                try company.setValue("C\(index)", forKey: "name")
+            }
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // B's screen shows one company (held, as a screen holds what it shows: a context keeps objects weakly).
+        let shownObject = try b.object("Company", named: "C3", in: b.stack.mainContext)
+        let shown = shownObject.objectID
+        let importer = b.stack.importerContext()
+        let hidden = try importer.performAndWait { try b.object("Company", named: "C5", in: importer).objectID }
+        let (merges, arrivals) = AsyncStream<StackDidMerge>.makeStream()
+        let observer = NotificationCenter.default.addObserver(forName: StackManager.didMergeNotification, object: b.stack, queue: nil) { notification in
+            if let merge = try? StackDidMerge(notification) { arrivals.yield(merge) }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        // The deadline: a merge that never comes fails the test rather than hanging it.
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(20))
+            arrivals.finish()
+        }
+        defer { deadline.cancel() }
+        a.engine.start()
+        b.engine.start()
+        defer {
+            a.engine.stop()
+            b.engine.stop()
+        }
+        try a.update("Company", named: "C3") { try $0.setValue(Int64(77), forKey: "employees") }
+        try a.update("Company", named: "C5") { try $0.setValue(Int64(55), forKey: "employees") }
+        var refreshed = Set<ObjectID>()
+        for await merge in merges {
+            refreshed.formUnion(merge.refreshedObjectIDs)
+            if Self.integer(try shownObject.value(forKey: "employees")) == 77 { break }
+        }
+        #expect(Self.integer(try shownObject.value(forKey: "employees")) == 77, "the main context of B shows A's save")
+        #expect(refreshed.contains(shown))
+        #expect(!refreshed.contains(hidden), "an object B's main context does not show is not refreshed")
+        #expect(b.engine.status == .idle || b.engine.status == .pulling || b.engine.status == .pushing)
     }
 }
 
