@@ -1,6 +1,6 @@
 import DataStack
 import Foundation
-import Synchronization
+@_spi(DataStackInternal) import DataStackSupport
 
 /// Keeps a stack's local SQLite store in step with other replicas through a
 /// ``SyncHub``, in the background: it pushes the store's history since the
@@ -29,7 +29,7 @@ public final class SyncEngine: Sendable {
     let merger: SyncMerger
     let clock: HybridLogicalClock
     let modelVersion: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Held for a whole cycle: cycles never overlap.
     private let cycleLock = NSLock()
     private let wakeUp = DispatchSemaphore(value: 0)
