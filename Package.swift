@@ -136,7 +136,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStackToolTests",
-            dependencies: ["DataStack", "DataStackSQLite"],
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSync"],
             path: "Tests/DataStackToolTests"
         ),
     ],
