@@ -39,10 +39,14 @@ extension SyncEngine {
             guard let last = transactions.last else { return }
             try ledger.write("recording local changes") {
                 try context.performAndWait {
-                    for transaction in transactions where transaction.author != options.transactionAuthor {
+                    for transaction in transactions {
                         let milliseconds = Int64((transaction.timestamp.timeIntervalSince1970 * 1000).rounded(.down))
                         for change in transaction.changes ?? [] {
-                            try record(change, at: milliseconds, in: context)
+                            if transaction.author == options.transactionAuthor {
+                                try recordCascade(change, at: milliseconds)
+                            } else {
+                                try record(change, at: milliseconds, in: context)
+                            }
                         }
                     }
                     context.reset()
@@ -96,6 +100,20 @@ extension SyncEngine {
             try recordLocal(SyncChange(objectID: globalID, entity: objectID.entityName, kind: .delete,
                                        timestamp: clock.tick(physical: milliseconds), localSequence: 0, baseSequence: 0))
         }
+    }
+
+    /// The engine's own saves are what other replicas pushed, never sent back
+    /// — except the deletes their delete rules cascaded to here: an object
+    /// this replica made that another replica's delete took with it (a person
+    /// of a deleted company) may exist elsewhere, where that delete found it
+    /// not yet, so its delete travels as this replica's own.
+    private func recordCascade(_ change: PersistentHistoryChange, at milliseconds: Int64) throws {
+        let objectID = change.changedObjectID
+        guard change.changeType == .delete, let primaryKey = objectID.primaryKey,
+              let globalID = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey),
+              let known = try ledger.value.object(globalID), known.state?.effective.status == .alive else { return }
+        try recordLocal(SyncChange(objectID: globalID, entity: objectID.entityName, kind: .delete,
+                                   timestamp: clock.tick(physical: milliseconds), localSequence: 0, baseSequence: 0))
     }
 
     private func recordInsert(of object: ManagedObject, at milliseconds: Int64) throws {

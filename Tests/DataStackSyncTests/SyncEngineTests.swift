@@ -17,7 +17,7 @@ struct SyncEngineTests {
                 AttributeDescription(name: "employees", type: .integer64, isOptional: false, defaultValue: .integer(0)),
                 hubWins,
                 RelationshipDescription(name: "tags", destination: "Tag", inverse: "companies", isToMany: true),
-                RelationshipDescription(name: "staff", destination: "Person", inverse: "employer", isToMany: true),
+                RelationshipDescription(name: "staff", destination: "Person", inverse: "employer", isToMany: true, deleteRule: .cascade),
             ] + (unique ? [AttributeDescription(name: "symbol", type: .string)] : []))
         if unique { company.uniquenessConstraints = [["symbol"]] }
         return ManagedObjectModel(entities: [
@@ -432,6 +432,34 @@ struct SyncEngineTests {
         #expect(refreshed.contains(shown), "merges: \(seen)")
         #expect(!refreshed.contains(hidden), "an object B's main context does not show is not refreshed")
         #expect(b.engine.status == .idle || b.engine.status == .pulling || b.engine.status == .pushing)
+    }
+
+    @Test("a delete that cascades, on the replica applying it, to an object only it had yet, is sent on: both replicas lose it")
+    func cascadedDeletesTravel() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.save { context in
+            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            try company.setValue("Doomed", forKey: "name")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // Offline: A deletes the company; B hires someone into it.
+        try a.save { context in context.delete(try a.object("Company", named: "Doomed", in: context)) }
+        try b.save { context in
+            let person = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Person"]!, insertInto: context)
+            try person.setValue("Late hire", forKey: "name")
+            try person.setValue(try b.object("Company", named: "Doomed", in: context), forKey: "employer")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()   // pushes the hire, applies the delete: the cascade takes the hire here
+        try a.engine.syncNow()   // the hire arrives without its company
+        try b.engine.syncNow()   // B's next cycle reads the cascade in its own apply and sends the delete
+        try a.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(dump.isEmpty, "\(dump)")
     }
 }
 
