@@ -33,6 +33,12 @@ struct SyncEngineTests {
         ])
     }
 
+    /// A new object of `entity` in `context`.
+    static func insert(_ entity: String, into context: ManagedObjectContext) throws -> ManagedObject {
+        let description = try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName[entity])
+        return ManagedObject(entity: description, insertInto: context)
+    }
+
     static func integer(_ value: Any?) -> Int64? {
         (value as? any BinaryInteger).map { Int64($0) }
     }
@@ -110,13 +116,13 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("ACME", forKey: "name")
             try company.setValue(Int64(12), forKey: "employees")
-            let tag = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Tag"]!, insertInto: context)
+            let tag = try SyncEngineTests.insert("Tag", into: context)
             try tag.setValue("rockets", forKey: "label")
             try company.setValue(Set([tag]), forKey: "tags")
-            let person = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Person"]!, insertInto: context)
+            let person = try SyncEngineTests.insert("Person", into: context)
             try person.setValue("Wile", forKey: "name")
             try person.setValue(company, forKey: "employer")
         }
@@ -137,7 +143,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("ACME", forKey: "name")
         }
         try a.engine.syncNow()
@@ -165,12 +171,11 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let model = context.persistentStoreCoordinator!.managedObjectModel
-            let company = ManagedObject(entity: model.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("ACME", forKey: "name")
             var tags = Set<ManagedObject>()
             for label in ["x", "y", "z"] {
-                let tag = ManagedObject(entity: model.entitiesByName["Tag"]!, insertInto: context)
+                let tag = try SyncEngineTests.insert("Tag", into: context)
                 try tag.setValue(label, forKey: "label")
                 if label != "z" { tags.insert(tag) }
             }
@@ -204,7 +209,7 @@ struct SyncEngineTests {
         let b = try await Replica(hub: hub)
         hub.isReachable = false
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Offline Co", forKey: "name")
         }
         #expect(throws: SyncError.self) { try a.engine.syncNow() }
@@ -227,7 +232,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Gone", forKey: "name")
         }
         try a.engine.syncNow()
@@ -246,7 +251,7 @@ struct SyncEngineTests {
         let hub = InMemorySyncHub()
         let a = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Once", forKey: "name")
         }
         try a.engine.syncNow()
@@ -264,12 +269,11 @@ struct SyncEngineTests {
         let c = try await Replica(hub: hub, unique: true)
         func insert(_ replica: Replica, name: String, employees: Int64, person: String) throws {
             try replica.save { context in
-                let model = context.persistentStoreCoordinator!.managedObjectModel
-                let company = ManagedObject(entity: model.entitiesByName["Company"]!, insertInto: context)
+                    let company = try SyncEngineTests.insert("Company", into: context)
                 try company.setValue("ACME", forKey: "symbol")
                 try company.setValue(name, forKey: "name")
                 try company.setValue(employees, forKey: "employees")
-                let staff = ManagedObject(entity: model.entitiesByName["Person"]!, insertInto: context)
+                let staff = try SyncEngineTests.insert("Person", into: context)
                 try staff.setValue(person, forKey: "name")
                 try staff.setValue(company, forKey: "employer")
             }
@@ -310,7 +314,7 @@ struct SyncEngineTests {
         let bHooked = try SyncEngine(stack: b.stack, options: SyncOptions(hub: hooked))
         func insert(_ replica: Replica, _ name: String) throws {
             try replica.save { context in
-                let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+                let company = try SyncEngineTests.insert("Company", into: context)
                 try company.setValue("ZZZ", forKey: "symbol")
                 try company.setValue(name, forKey: "name")
             }
@@ -333,7 +337,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Kept", forKey: "name")
         }
         try a.engine.syncNow()
@@ -363,7 +367,7 @@ struct SyncEngineTests {
         try a.engine.syncNow()
         let b = try await Replica(hub: hub, unique: true)
         try b.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Other model", forKey: "name")
         }
         #expect {
@@ -389,7 +393,7 @@ struct SyncEngineTests {
         let b = try await Replica(hub: hub, pullInterval: .milliseconds(20))
         try a.save { context in
             for index in 0..<20 {
-                let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+                let company = try SyncEngineTests.insert("Company", into: context)
                 try company.setValue("C\(index)", forKey: "name")
             }
         }
@@ -440,7 +444,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         try a.save { context in
-            let company = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Company"]!, insertInto: context)
+            let company = try SyncEngineTests.insert("Company", into: context)
             try company.setValue("Doomed", forKey: "name")
         }
         try a.engine.syncNow()
@@ -448,7 +452,7 @@ struct SyncEngineTests {
         // Offline: A deletes the company; B hires someone into it.
         try a.save { context in context.delete(try a.object("Company", named: "Doomed", in: context)) }
         try b.save { context in
-            let person = ManagedObject(entity: context.persistentStoreCoordinator!.managedObjectModel.entitiesByName["Person"]!, insertInto: context)
+            let person = try SyncEngineTests.insert("Person", into: context)
             try person.setValue("Late hire", forKey: "name")
             try person.setValue(try b.object("Company", named: "Doomed", in: context), forKey: "employer")
         }
