@@ -33,6 +33,17 @@ struct SyncEngineTests {
         ])
     }
 
+    /// Two replicas of one hub that both have a company of this name.
+    static func twoReplicas(sharing company: String) async throws -> (InMemorySyncHub, Replica, Replica) {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        try a.insertCompany(company)
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        return (hub, a, b)
+    }
+
     /// A new object of `entity` in `context`.
     static func insert(_ entity: String, into context: ManagedObjectContext) throws -> ManagedObject {
         let description = try #require(context.persistentStoreCoordinator?.managedObjectModel.entitiesByName[entity])
@@ -100,6 +111,11 @@ struct SyncEngineTests {
             return "\(try key(object)) \(parts.joined(separator: " "))"
         }
 
+        /// Saves a new company with this name.
+        func insertCompany(_ name: String) throws {
+            try save { context in try SyncEngineTests.insert("Company", into: context).setValue(name, forKey: "name") }
+        }
+
         func object(_ entity: String, named name: String, in context: ManagedObjectContext) throws -> ManagedObject {
             let request = FetchRequest<ManagedObject>(entityName: entity, predicate: try FetchPredicate(format: entity == "Tag" ? "label == %@" : "name == %@", name))
             return try #require(try context.fetch(request).first, "\(entity) \(name) is not on this replica")
@@ -139,15 +155,7 @@ struct SyncEngineTests {
 
     @Test("concurrent edits of different attributes both survive; the same attribute goes to the last writer")
     func fieldByField() async throws {
-        let hub = InMemorySyncHub()
-        let a = try await Replica(hub: hub)
-        let b = try await Replica(hub: hub)
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("ACME", forKey: "name")
-        }
-        try a.engine.syncNow()
-        try b.engine.syncNow()
+        let (hub, a, b) = try await Self.twoReplicas(sharing: "ACME")
         // Offline on both: A changes employees, B the motto; both change the name, B later.
         try a.update("Company", named: "ACME") { try $0.setValue(Int64(40), forKey: "employees") }
         try b.update("Company", named: "ACME") { try $0.setValue("Beep", forKey: "motto") }
@@ -208,10 +216,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
         hub.isReachable = false
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Offline Co", forKey: "name")
-        }
+        try a.insertCompany("Offline Co")
         #expect(throws: SyncError.self) { try a.engine.syncNow() }
         guard case .offline(let error) = a.engine.status else {
             Issue.record("status is \(a.engine.status), not offline")
@@ -228,15 +233,7 @@ struct SyncEngineTests {
 
     @Test("a delete reaches the other replica; an edit made there concurrently does not bring the object back")
     func deleteWins() async throws {
-        let hub = InMemorySyncHub()
-        let a = try await Replica(hub: hub)
-        let b = try await Replica(hub: hub)
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Gone", forKey: "name")
-        }
-        try a.engine.syncNow()
-        try b.engine.syncNow()
+        let (_, a, b) = try await Self.twoReplicas(sharing: "Gone")
         try a.save { context in context.delete(try a.object("Company", named: "Gone", in: context)) }
         try b.update("Company", named: "Gone") { try $0.setValue(Int64(7), forKey: "employees") }
         try a.engine.syncNow()
@@ -250,10 +247,7 @@ struct SyncEngineTests {
     func reopen() async throws {
         let hub = InMemorySyncHub()
         let a = try await Replica(hub: hub)
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Once", forKey: "name")
-        }
+        try a.insertCompany("Once")
         try a.engine.syncNow()
         let again = try SyncEngine(stack: a.stack, options: SyncOptions(hub: hub))
         #expect(again.replica == a.engine.replica)
@@ -336,10 +330,7 @@ struct SyncEngineTests {
         let hub = InMemorySyncHub()
         let a = try await Replica(hub: hub)
         let b = try await Replica(hub: hub)
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Kept", forKey: "name")
-        }
+        try a.insertCompany("Kept")
         try a.engine.syncNow()
         try a.update("Company", named: "Kept") { try $0.setValue(Int64(5), forKey: "employees") }
         #expect(try a.stack.purgeHistory(olderThan: .zero) >= 0)
@@ -366,10 +357,7 @@ struct SyncEngineTests {
         let a = try await Replica(hub: hub)
         try a.engine.syncNow()
         let b = try await Replica(hub: hub, unique: true)
-        try b.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Other model", forKey: "name")
-        }
+        try b.insertCompany("Other model")
         #expect {
             try b.engine.syncNow()
         } throws: { error in
@@ -440,15 +428,7 @@ struct SyncEngineTests {
 
     @Test("a delete that cascades, on the replica applying it, to an object only it had yet, is sent on: both replicas lose it")
     func cascadedDeletesTravel() async throws {
-        let hub = InMemorySyncHub()
-        let a = try await Replica(hub: hub)
-        let b = try await Replica(hub: hub)
-        try a.save { context in
-            let company = try SyncEngineTests.insert("Company", into: context)
-            try company.setValue("Doomed", forKey: "name")
-        }
-        try a.engine.syncNow()
-        try b.engine.syncNow()
+        let (_, a, b) = try await Self.twoReplicas(sharing: "Doomed")
         // Offline: A deletes the company; B hires someone into it.
         try a.save { context in context.delete(try a.object("Company", named: "Doomed", in: context)) }
         try b.save { context in
