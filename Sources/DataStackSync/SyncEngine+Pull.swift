@@ -28,7 +28,8 @@ extension SyncEngine {
                     try self.fold(sequenced, into: &fold, lookup: lookup)
                 }
             }
-            let rows = try apply(fold.effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) })
+            let effects = fold.effects(merger)
+            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) })
             try ledger.write("recording a pull") {
                 for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
                 // Rows given up first: the row of a merged-away object may now be its survivor's.
@@ -42,7 +43,7 @@ extension SyncEngine {
             }
             notePulled(through: last.sequence)
             try hubCall { try options.hub.acknowledge(replica: replica, through: last.sequence) }
-            emit(.pulled(count: chunk.count, objectsChanged: fold.effects.count, through: last.sequence))
+            emit(.pulled(count: chunk.count, objectsChanged: effects.count, through: last.sequence))
         }
     }
 
@@ -65,8 +66,10 @@ extension SyncEngine {
             return try context.performAndWait {
                 var objects: [UUID: ManagedObject] = [:]
                 var rows: [UUID: Int64?] = [:]
-                /// The object of a global ID in this context: made by this chunk, or saved here before.
+                var deleted = Set<UUID>()
+                /// The object of a global ID in this context: made by this chunk, or saved here before, and not deleted by it.
                 func object(_ id: UUID) throws -> ManagedObject? {
+                    if deleted.contains(id) { return nil }
                     if let made = objects[id] { return made }
                     let known = try knownRows[id] ?? ledger.value.object(id).map { ($0.entity, $0.primaryKey) }
                     guard let known, let primaryKey = known.primaryKey,
@@ -80,7 +83,13 @@ extension SyncEngine {
                         return nil   // recorded before a save that never happened (a crash): made again below
                     }
                 }
-                // Objects first, so that relationships within the chunk find each other.
+                // Deletes first, so nothing else of the chunk refers to what they delete;
+                // then the new objects, so that relationships within the chunk find each other.
+                for effect in effects where effect.kind == .delete {
+                    if let target = try object(effect.objectID) { context.delete(target) }
+                    deleted.insert(effect.objectID)
+                    rows[effect.objectID] = .some(nil)
+                }
                 for effect in effects where effect.kind == .insert || effect.kind == .revive {
                     guard try object(effect.objectID) == nil else { continue }
                     guard let entity = model.entitiesByName[effect.entity] else {
@@ -88,13 +97,8 @@ extension SyncEngine {
                     }
                     objects[effect.objectID] = ManagedObject.make(entity: entity, in: context)
                 }
-                for effect in effects {
+                for effect in effects where effect.kind != .delete {
                     guard let target = try object(effect.objectID) else { continue }
-                    if effect.kind == .delete {
-                        context.delete(target)
-                        rows[effect.objectID] = .some(nil)
-                        continue
-                    }
                     let entity = target.entity
                     for (name, value) in effect.values.sorted(by: { $0.key < $1.key }) {
                         guard let property = entity.propertiesByName[name] else {

@@ -2,15 +2,27 @@ import DataStack
 import Foundation
 
 /// What folding one pulled chunk produced: each object's state (read once,
-/// written once), the effects the store must see, and the objects merged
-/// into another because they carried the same unique key.
+/// written once) and what its row showed before the chunk, and the objects
+/// merged into another because they carried the same unique key.
 struct ChunkFold {
     var states: [UUID: (entity: String, primaryKey: Int64?, state: SyncObjectState?)] = [:]
-    var effects: [SyncEffect] = []
-    /// Global IDs merged away in this chunk, to their survivors.
+    /// What each object's row showed when the chunk first touched it.
+    var shown: [UUID: SyncObjectState.Fold] = [:]
+    /// Global IDs merged away in this chunk, to their survivors: their rows, if any, are the survivors' now.
     var aliases: [UUID: UUID] = [:]
     /// Unique keys inserted by this chunk (not in the store yet), to their objects.
     var insertedKeys: [String: UUID] = [:]
+
+    /// What the store must change, one effect per object: the chunk's net
+    /// result, so an object inserted and deleted within it is never made, and
+    /// a reference to one deleted within it finds nothing.
+    func effects(_ merger: SyncMerger) -> [SyncEffect] {
+        states.compactMap { id, entry in
+            guard aliases[id] == nil else { return nil }
+            return merger.effect(from: shown[id] ?? SyncObjectState.Fold(), to: entry.state?.effective ?? SyncObjectState.Fold(),
+                                 objectID: id, entity: entry.entity)
+        }
+    }
 }
 
 // Uniqueness across replicas: two replicas that insert the same unique key
@@ -46,10 +58,8 @@ extension SyncEngine {
                     merger.recordLocal(moved, in: &merged)
                     if let pushed = pending.sequence { merger.acknowledgePushed(moved, sequence: pushed, in: &merged) }
                 }
-                let shown = twinState.state?.effective ?? SyncObjectState.Fold()
-                if let merged, let effect = merger.effect(from: shown, to: merged.effective, objectID: change.objectID, entity: change.entity) {
-                    fold.effects.append(effect)
-                }
+                // The row shows the twin; it is to show this one.
+                fold.shown[change.objectID] = fold.shown[twin] ?? twinState.state?.effective ?? SyncObjectState.Fold()
                 fold.states[change.objectID] = (change.entity, twinState.primaryKey, merged)
                 fold.states[twin] = (twinState.entity, nil, nil)
                 for key in keys { fold.insertedKeys[key] = change.objectID }
@@ -57,9 +67,7 @@ extension SyncEngine {
             }
         }
         var state = try state(change.objectID, &fold, entity: change.entity).state
-        if let effect = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &state) {
-            fold.effects.append(effect)
-        }
+        _ = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &state)
         fold.states[change.objectID]?.state = state
         if change.kind == .insert { for key in keys { fold.insertedKeys[key] = change.objectID } }
     }
@@ -70,6 +78,7 @@ extension SyncEngine {
         if let known = fold.states[id] { return known }
         let known = try ledger.value.object(id) ?? (entity, nil, nil)
         fold.states[id] = known
+        fold.shown[id] = known.state?.effective ?? SyncObjectState.Fold()
         return known
     }
 

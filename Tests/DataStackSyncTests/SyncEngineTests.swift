@@ -445,6 +445,31 @@ struct SyncEngineTests {
         #expect(try b.dump() == dump)
         #expect(dump.isEmpty, "\(dump)")
     }
+
+    @Test("a fresh replica pulling, in one chunk, an object's insert, its delete and a reference to it made elsewhere meanwhile ends as the others do")
+    func referenceToAnObjectDeletedInTheSameChunk() async throws {
+        let (hub, a, b) = try await Self.twoReplicas(sharing: "Short-lived")
+        try a.save { context in try SyncEngineTests.insert("Tag", into: context).setValue("t", forKey: "label") }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // Offline: A deletes the company; B tags it.
+        try a.save { context in context.delete(try a.object("Company", named: "Short-lived", in: context)) }
+        try b.save { context in
+            let company = try b.object("Company", named: "Short-lived", in: context)
+            try company.setValue(Set([try b.object("Tag", named: "t", in: context)]), forKey: "tags")
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let c = try await Replica(hub: hub)
+        try c.engine.syncNow()   // insert, delete and the tagging, all in one chunk
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(try c.dump() == dump)
+        #expect(dump == ["Tag:t companies=[] label=t"], "\(dump)")
+        let summary = try #require(try SyncReplicaSummary.read(storeAt: c.folder.appendingPathComponent("Replica.sqlite")))
+        #expect(summary.objects == 2 && summary.objectsWithoutRow == 1, "the deleted company has no row on C: \(summary)")
+    }
 }
 
 /// A hub that runs a test's code once, inside the engine's cycle, just before its first pull.
