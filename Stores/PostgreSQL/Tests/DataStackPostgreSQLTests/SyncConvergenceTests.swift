@@ -206,22 +206,65 @@ final class SyncConvergenceRun: CustomStringConvertible {
         #expect(!hubState.isEmpty, "the fresh replica pulled nothing; \(self)", sourceLocation: sourceLocation)
         for name in names {
             let replica = try dump(name)
-            #expect(replica == hubState, "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)",
-                    sourceLocation: sourceLocation)
+            #expect(Self.withoutDanglingReferences(replica) == Self.withoutDanglingReferences(hubState),
+                    "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)", sourceLocation: sourceLocation)
+            withKnownIssue(Self.danglingReference, isIntermittent: true) {
+                #expect(replica == hubState, "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)",
+                        sourceLocation: sourceLocation)
+            }
         }
         guard checkOracle else { return hubState }
         let oracle = SyncConvergenceOracle(log: try hubLog())
         let expected = oracle.expectedObjects()
-        #expect(hubState == expected, "the replicas differ from what the hub's log says: \(Self.difference(hubState, expected)); \(self)",
-                sourceLocation: sourceLocation)
+        let differing = Set(hubState).symmetricDifference(expected).map(\.key).sorted().prefix(3)
+        let message = Comment(rawValue: """
+            the replicas differ from what the hub's log says: \(Self.difference(hubState, expected)); \(self)
+            the hub's log of those objects: \(differing.flatMap { oracle.history(of: $0) }.joined(separator: "\n"))
+            """)
+        #expect(Self.withoutDanglingReferences(hubState) == expected, message, sourceLocation: sourceLocation)
+        withKnownIssue(Self.danglingReference, isIntermittent: true) {
+            #expect(hubState == expected, message, sourceLocation: sourceLocation)
+        }
+        var editCount = 0
         for name in names {
             let edits = try #require(editors[name]).lines(SyncPeerEdit.self)
+            editCount += edits.count
             let replica = try SyncReplicaSummary.read(storeAt: URL(fileURLWithPath: store(name)))?.replica
             let problems = oracle.unaccounted(edits, replica: replica, peer: name)
             #expect(problems.isEmpty, "\(problems.count) of \(edits.count) logged edits lost: \(problems.prefix(5)); \(self)",
                     sourceLocation: sourceLocation)
+            // The check can fail: an edit the hub never saw is reported.
+            if let last = edits.last(where: { $0.op == "set" && $0.field == "name" }) {
+                var lost = last
+                lost.value = "never-pushed"
+                #expect(oracle.unaccounted(edits + [lost], replica: replica, peer: name).count == problems.count + 1,
+                        sourceLocation: sourceLocation)
+            }
         }
+        let offline = editors.values.reduce(0) { $0 + $1.offlineSyncs }
+        print("SyncConvergence \(self): \(names.count) replicas, \(editCount) logged edit lines, \(offline) syncs offline, "
+              + "\(oracle.log.count) changes on the hub, \(hubState.count) objects at the end")
         return hubState
+    }
+
+    /// The one divergence the runs find on main, tolerated until the engine
+    /// changes: a to-one pointing at no stored object (a dump writes `?`) on a
+    /// replica that pulled a delete and a later reference to the deleted
+    /// object in one chunk (SyncConvergenceReducedTests replays it). Every
+    /// other difference fails: the dumps are compared without those values first.
+    static let danglingReference: Comment = """
+        SyncEngine+Pull.apply sets a to-one to an object deleted earlier in the same chunk \
+        (SyncConvergenceReducedTests.referenceToAnObjectDeletedEarlierInTheChunk)
+        """
+
+    /// A dump without its dangling references: values and members written as `?`.
+    static func withoutDanglingReferences(_ dump: [SyncPeerObject]) -> [SyncPeerObject] {
+        dump.map { object in
+            var object = object
+            object.values = object.values.filter { $0.value != "?" }
+            object.members = object.members.mapValues { $0.filter { $0 != "?" } }
+            return object
+        }
     }
 
     /// The first lines where two dumps differ.

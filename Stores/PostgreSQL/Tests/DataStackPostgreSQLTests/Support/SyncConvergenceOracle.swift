@@ -120,6 +120,22 @@ struct SyncConvergenceOracle {
         }.sorted { ($0.entity, $0.key) < ($1.entity, $1.key) }
     }
 
+    /// The hub's changes of the object `key` names and of the objects its
+    /// changes point to, one line each, for a failure's message.
+    func history(of key: String) -> [String] {
+        guard let id = ids[key] else { return ["\(key): not on the hub"] }
+        var related: Set<UUID> = [id]
+        for sequenced in log where sequenced.change.objectID == id {
+            for value in sequenced.change.values.values { if case .object(let other) = value { related.insert(other) } }
+        }
+        return log.filter { related.contains($0.change.objectID) }.map { sequenced in
+            let change = sequenced.change
+            let values = change.values.sorted { $0.key < $1.key }.map { "\($0.key)=\(render($0.value) ?? "nil")" }
+            return "#\(sequenced.sequence) \(change.timestamp) \(change.kind) \(keys[change.objectID]?.key ?? "\(change.objectID)") "
+                + values.joined(separator: " ")
+        }
+    }
+
     /// A value as a dump writes it; nil for none (and for a to-one to a deleted object).
     func render(_ value: SyncValue) -> String? {
         switch value {
