@@ -93,7 +93,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "DataStackSyncPeer",
-            dependencies: ["DataStackPostgreSQLSync", .product(name: "DataStack", package: "DataStack"),
+            dependencies: ["DataStackPostgreSQL", "DataStackPostgreSQLSync", .product(name: "DataStack", package: "DataStack"),
                            .product(name: "DataStackSync", package: "DataStack")],
             path: "Sources/DataStackSyncPeer"
         ),

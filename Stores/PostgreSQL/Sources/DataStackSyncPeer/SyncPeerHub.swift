@@ -1,3 +1,4 @@
+import DataStackPostgreSQL
 import DataStackPostgreSQLSync
 import DataStackSync
 import Foundation
@@ -26,8 +27,14 @@ final class SyncPeerHub: SyncHub {
     private let hub = Mutex<PostgreSQLSyncHub?>(nil)   // opened on first use
     private let counts = Mutex((pushes: 0, pulls: 0))
 
-    init(url: URL, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    private let connection: PostgreSQLConnectionSettings
+
+    /// A hub on `url`; `connection` bounds connecting and a dead link (the peer's
+    /// `--connect-timeout-ms` and `--keepalive-s`; by default 2 s and 30 s).
+    init(url: URL, connection: PostgreSQLConnectionSettings = PostgreSQLConnectionSettings(connectTimeout: .seconds(2), keepAliveTimeout: .seconds(30)),
+         environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.url = url
+        self.connection = connection
         killAfterPush = environment["DATASTACK_SYNC_PEER_KILL_AFTER_PUSH"].flatMap(Int.init)
         killAfterPull = environment["DATASTACK_SYNC_PEER_KILL_AFTER_PULL"].flatMap(Int.init)
     }
@@ -37,7 +44,7 @@ final class SyncPeerHub: SyncHub {
         try hub.withLock { slot in
             if let slot { return slot }
             var options = PostgreSQLSyncHubOptions()
-            options.connection.connectTimeout = .seconds(2)
+            options.connection = connection
             let opened = try PostgreSQLSyncHub(url: url, options: options)
             slot = opened
             return opened

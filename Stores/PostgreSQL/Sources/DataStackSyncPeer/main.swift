@@ -1,4 +1,5 @@
 import DataStack
+import DataStackPostgreSQL
 import DataStackSync
 import Foundation
 
@@ -10,6 +11,7 @@ let usage = """
                                     [--sync-every M] [--interval-ms MS] [--unique]
            datastack-sync-peer sync <store.sqlite> --hub <postgresql-url> [--timeout-s S] [--unique]
            datastack-sync-peer dump <store.sqlite> [--unique]
+    options of edit and sync: [--connect-timeout-ms MS] [--keepalive-s S] (the hub's connection settings)
     environment: DATASTACK_SYNC_PEER_KILL_AFTER_PUSH=N, DATASTACK_SYNC_PEER_KILL_AFTER_PULL=N (SIGKILL itself there)
     """
 
@@ -29,7 +31,10 @@ let model = SyncPeerModel.make(unique: arguments.contains("--unique"))
 /// The engine on the stack, through the peer's hub.
 func engine(on stack: StackManager) throws -> SyncEngine {
     guard let hub = option("--hub").flatMap(URL.init(string:)) else { SyncPeerOutput.fail(usage) }
-    return try SyncEngine(stack: stack, options: SyncOptions(hub: SyncPeerHub(url: hub)))
+    let connection = PostgreSQLConnectionSettings(
+        connectTimeout: .milliseconds(option("--connect-timeout-ms").flatMap(Int.init) ?? 2_000),
+        keepAliveTimeout: .seconds(option("--keepalive-s").flatMap(Int.init) ?? 30))
+    return try SyncEngine(stack: stack, options: SyncOptions(hub: SyncPeerHub(url: hub, connection: connection)))
 }
 
 Task.detached {

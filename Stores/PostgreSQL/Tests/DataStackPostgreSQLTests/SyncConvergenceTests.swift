@@ -99,6 +99,49 @@ import Darwin
         try run.converge(["A", "B"], through: [:], editors: ["A": a, "B": b])
     }
 
+    @Test("three replicas on hosts of their own (network namespaces), links taken down and up, converge to the hub's state",
+          .enabled(if: TestHosts.unavailableReason == nil, Comment(rawValue: TestHosts.unavailableReason ?? "")))
+    func threeReplicasConvergeAcrossHosts() async throws {
+        let names = ["A", "B", "C"]
+        let hosts = try TestHosts(hosts: names)
+        defer { hosts.remove() }
+        let server = try PostgreSQLTestServer.start(network: .init(namespace: hosts.server.namespace, address: hosts.server.address,
+                                                                   trustedRange: hosts.range))
+        defer { server.stop() }
+        let run = try SyncConvergenceRun(seed: Self.baseSeed &+ 400, server: server)
+        let url = try #require(server.networkURL(database: String(run.database.path.dropFirst()), parameters: HostTests.linkParameters))
+        var editors: [String: PeerProcess] = [:]
+        for (index, name) in names.enumerated() {
+            // A partition drops packets: a call in flight fails after the keepalives (2 s), a connect after 300 ms.
+            editors[name] = try run.edit(name, seed: run.seed + UInt64(index), count: Self.editsPerPeer, hubURL: url,
+                                         namespace: try hosts.host(name).namespace,
+                                         extra: ["--connect-timeout-ms", "300", "--keepalive-s", "2"])
+        }
+        // Fewer cuts than over the relay: each may cost a peer a dead call's timeout.
+        var random = TestSplitMix64(seed: run.seed)
+        var cuts = 0
+        let deadline = ContinuousClock.now + Self.timeLimit
+        while cuts < 4 && editors.values.contains(where: \.isRunning) && ContinuousClock.now < deadline {
+            let name = try #require(names.randomElement(using: &random))
+            let editor = try #require(editors[name])
+            let offlineBefore = editor.offlineSyncs
+            try hosts.setLink(of: name, up: false)
+            cuts += 1
+            editor.wait(for: SyncPeerSynced.self, until: deadline) { _ in editor.offlineSyncs > offlineBefore }
+            let editsWhenOffline = editor.lines(SyncPeerEdit.self).count
+            editor.wait(for: SyncPeerEdit.self, until: deadline) { $0.count >= editsWhenOffline + 3 }
+            try hosts.setLink(of: name, up: true)
+        }
+        for (name, editor) in editors {
+            #expect(editor.waitForExit(until: deadline), "\(name) did not finish its edits in time; \(run)")
+            #expect(editor.exitStatus == 0, "\(name): \(editor.stderrText); \(run)")
+            #expect(editor.errorSyncs.isEmpty, "\(name): \(editor.errorSyncs); \(run)")
+        }
+        #expect(editors.values.reduce(0) { $0 + $1.offlineSyncs } > 0, "no peer ever synced while cut off; \(run)")
+        // Healed: the rest goes over the server's Unix socket.
+        try run.converge(names, through: [:], editors: editors)
+    }
+
     @Test("unique-key collisions across replicas: after convergence no two companies share a symbol",
           .disabled("uniqueness across replicas: lead's change"))
     func uniqueKeyCollisions() async throws {
@@ -128,10 +171,11 @@ final class SyncConvergenceRun: CustomStringConvertible {
     let unique: Bool
     private let socket: String
 
-    init(seed: UInt64, unique: Bool = false) throws {
+    /// A run on a new database of `server` (by default the shared test server).
+    init(seed: UInt64, unique: Bool = false, server: PostgreSQLTestServer? = nil) throws {
         try #require(FileManager.default.isExecutableFile(atPath: SyncConvergenceTests.executable.path),
                      "build datastack-sync-peer first (swift build --build-tests)")
-        let server = try PostgreSQLTestServer.shared.get()
+        let server = try server ?? PostgreSQLTestServer.shared.get()
         self.seed = seed
         self.unique = unique
         database = try server.makeDatabase()
@@ -158,11 +202,14 @@ final class SyncConvergenceRun: CustomStringConvertible {
 
     private var modelArguments: [String] { unique ? ["--unique"] : [] }
 
+    /// An `edit` peer; its hub is `hubURL`, else the database through `relay`, else the database.
+    /// With `namespace`, it runs on that host of a test network.
     func edit(_ name: String, seed: UInt64, count: Int, syncEvery: Int = 4, through relay: SyncLinkRelay? = nil,
+              hubURL url: URL? = nil, namespace: String? = nil, extra: [String] = [],
               environment: [String: String] = [:]) throws -> PeerProcess {
-        try PeerProcess(["edit", store(name), "--hub", hubURL(through: relay), "--name", name, "--seed", "\(seed)",
-                         "--count", "\(count)", "--sync-every", "\(syncEvery)", "--interval-ms", "2"] + modelArguments,
-                        executable: SyncConvergenceTests.executable, environment: environment)
+        try PeerProcess(["edit", store(name), "--hub", url?.absoluteString ?? hubURL(through: relay), "--name", name, "--seed", "\(seed)",
+                         "--count", "\(count)", "--sync-every", "\(syncEvery)", "--interval-ms", "2"] + extra + modelArguments,
+                        namespace: namespace, executable: SyncConvergenceTests.executable, environment: environment)
     }
 
     /// Runs `sync` on a replica until it is quiet; fails the test if it does not.
