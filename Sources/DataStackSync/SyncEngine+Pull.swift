@@ -29,7 +29,7 @@ extension SyncEngine {
                 }
             }
             let effects = fold.effects(merger)
-            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) })
+            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases)
             try ledger.write("recording a pull") {
                 for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
                 // Rows given up first: the row of a merged-away object may now be its survivor's.
@@ -49,7 +49,8 @@ extension SyncEngine {
 
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
-    private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)]) throws(SyncError) -> [UUID: Int64?] {
+    private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
+                       aliases: [UUID: UUID]) throws(SyncError) -> [UUID: Int64?] {
         guard !effects.isEmpty else { return [:] }
         let coordinator = stack.writerCoordinator
         let model = coordinator.managedObjectModel
@@ -68,7 +69,10 @@ extension SyncEngine {
                 var rows: [UUID: Int64?] = [:]
                 var deleted = Set<UUID>()
                 /// The object of a global ID in this context: made by this chunk, or saved here before, and not deleted by it.
-                func object(_ id: UUID) throws -> ManagedObject? {
+                func object(_ named: UUID) throws -> ManagedObject? {
+                    // A state may still name an object merged into another (a unique-key twin).
+                    var id = try ledger.value.survivor(of: named)
+                    while let next = aliases[id], next != id { id = next }
                     if deleted.contains(id) { return nil }
                     if let made = objects[id] { return made }
                     let known = try knownRows[id] ?? ledger.value.object(id).map { ($0.entity, $0.primaryKey) }

@@ -39,7 +39,7 @@ extension SyncEngine {
         var change = try resolvingAliases(sequenced.change, fold.aliases)
         let keys = uniqueKeys(of: change)
         if change.kind == .insert, !keys.isEmpty, try state(change.objectID, &fold, entity: change.entity).state == nil,
-           let twin = try twin(of: change, keys: keys, fold: fold, lookup: lookup), twin != change.objectID {
+           let twin = try twin(of: change, keys: keys, fold: &fold, lookup: lookup), twin != change.objectID {
             let twinState = try state(twin, &fold, entity: change.entity)
             if twinState.state?.confirmed.status == .alive {
                 // The twin's insert came first: this one merges into it.
@@ -120,14 +120,22 @@ extension SyncEngine {
         return keys
     }
 
-    /// Another object already holding one of `keys`: inserted earlier in this chunk, or in the store.
-    private func twin(of change: SyncChange, keys: [String], fold: ChunkFold, lookup: UniqueKeyLookup) throws -> UUID? {
-        for key in keys { if let inserted = fold.insertedKeys[key] { return inserted } }
-        guard let objectID = try lookup.object(matching: change) else { return nil }
-        guard let primaryKey = objectID.primaryKey else { return nil }
+    /// Another live object already holding one of `keys`: inserted earlier in
+    /// this chunk, or in the store — and not deleted since, by this chunk or
+    /// before (a key freed by a delete may be taken again).
+    private func twin(of change: SyncChange, keys: [String], fold: inout ChunkFold, lookup: UniqueKeyLookup) throws -> UUID? {
+        func isAlive(_ id: UUID) throws -> Bool {
+            try state(id, &fold, entity: change.entity).state.map { $0.effective.status == .alive } ?? true
+        }
+        for key in keys {
+            if let inserted = fold.insertedKeys[key], try isAlive(inserted) { return inserted }
+        }
+        guard let objectID = try lookup.object(matching: change), let primaryKey = objectID.primaryKey else { return nil }
         // An object this replica saved and has not scanned yet has no global ID: the store's
         // unique index refuses the apply, and the next attempt scans it first.
-        return try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey).map { try ledger.value.survivor(of: $0) }
+        guard let known = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey) else { return nil }
+        let twin = try ledger.value.survivor(of: known)
+        return try isAlive(twin) ? twin : nil
     }
 
     func uniqueKeyLookup() -> UniqueKeyLookup {

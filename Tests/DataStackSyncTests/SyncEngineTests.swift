@@ -470,6 +470,35 @@ struct SyncEngineTests {
         let summary = try #require(try SyncReplicaSummary.read(storeAt: c.folder.appendingPathComponent("Replica.sqlite")))
         #expect(summary.objects == 2 && summary.objectsWithoutRow == 1, "the deleted company has no row on C: \(summary)")
     }
+
+    @Test("a unique key freed by a delete and taken again elsewhere is a new object, also for a replica pulling both in one chunk")
+    func uniqueKeyTakenAgainAfterADelete() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        func insert(_ replica: Replica, _ name: String) throws {
+            try replica.save { context in
+                let company = try SyncEngineTests.insert("Company", into: context)
+                try company.setValue("KEY", forKey: "symbol")
+                try company.setValue(name, forKey: "name")
+            }
+        }
+        try insert(a, "first")
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.save { context in context.delete(try a.object("Company", named: "first", in: context)) }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try insert(b, "second")
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let c = try await Replica(hub: hub, unique: true)
+        try c.engine.syncNow()   // insert, delete and the second insert in one chunk
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(try c.dump() == dump)
+        #expect(dump.count == 1 && dump.first?.hasPrefix("Company:second") == true, "\(dump)")
+    }
 }
 
 /// A hub that runs a test's code once, inside the engine's cycle, just before its first pull.

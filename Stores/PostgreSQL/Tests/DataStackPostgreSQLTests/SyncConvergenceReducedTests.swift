@@ -91,11 +91,6 @@ struct SyncConvergenceReducedTests {
         let fresh = try await Replica(hub: url, folder: folder)
         try fresh.engine.syncNow()
         let freshEmployer = try fresh.employer(of: "P")
-        withKnownIssue("""
-            SyncEngine+Pull.apply: object(_:) still returns an object the chunk deleted a few effects \
-            before, so P's employer points at a company that is never saved (dump: employer=?)
-            """) {
-            #expect(freshEmployer == .some(nil), "fresh replica: P's employer is \(String(describing: freshEmployer))")
-        }
+        #expect(freshEmployer == .some(nil), "fresh replica: P's employer is \(String(describing: freshEmployer))")
     }
 }

@@ -142,8 +142,7 @@ import Darwin
         try run.converge(names, through: [:], editors: editors)
     }
 
-    @Test("unique-key collisions across replicas: after convergence no two companies share a symbol",
-          .disabled("uniqueness across replicas: lead's change"))
+    @Test("unique-key collisions across replicas: after convergence no two companies share a symbol")
     func uniqueKeyCollisions() async throws {
         let run = try SyncConvergenceRun(seed: Self.baseSeed &+ 300, unique: true)
         let names = ["A", "B", "C"]
@@ -253,12 +252,8 @@ final class SyncConvergenceRun: CustomStringConvertible {
         #expect(!hubState.isEmpty, "the fresh replica pulled nothing; \(self)", sourceLocation: sourceLocation)
         for name in names {
             let replica = try dump(name)
-            #expect(Self.withoutDanglingReferences(replica) == Self.withoutDanglingReferences(hubState),
-                    "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)", sourceLocation: sourceLocation)
-            withKnownIssue(Self.danglingReference, isIntermittent: true) {
-                #expect(replica == hubState, "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)",
-                        sourceLocation: sourceLocation)
-            }
+            #expect(replica == hubState, "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)",
+                    sourceLocation: sourceLocation)
         }
         guard checkOracle else { return hubState }
         let oracle = SyncConvergenceOracle(log: try hubLog())
@@ -271,10 +266,7 @@ final class SyncConvergenceRun: CustomStringConvertible {
             the replicas differ from what the hub's log says: \(Self.difference(hubState, expected)); \(self)
             the hub's log of those objects: \(differing.flatMap { oracle.history(of: $0) }.joined(separator: "\n"))
             """)
-        #expect(Self.withoutDanglingReferences(hubState) == expected, message, sourceLocation: sourceLocation)
-        withKnownIssue(Self.danglingReference, isIntermittent: true) {
-            #expect(hubState == expected, message, sourceLocation: sourceLocation)
-        }
+        #expect(hubState == expected, message, sourceLocation: sourceLocation)
         var editCount = 0
         for name in names {
             let edits = try #require(editors[name]).lines(SyncPeerEdit.self)
@@ -295,26 +287,6 @@ final class SyncConvergenceRun: CustomStringConvertible {
         print("SyncConvergence \(self): \(names.count) replicas, \(editCount) logged edit lines, \(offline) syncs offline, "
               + "\(oracle.log.count) changes on the hub, \(hubState.count) objects at the end")
         return hubState
-    }
-
-    /// The one divergence the runs find on main, tolerated until the engine
-    /// changes: a to-one pointing at no stored object (a dump writes `?`) on a
-    /// replica that pulled a delete and a later reference to the deleted
-    /// object in one chunk (SyncConvergenceReducedTests replays it). Every
-    /// other difference fails: the dumps are compared without those values first.
-    static let danglingReference: Comment = """
-        SyncEngine+Pull.apply sets a to-one to an object deleted earlier in the same chunk \
-        (SyncConvergenceReducedTests.referenceToAnObjectDeletedEarlierInTheChunk)
-        """
-
-    /// A dump without its dangling references: values and members written as `?`.
-    static func withoutDanglingReferences(_ dump: [SyncPeerObject]) -> [SyncPeerObject] {
-        dump.map { object in
-            var object = object
-            object.values = object.values.filter { $0.value != "?" }
-            object.members = object.members.mapValues { $0.filter { $0 != "?" } }
-            return object
-        }
     }
 
     /// The first lines where two dumps differ.
