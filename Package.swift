@@ -137,7 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DataStackToolTests",
-            dependencies: ["DataStack", "DataStackSQLite"],
+            dependencies: ["DataStack", "DataStackSQLite", "DataStackSync"],
             path: "Tests/DataStackToolTests"
         ),
     ],

@@ -84,6 +84,15 @@ extension StackManager {
         let setup = try openSetup(for: "purgeHistory(olderThan:)")
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let cutoff = Date(timeIntervalSinceNow: -seconds)
+        if let held = state.withLock({ $0.historyHolds.values.min() }) {
+            // A reader of this process (a sync engine) has not read past `held`: keep what follows it.
+            var next = PersistentHistoryRequest.fetchHistory(after: held)
+            next.fetchLimit = 1
+            next.includesChanges = false
+            if let unread = try setup.writerCoordinator.fetchHistory(next).first, unread.timestamp < cutoff {
+                return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: unread.token))
+            }
+        }
         if setup.followsPersistentHistory {
             // Without a bookmark nothing was merged yet: every transaction is unmerged.
             var next = PersistentHistoryRequest.fetchHistory(after: lastMergedHistoryToken)
@@ -95,6 +104,20 @@ extension StackManager {
             }
         }
         return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: cutoff))
+    }
+
+    /// Keeps the history after `token` from ``purgeHistory(olderThan:)``
+    /// until `reader` moves its hold on (or drops it with nil): a reader
+    /// that turns history into something else — a sync engine pushing it to
+    /// other replicas — must see every transaction once.
+    ///
+    /// Holds are this process's: a process that purges the same store does
+    /// not know them, and the reader then finds its history gone
+    /// (``ObjectGraph/PersistentStoreError/Code/historyExpired``).
+    public func retainHistory(after token: PersistentHistoryToken?, for reader: String) {
+        state.withLock { current in
+            if let token { current.historyHolds[reader] = token } else { current.historyHolds.removeValue(forKey: reader) }
+        }
     }
 
     static func makeTransactionAuthor() -> String {

@@ -82,6 +82,9 @@ public final class StackManager: Sendable {
         /// while those merges wait their turn.
         var lastReadHistoryToken: PersistentHistoryToken?
         var historyMergeError: (any Error)?
+        /// History that readers of this process still need, by reader
+        /// (``StackManager/retainHistory(after:for:)``): never purged.
+        var historyHolds: [String: PersistentHistoryToken] = [:]
         /// The closing of the stack, once ``close()`` was called.
         var closing: Task<Void, Never>?
     }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A replica's hybrid logical clock: stamps its changes with timestamps that
 /// never go backwards and that order after every timestamp it has received
@@ -30,7 +30,7 @@ public final class HybridLogicalClock: Sendable {
     /// before ``receive(_:)`` reports it. The default is one day.
     public let maximumSkew: Int64
     private let now: @Sendable () -> Int64
-    private let state: Mutex<HybridTimestamp>  // the latest timestamp made or received
+    private let state: Locked<HybridTimestamp>  // the latest timestamp made or received
 
     /// The wall clock in milliseconds since 1970, the default physical clock.
     public static let wallMilliseconds: @Sendable () -> Int64 = {
@@ -52,7 +52,7 @@ public final class HybridLogicalClock: Sendable {
         self.maximumSkew = maximumSkew
         self.now = now
         let start = latest.map { HybridTimestamp(milliseconds: $0.milliseconds, counter: $0.counter, replica: replica) }
-        state = Mutex(start ?? HybridTimestamp(milliseconds: 0, counter: 0, replica: replica))
+        state = Locked(start ?? HybridTimestamp(milliseconds: 0, counter: 0, replica: replica))
     }
 
     /// The latest timestamp this clock made or received, with this replica's ID.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+@_spi(DataStackInternal) import DataStackSupport
 
 /// A hub in this process's memory: replicas in one process (tests, previews,
 /// a demo) sync through it as through a PostgreSQL hub, with the same
@@ -21,7 +21,7 @@ public final class InMemorySyncHub: SyncHub {
         var localSequence: Int64
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

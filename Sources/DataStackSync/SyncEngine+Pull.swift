@@ -21,22 +21,20 @@ extension SyncEngine {
             }
 
             // Fold the chunk: each object's state is read once and written once.
-            var states: [UUID: (entity: String, primaryKey: Int64?, state: SyncObjectState?)] = [:]
-            var effects: [SyncEffect] = []
+            var fold = ChunkFold()
             try ledger.read("reading merge states") {
+                let lookup = uniqueKeyLookup()
                 for sequenced in chunk {
-                    let id = sequenced.change.objectID
-                    if states[id] == nil {
-                        states[id] = try ledger.object(id) ?? (sequenced.change.entity, nil, nil)
-                    }
-                    var state = states[id]?.state
-                    if let effect = try merger.apply(sequenced, to: &state) { effects.append(effect) }
-                    states[id]?.state = state
+                    try self.fold(sequenced, into: &fold, lookup: lookup)
                 }
             }
-            let rows = try apply(effects, knownRows: states.mapValues { ($0.entity, $0.primaryKey) })
+            let effects = fold.effects(merger)
+            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases)
             try ledger.write("recording a pull") {
-                for (id, known) in states {
+                for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
+                // Rows given up first: the row of a merged-away object may now be its survivor's.
+                let ordered = fold.states.sorted { ($0.value.primaryKey == nil ? 0 : 1) < ($1.value.primaryKey == nil ? 0 : 1) }
+                for (id, known) in ordered {
                     let row = rows[id] ?? known.primaryKey.map { Optional($0) } ?? nil
                     try ledger.setObject(id, entity: known.entity, primaryKey: row, state: known.state)
                 }
@@ -51,7 +49,8 @@ extension SyncEngine {
 
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
-    private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)]) throws(SyncError) -> [UUID: Int64?] {
+    private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
+                       aliases: [UUID: UUID]) throws(SyncError) -> [UUID: Int64?] {
         guard !effects.isEmpty else { return [:] }
         let coordinator = stack.writerCoordinator
         let model = coordinator.managedObjectModel
@@ -68,8 +67,13 @@ extension SyncEngine {
             return try context.performAndWait {
                 var objects: [UUID: ManagedObject] = [:]
                 var rows: [UUID: Int64?] = [:]
-                /// The object of a global ID in this context: made by this chunk, or saved here before.
-                func object(_ id: UUID) throws -> ManagedObject? {
+                var deleted = Set<UUID>()
+                /// The object of a global ID in this context: made by this chunk, or saved here before, and not deleted by it.
+                func object(_ named: UUID) throws -> ManagedObject? {
+                    // A state may still name an object merged into another (a unique-key twin).
+                    var id = try ledger.value.survivor(of: named)
+                    while let next = aliases[id], next != id { id = next }
+                    if deleted.contains(id) { return nil }
                     if let made = objects[id] { return made }
                     let known = try knownRows[id] ?? ledger.value.object(id).map { ($0.entity, $0.primaryKey) }
                     guard let known, let primaryKey = known.primaryKey,
@@ -83,7 +87,13 @@ extension SyncEngine {
                         return nil   // recorded before a save that never happened (a crash): made again below
                     }
                 }
-                // Objects first, so that relationships within the chunk find each other.
+                // Deletes first, so nothing else of the chunk refers to what they delete;
+                // then the new objects, so that relationships within the chunk find each other.
+                for effect in effects where effect.kind == .delete {
+                    if let target = try object(effect.objectID) { context.delete(target) }
+                    deleted.insert(effect.objectID)
+                    rows[effect.objectID] = .some(nil)
+                }
                 for effect in effects where effect.kind == .insert || effect.kind == .revive {
                     guard try object(effect.objectID) == nil else { continue }
                     guard let entity = model.entitiesByName[effect.entity] else {
@@ -91,13 +101,8 @@ extension SyncEngine {
                     }
                     objects[effect.objectID] = ManagedObject.make(entity: entity, in: context)
                 }
-                for effect in effects {
+                for effect in effects where effect.kind != .delete {
                     guard let target = try object(effect.objectID) else { continue }
-                    if effect.kind == .delete {
-                        context.delete(target)
-                        rows[effect.objectID] = .some(nil)
-                        continue
-                    }
                     let entity = target.entity
                     for (name, value) in effect.values.sorted(by: { $0.key < $1.key }) {
                         guard let property = entity.propertiesByName[name] else {
@@ -142,6 +147,8 @@ extension SyncEngine {
             }
         } catch let error as SyncError {
             throw error
+        } catch let error as ObjectGraphError where error.code == .mergeConflict || error.code == .uniquenessConflict {
+            throw SyncError(.concurrentSave, message: "a local save changed what pulled changes change; applying again: \(error)")
         } catch {
             throw SyncError(.localFailure, message: "pulled changes could not be saved to the replica's store: \(error)")
         }

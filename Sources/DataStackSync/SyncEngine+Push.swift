@@ -27,16 +27,26 @@ extension SyncEngine {
             let transactions: [PersistentHistoryTransaction]
             do {
                 transactions = try coordinator.fetchHistory(request, from: store)
+            } catch let error as PersistentStoreError where error.code == .historyExpired {
+                // Another process purged history this replica had not read: what it held is lost,
+                // so every object is sent again, as it is now (its global ID kept).
+                try exportEverything(context, store: store)
+                continue
             } catch {
                 throw SyncError(.localFailure, message: "the replica's history after transaction \(scanned) cannot be read: \(error)")
             }
+            stack.retainHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: scanned), for: historyReader)
             guard let last = transactions.last else { return }
             try ledger.write("recording local changes") {
                 try context.performAndWait {
-                    for transaction in transactions where transaction.author != options.transactionAuthor {
+                    for transaction in transactions {
                         let milliseconds = Int64((transaction.timestamp.timeIntervalSince1970 * 1000).rounded(.down))
                         for change in transaction.changes ?? [] {
-                            try record(change, at: milliseconds, in: context)
+                            if transaction.author == options.transactionAuthor {
+                                try recordCascade(change, at: milliseconds)
+                            } else {
+                                try record(change, at: milliseconds, in: context)
+                            }
                         }
                     }
                     context.reset()
@@ -90,6 +100,20 @@ extension SyncEngine {
             try recordLocal(SyncChange(objectID: globalID, entity: objectID.entityName, kind: .delete,
                                        timestamp: clock.tick(physical: milliseconds), localSequence: 0, baseSequence: 0))
         }
+    }
+
+    /// The engine's own saves are what other replicas pushed, never sent back
+    /// — except the deletes their delete rules cascaded to here: an object
+    /// this replica made that another replica's delete took with it (a person
+    /// of a deleted company) may exist elsewhere, where that delete found it
+    /// not yet, so its delete travels as this replica's own.
+    private func recordCascade(_ change: PersistentHistoryChange, at milliseconds: Int64) throws {
+        let objectID = change.changedObjectID
+        guard change.changeType == .delete, let primaryKey = objectID.primaryKey,
+              let globalID = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey),
+              let known = try ledger.value.object(globalID), known.state?.effective.status == .alive else { return }
+        try recordLocal(SyncChange(objectID: globalID, entity: objectID.entityName, kind: .delete,
+                                   timestamp: clock.tick(physical: milliseconds), localSequence: 0, baseSequence: 0))
     }
 
     private func recordInsert(of object: ManagedObject, at milliseconds: Int64) throws {
@@ -152,6 +176,9 @@ extension SyncEngine {
                              state: state)
         try ledger.appendToOutbox(change)
     }
+
+    /// This engine's name for its hold on the stack's history.
+    var historyReader: String { "DataStackSync \(replica.uuidString)" }
 
     /// Keeps the clock in the ledger, inside the transaction that recorded what it stamped.
     func saveClock() throws {

@@ -1,6 +1,6 @@
 import DataStack
 import Foundation
-import Synchronization
+@_spi(DataStackInternal) import DataStackSupport
 
 /// Keeps a stack's local SQLite store in step with other replicas through a
 /// ``SyncHub``, in the background: it pushes the store's history since the
@@ -29,7 +29,7 @@ public final class SyncEngine: Sendable {
     let merger: SyncMerger
     let clock: HybridLogicalClock
     let modelVersion: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Held for a whole cycle: cycles never overlap.
     private let cycleLock = NSLock()
     private let wakeUp = DispatchSemaphore(value: 0)
@@ -76,6 +76,12 @@ public final class SyncEngine: Sendable {
             return HybridTimestamp(milliseconds: milliseconds, counter: UInt32(clamping: counter), replica: replica)
         }
         clock = HybridLogicalClock(replica: replica, latest: latest)
+        // The history not read yet is this engine's to push: the stack keeps it from purges.
+        if let scanned = try ledger.read("reading the scan bookmark", { try ledger.integer("scanned") }),
+           let store = stack.writerCoordinator.persistentStores.first {
+            stack.retainHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: scanned),
+                                for: historyReader)
+        }
     }
 
     // MARK: - Status and events
@@ -204,17 +210,26 @@ public final class SyncEngine: Sendable {
         defer { cycleLock.unlock() }
         do {
             if !state.withLock({ $0.isRegistered }) { try register() }
-            setStatus(.pushing)
-            try scanLocalHistory()
-            try pushOutbox()
-            setStatus(.pulling)
-            try pullAndApply()
+            // A local save racing the apply makes it throw .concurrentSave before anything of
+            // it is kept: the next attempt reads that save first, then folds again.
+            for attempt in 1... {
+                do {
+                    setStatus(.pushing)
+                    try scanLocalHistory()
+                    try pushOutbox()
+                    setStatus(.pulling)
+                    try pullAndApply()
+                    break
+                } catch let error where error.code == .concurrentSave && attempt < 5 {
+                    continue
+                }
+            }
             setStatus(.idle)
             cycleEnded.signal()
         } catch {
             cycleEnded.signal()
-            setStatus(error.isTransient ? .offline(error) : .error(error))
-            if error.isTransient { state.withLock { $0.isRegistered = false } }
+            setStatus(error.code == .offline ? .offline(error) : .error(error))
+            if error.code == .offline { state.withLock { $0.isRegistered = false } }
             throw error
         }
     }

@@ -19,6 +19,10 @@ public struct SyncError: CodedError, Sendable, Equatable {
         public static let corruptChange = Code("corruptChange")
         /// A change names an entity or property the model does not have.
         public static let notInModel = Code("notInModel")
+        /// A local save changed objects while the engine applied pulled changes to
+        /// them (or inserted a unique key they carry): the engine reads that save
+        /// and applies again; this surfaces only when it keeps happening.
+        public static let concurrentSave = Code("concurrentSave")
         /// The hub refused or failed a request for another reason.
         public static let hubFailure = Code("hubFailure")
         /// The replica's local store or its sync bookkeeping failed.
@@ -37,7 +41,7 @@ public struct SyncError: CodedError, Sendable, Equatable {
 
     /// Whether trying again later may succeed (the hub offline), as opposed to
     /// a failure that needs someone to act (a migration, a snapshot, a bug).
-    public var isTransient: Bool { code == .offline }
+    public var isTransient: Bool { code == .offline || code == .concurrentSave }
 
     public var description: String { message }
 }

@@ -26,6 +26,7 @@ final class SyncLedger {
                         PK INTEGER, STATE BLOB);
                     CREATE UNIQUE INDEX IF NOT EXISTS DATASTACK_SYNC_OBJECT_ROW ON DATASTACK_SYNC_OBJECT (ENTITY, PK);
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_OUTBOX (LOCALSEQ INTEGER PRIMARY KEY, CHANGE BLOB NOT NULL);
+                    CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_ALIAS (GLOBALID BLOB PRIMARY KEY, SURVIVOR BLOB NOT NULL);
                     """)
             }
         } catch {
@@ -119,6 +120,30 @@ final class SyncLedger {
         try statement.bind(entity, at: 2)
         if let primaryKey { try statement.bind(primaryKey, at: 3) } else { try statement.bindNull(at: 3) }
         if let state { try statement.bind(state.encoded(), at: 4) } else { try statement.bindNull(at: 4) }
+        try statement.execute()
+    }
+
+    // MARK: - Aliases
+
+    /// The object a global ID stands for now: itself, or the survivor it was
+    /// merged into when two replicas inserted the same unique key.
+    func survivor(of globalID: UUID) throws -> UUID {
+        let statement = try connection.cachedStatement("SELECT SURVIVOR FROM DATASTACK_SYNC_ALIAS WHERE GLOBALID = ?1")
+        var current = globalID
+        // A chain is at most as long as the merges of one key; the bound stops a damaged cycle.
+        for _ in 0..<64 {
+            defer { statement.reset() }
+            try statement.bind(Self.bytes(current), at: 1)
+            guard try statement.step(), let data = statement.data(at: 0), let next = Self.uuid(data) else { return current }
+            current = next
+        }
+        throw SyncError(.localFailure, message: "the sync aliases of \(globalID) form a cycle")
+    }
+
+    func setAlias(_ globalID: UUID, survivor: UUID) throws {
+        let statement = try connection.cachedStatement("INSERT OR REPLACE INTO DATASTACK_SYNC_ALIAS (GLOBALID, SURVIVOR) VALUES (?1, ?2)")
+        try statement.bind(Self.bytes(globalID), at: 1)
+        try statement.bind(Self.bytes(survivor), at: 2)
         try statement.execute()
     }
 

@@ -248,7 +248,7 @@ public struct SyncMerger: Sendable {
     // MARK: - Effects
 
     /// What the store, showing `before`, must change to show `after`.
-    private func effect(from before: SyncObjectState.Fold, to after: SyncObjectState.Fold,
+    func effect(from before: SyncObjectState.Fold, to after: SyncObjectState.Fold,
                         objectID: UUID, entity: String) -> SyncEffect? {
         switch (before.status, after.status) {
         case (.unknown, .alive), (.deleted, .alive):

@@ -48,6 +48,8 @@ let package = Package(
         .executable(name: "ticker-import-postgresql", targets: ["TickerImportPostgreSQL"]),
         // One process of the multi-process tests (ThreeProcessTests): importer, viewer or reader.
         .executable(name: "datastack-postgresql-peer", targets: ["DataStackPostgreSQLPeer"]),
+        // One replica of the convergence tests (SyncConvergenceTests): edit, sync or dump.
+        .executable(name: "datastack-sync-peer", targets: ["DataStackSyncPeer"]),
         .executable(name: "datastack-postgresql-benchmarks", targets: ["DataStackPostgreSQLBenchmarks"]),
     ],
     dependencies: dependencies,
@@ -88,6 +90,12 @@ let package = Package(
             name: "DataStackPostgreSQLPeer",
             dependencies: ["DataStackPostgreSQL", .product(name: "DataStack", package: "DataStack")],
             path: "Sources/DataStackPostgreSQLPeer"
+        ),
+        .executableTarget(
+            name: "DataStackSyncPeer",
+            dependencies: ["DataStackPostgreSQL", "DataStackPostgreSQLSync", .product(name: "DataStack", package: "DataStack"),
+                           .product(name: "DataStackSync", package: "DataStack")],
+            path: "Sources/DataStackSyncPeer"
         ),
         // Import, fetch, fault, readers and cross-process merge latency against raw libpq
         // (and Fluent, in a Fluent build; see README).

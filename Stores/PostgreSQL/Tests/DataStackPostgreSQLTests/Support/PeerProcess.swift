@@ -32,13 +32,19 @@ final class PeerProcess {
     /// Starts the peer with `arguments`; its stderr goes to a file in the temporary folder.
     /// With `namespace`, it runs inside that network namespace (`ip netns exec`, which
     /// execs the peer: the process is the peer's, as for a kill).
-    init(_ arguments: [String], namespace: String? = nil) throws {
+    /// `executable` is another peer of the build (`datastack-sync-peer`);
+    /// `environment` is added to the test's.
+    init(_ arguments: [String], namespace: String? = nil, executable: URL = PeerProcess.executable,
+         environment: [String: String] = [:]) throws {
         if let namespace {
             process.executableURL = URL(fileURLWithPath: TestHosts.ipTool)
-            process.arguments = ["netns", "exec", namespace, Self.executable.path] + arguments
+            process.arguments = ["netns", "exec", namespace, executable.path] + arguments
         } else {
-            process.executableURL = Self.executable
+            process.executableURL = executable
             process.arguments = arguments
+        }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -108,6 +114,7 @@ final class PeerProcess {
         return true
     }
 
+    var isRunning: Bool { process.isRunning }
     var wasKilled: Bool { process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL }
     /// The exit status, once it exited by itself.
     var exitStatus: Int32? {
