@@ -98,6 +98,36 @@ import Testing
         #expect(median <= 1.0, "the target: a save shows in the other replica within a second (median)")
     }
 
+    @Test("two markets that share symbols end as one company per symbol on both replicas")
+    func sharedSymbolsConvergeToOneCompany() throws {
+        let hub = try PostgreSQLTestServer.shared.get().makeDatabase().absoluteString
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("TickerImportSyncTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The default market, 300 companies: seeds 1 and 2 share three symbols (MarketFeed's
+        // draws, computed apart), so each replica creates three companies the other has too.
+        func arguments(_ store: String, seed: Int) -> [String] {
+            ["--sync", hub, "--store", folder.appendingPathComponent(store).path, "--json", "--duration", "6",
+             "--seed", "\(seed)", "--rate", "200", "--batch", "20"]
+        }
+        let a = try LiveRun(arguments("a.sqlite", seed: 1))
+        let b = try LiveRun(arguments("b.sqlite", seed: 2))
+        a.waitUntilExit()
+        b.waitUntilExit()
+        #expect(a.status == 0 && b.status == 0, "\(a.errors) \(b.errors)")
+        var sectors: [[String: Int]] = []
+        for run in [a, b] {
+            let last = try #require(run.lines.last?.object)
+            #expect(last["error"] == nil, "\(last)")
+            let sync = try #require(last["sync"] as? [String: Any])
+            #expect(sync["error"] == nil, "no uniqueness conflict stops the sync: \(sync)")
+            let rows = try #require(last["sectors"] as? [[String: Any]])
+            sectors.append(Dictionary(uniqueKeysWithValues: rows.map { ($0["sector"] as? String ?? "-", $0["companies"] as? Int ?? 0) }))
+        }
+        #expect(sectors[0] == sectors[1], "both replicas hold the same companies")
+        #expect(sectors[0].values.reduce(0, +) == 597, "600 listed, 3 symbols in both markets: \(sectors[0])")
+    }
+
     @Test("a replica whose hub cannot be opened imports on, its sync line saying why, without the URL's password")
     func unreachableHubLeavesTheReplicaImportingOffline() throws {
         let server = try PostgreSQLTestServer.shared.get()
