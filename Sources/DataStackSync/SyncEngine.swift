@@ -189,12 +189,19 @@ public final class SyncEngine: Sendable {
     }
 
     private func runLoop() {
-        while state.withLock({ $0.isRunning }) {
+        while true {
+            // Checked under the cycle lock: once stop() has returned, no cycle starts.
+            cycleLock.lock()
+            guard state.withLock({ $0.isRunning }) else {
+                cycleLock.unlock()
+                return
+            }
             do {
-                try syncNow()
+                try cycle()
             } catch {
                 // Reported through status and events; the loop tries again at the next wake-up.
             }
+            cycleLock.unlock()
             _ = wakeUp.wait(timeout: .now() + Self.seconds(options.pullInterval))
         }
     }
@@ -208,6 +215,11 @@ public final class SyncEngine: Sendable {
     public func syncNow() throws(SyncError) {
         cycleLock.lock()
         defer { cycleLock.unlock() }
+        try cycle()
+    }
+
+    /// One cycle; the caller holds the cycle lock.
+    private func cycle() throws(SyncError) {
         do {
             if !state.withLock({ $0.isRegistered }) { try register() }
             // A local save racing the apply makes it throw .concurrentSave before anything of
