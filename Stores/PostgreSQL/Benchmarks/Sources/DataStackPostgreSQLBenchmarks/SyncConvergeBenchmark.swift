@@ -30,6 +30,11 @@ enum SyncConvergeBenchmark {
         var pulledChanges: Int
         var pushedBytes: Int
         var objects: Int
+        /// Each `syncNow()` of the link-back, in order: "A 2.1 s" …
+        var calls: [String]
+        /// Of ``confirmed``: time inside the hub's push and pull, both replicas.
+        var pushTime: Duration
+        var pullTime: Duration
     }
 
     static func run(server: BenchServer, edits: Int) async throws -> Result {
@@ -63,10 +68,14 @@ enum SyncConvergeBenchmark {
         let start = ContinuousClock.now
         var lastProgress = start
         var rounds = 0
+        var calls: [String] = []
         while true {
             let before = (a.hub.counts, b.hub.counts)
-            try a.engine.syncNow()
-            try b.engine.syncNow()
+            for (name, replica) in [("A", a), ("B", b)] {
+                let callStart = ContinuousClock.now
+                try replica.engine.syncNow()
+                calls.append("\(name) \(Report.milliseconds(ContinuousClock.now - callStart))")
+            }
             rounds += 1
             let after = (a.hub.counts, b.hub.counts)
             let moved = after.0.pushedChanges - before.0.pushedChanges + after.1.pushedChanges - before.1.pushedChanges
@@ -95,7 +104,8 @@ enum SyncConvergeBenchmark {
         return Result(edits: edits, base: base, offlineEdits: offlineEdits, converged: lastProgress - start, confirmed: confirmed,
                       rounds: rounds, pushedChanges: counts.0.pushedChanges + counts.1.pushedChanges,
                       pulledChanges: counts.0.pulledChanges + counts.1.pulledChanges,
-                      pushedBytes: counts.0.pushedBytes + counts.1.pushedBytes, objects: dumpA.count)
+                      pushedBytes: counts.0.pushedBytes + counts.1.pushedBytes, objects: dumpA.count, calls: calls,
+                      pushTime: counts.0.pushTime + counts.1.pushTime, pullTime: counts.0.pullTime + counts.1.pullTime)
     }
 
     static func report(_ result: Result) -> String {
@@ -107,5 +117,8 @@ enum SyncConvergeBenchmark {
               Report.milliseconds(result.offlineEdits), Report.milliseconds(result.converged), Report.milliseconds(result.confirmed),
               String(result.rounds), String(result.pushedChanges), String(result.pulledChanges), String(result.pushedBytes),
               seconds <= 10 ? "met" : String(format: "missed (%.1f×)", seconds / 10)]])
+            + "\nEach syncNow() of the link-back: " + result.calls.joined(separator: ", ")
+            + "\nOf which in the hub's push: \(Report.milliseconds(result.pushTime)), pull: \(Report.milliseconds(result.pullTime)) "
+            + "(the rest: scanning local history, the ledger, applying pulled changes)"
     }
 }

@@ -46,6 +46,9 @@ final class CountingSyncHub: SyncHub {
         /// The sum of `change.encoded().count` over every pushed change.
         var pushedBytes = 0
         var pulledChanges = 0
+        /// Time spent in the inner hub's `push` and `pull` (the round trips and the hub's own work).
+        var pushTime = Duration.zero
+        var pullTime = Duration.zero
     }
 
     let base: any SyncHub
@@ -71,9 +74,12 @@ final class CountingSyncHub: SyncHub {
 
     func push(_ changes: [SyncChange]) throws -> [Int64] {
         let bytes = changes.reduce(0) { $0 + $1.encoded().count }
+        let start = ContinuousClock.now
         let sequences = try base.push(changes)
+        let elapsed = ContinuousClock.now - start
         let keeps = keepsChanges
         state.withLock {
+            $0.counts.pushTime += elapsed
             $0.counts.pushes += 1
             $0.counts.pushedChanges += changes.count
             $0.counts.pushedBytes += bytes
@@ -83,8 +89,13 @@ final class CountingSyncHub: SyncHub {
     }
 
     func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        let start = ContinuousClock.now
         let changes = try base.pull(after: sequence, limit: limit)
-        state.withLock { $0.counts.pulledChanges += changes.count }
+        let elapsed = ContinuousClock.now - start
+        state.withLock {
+            $0.counts.pulledChanges += changes.count
+            $0.counts.pullTime += elapsed
+        }
         return changes
     }
 
