@@ -26,6 +26,9 @@ enum SyncImportBenchmark {
         var time: Duration
         /// The process's CPU time (user + system, every thread) over the same span.
         var cpu: Duration
+        /// The longest span between two merges into main (from the start, for the first):
+        /// a chunk's save that waited shows here.
+        var longestChunk: Duration
         /// Changes the engine had pushed when the import ended (nil: no engine running).
         var pushedDuringImport: Int?
         /// After the import: until a `syncNow()` returned with every change pushed (nil: no engine running).
@@ -75,21 +78,24 @@ enum SyncImportBenchmark {
             if mode == .started { engine.start() }
         }
         let cpuBefore = HistoryBenchmark.cpuTime()
+        let start = ContinuousClock.now
         let (time, chunks) = try await Benchmarks.time { try await DataStackBench.insert(rows, chunkSize: chunkSize, into: stack) }
         try await watcher.wait(for: chunks)
         let cpu = HistoryBenchmark.cpuTime() - cpuBefore
+        let arrivals = [start] + watcher.merges.map(\.received)
+        let longestChunk = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }.max() ?? .zero
         switch mode {
         case .plain:
-            return Variant(label: "no engine", time: time, cpu: cpu)
+            return Variant(label: "no engine", time: time, cpu: cpu, longestChunk: longestChunk)
         case .attached:
-            return Variant(label: "engine made and registered, not started", time: time, cpu: cpu)
+            return Variant(label: "engine made and registered, not started", time: time, cpu: cpu, longestChunk: longestChunk)
         case .started:
             guard let engine else { throw BenchError("sync-import: no engine") }
             let pushedDuringImport = try hub.pull(after: 0, limit: rows.count + 1).count
             let (caughtUp, _) = try await Benchmarks.time { try await onThread { try engine.syncNow() } }
             let pushed = try hub.pull(after: 0, limit: rows.count + 1).count
             guard pushed == rows.count else { throw BenchError("sync-import: the hub holds \(pushed) changes after an import of \(rows.count)") }
-            return Variant(label: "engine started (InMemorySyncHub)", time: time, cpu: cpu, pushedDuringImport: pushedDuringImport,
+            return Variant(label: "engine started (InMemorySyncHub)", time: time, cpu: cpu, longestChunk: longestChunk, pushedDuringImport: pushedDuringImport,
                            caughtUp: caughtUp)
         }
     }
@@ -106,12 +112,12 @@ enum SyncImportBenchmark {
     static func report(_ result: Result, repetitions: Int) -> String {
         Report.table(
             ["sync-import: import of \(result.rows) through the stack (best of \(repetitions))", "time", "× no engine (target ≤ 1.05×)",
-             "CPU, all threads", "changes pushed by the import's end", "engine's catch-up after it"],
+             "CPU, all threads", "longest chunk", "changes pushed by the import's end", "engine's catch-up after it"],
             [result.plain, result.attached, result.started].map { variant in
                 let ratio = variant.time.seconds / max(result.plain.time.seconds, 1e-9)
                 return [variant.label, Report.milliseconds(variant.time),
                         String(format: "%.3f×", ratio) + (variant.label == result.plain.label ? "" : ratio <= 1.05 ? " met" : " missed"),
-                        Report.milliseconds(variant.cpu), variant.pushedDuringImport.map(String.init) ?? "—",
+                        Report.milliseconds(variant.cpu), Report.milliseconds(variant.longestChunk), variant.pushedDuringImport.map(String.init) ?? "—",
                         variant.caughtUp.map(Report.milliseconds) ?? "—"]
             })
     }
