@@ -19,6 +19,8 @@ var dependencies: [Package.Dependency] = [
 var benchmarkDependencies: [Target.Dependency] = [
     "CHeapUsage",
     .product(name: "DataStack", package: "DataStack"),
+    // The import task's variant with a sync engine attached (issue #39).
+    .product(name: "DataStackSync", package: "DataStack"),
     .product(name: "GRDB", package: "GRDB.swift"),
     .product(name: "GRDBSQLite", package: "GRDB.swift"),
 ]

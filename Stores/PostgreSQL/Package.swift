@@ -18,6 +18,10 @@ var dependencies: [Package.Dependency] = [
 ]
 var benchmarkDependencies: [Target.Dependency] = [
     "DataStackPostgreSQL",
+    // The sync tasks (--sync-converge, --sync-latency, --sync-bytes): two replicas through
+    // a PostgreSQLSyncHub.
+    "DataStackPostgreSQLSync",
+    .product(name: "DataStackSync", package: "DataStack"),
     .product(name: "ObjectGraph", package: "DataStack"),
     .product(name: "DataStackStorage", package: "DataStack"),
     .product(name: "DataStack", package: "DataStack"),

@@ -177,6 +177,11 @@ struct Benchmarks {
             print("")
         }
         if options.runs("search") { try await runSearch(options) }
+        if options.runs("sync-import") {
+            let result = try await SyncImportBenchmark.run(rows: options.n, chunkSize: options.chunkSize, repetitions: options.repetitions)
+            print(SyncImportBenchmark.report(result, repetitions: options.repetitions))
+            print("")
+        }
     }
 
     // MARK: - Full-text search

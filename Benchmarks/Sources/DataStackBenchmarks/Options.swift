@@ -56,7 +56,7 @@ struct Options: Sendable {
                                readersImportRows: 10_000, readersWindow: .milliseconds(300), searchRows: 20_000, tasks: [], contenders: [])
 
     static let usage = """
-        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,tomany-build,window,readers,search]
+        usage: datastack-benchmarks [--n N] [--repetitions R] [--quick] [--tasks import,fetch,fault,merge,memory,migration,history,bulk,upsert,insert,pending,tomany,tomany-build,window,readers,search,sync-import]
           --n N            objects per import/fetch/fault task (default 100000)
           --repetitions R  repetitions; the best time is reported (default 3)
           --quick          N = 2000, merge K ≤ 1000, memory N ≤ 20000, 20 history saves, 1 repetition (for CI)
@@ -98,7 +98,7 @@ struct Options: Sendable {
             case "--tasks":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--tasks needs a list") }
                 options.tasks = Set(list.split(separator: ",").map(String.init))
-                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "tomany-build", "window", "readers", "search"])
+                let unknown = options.tasks.subtracting(["import", "fetch", "fault", "merge", "memory", "migration", "history", "bulk", "upsert", "insert", "pending", "tomany", "tomany-build", "window", "readers", "search", "sync-import"])
                 if !unknown.isEmpty { throw UsageError(message: "unknown task \(unknown.sorted().joined(separator: ", "))") }
             case "--contenders":
                 guard let list = rest.popFirst() else { throw UsageError(message: "--contenders needs a list") }

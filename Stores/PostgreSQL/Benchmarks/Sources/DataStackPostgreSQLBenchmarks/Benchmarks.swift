@@ -1,5 +1,6 @@
 import DataStack
 import DataStackPostgreSQL
+import DataStackSync
 import Foundation
 
 /// `datastack-postgresql-benchmarks [--n N] [--repetitions R] [--quick] [--url URL]`:
@@ -129,6 +130,27 @@ struct Benchmarks {
                                [["DataStack, StackManager viewer", Report.milliseconds(result.percentile(0.5)),
                                  Report.milliseconds(result.percentile(0.99)), Report.milliseconds(result.samples.last ?? .zero),
                                  "\(result.samples.count) of \(result.saves)"]]))
+        }
+
+        try await runSync(options, server: server)
+    }
+
+    /// The sync tasks (issue #39): two replicas, each a stack on a local SQLite
+    /// file, syncing through a PostgreSQLSyncHub on a fresh database of the server.
+    static func runSync(_ options: Options, server: BenchServer) async throws {
+        if options.runs("sync-converge") {
+            print(SyncConvergeBenchmark.report(try await SyncConvergeBenchmark.run(server: server, edits: options.syncEdits)))
+            print("")
+        }
+        if options.runs("sync-latency") {
+            let listen = try await SyncLatencyBenchmark.run(server: server, saves: options.syncSaves, wakeUp: true)
+            let polled = try await SyncLatencyBenchmark.run(server: server, saves: max(5, options.syncSaves / 5), wakeUp: false)
+            print(SyncLatencyBenchmark.report([listen, polled]))
+            print("")
+        }
+        if options.runs("sync-bytes") {
+            print(SyncBytesBenchmark.report(try await SyncBytesBenchmark.run(server: server, objects: options.syncObjects)))
+            print("")
         }
     }
 

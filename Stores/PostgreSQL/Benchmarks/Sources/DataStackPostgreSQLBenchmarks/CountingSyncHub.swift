@@ -1,0 +1,78 @@
+import DataStackSync
+import Foundation
+import Synchronization
+
+/// A hub in front of another that counts what crosses it — the changes pushed
+/// and their encoded bytes, the changes pulled — so the benchmark measures
+/// traffic without touching the engine. With `notifies` false it hides the
+/// inner hub's wake-up, so an engine falls back to its pull interval.
+final class CountingSyncHub: SyncHub {
+    struct Counts: Sendable {
+        var pushes = 0
+        var pushedChanges = 0
+        /// The sum of `change.encoded().count` over every pushed change.
+        var pushedBytes = 0
+        var pulledChanges = 0
+        /// Time spent in the inner hub's `push` and `pull` (the round trips and the hub's own work).
+        var pushTime = Duration.zero
+        var pullTime = Duration.zero
+    }
+
+    let base: any SyncHub
+    let notifies: Bool
+    /// Whether pushed changes are kept (``pushed``), for the bytes task's breakdown.
+    let keepsChanges: Bool
+    private let state = Mutex<(counts: Counts, pushed: [SyncChange])>((Counts(), []))
+
+    init(_ base: any SyncHub, notifies: Bool = true, keepsChanges: Bool = false) {
+        self.base = base
+        self.notifies = notifies
+        self.keepsChanges = keepsChanges
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+    var pushed: [SyncChange] { state.withLock { $0.pushed } }
+
+    func reset() { state.withLock { $0 = (Counts(), []) } }
+
+    func register(replica: UUID, modelVersion: String) throws -> SyncRegistration {
+        try base.register(replica: replica, modelVersion: modelVersion)
+    }
+
+    func push(_ changes: [SyncChange]) throws -> [Int64] {
+        let bytes = changes.reduce(0) { $0 + $1.encoded().count }
+        let start = ContinuousClock.now
+        let sequences = try base.push(changes)
+        let elapsed = ContinuousClock.now - start
+        let keeps = keepsChanges
+        state.withLock {
+            $0.counts.pushTime += elapsed
+            $0.counts.pushes += 1
+            $0.counts.pushedChanges += changes.count
+            $0.counts.pushedBytes += bytes
+            if keeps { $0.pushed += changes }
+        }
+        return sequences
+    }
+
+    func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        let start = ContinuousClock.now
+        let changes = try base.pull(after: sequence, limit: limit)
+        let elapsed = ContinuousClock.now - start
+        state.withLock {
+            $0.counts.pulledChanges += changes.count
+            $0.counts.pullTime += elapsed
+        }
+        return changes
+    }
+
+    func acknowledge(replica: UUID, through sequence: Int64) throws {
+        try base.acknowledge(replica: replica, through: sequence)
+    }
+
+    var notifiesChanges: Bool { notifies && base.notifiesChanges }
+
+    func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool {
+        try base.waitForChanges(after: sequence, timeout: timeout)
+    }
+}
