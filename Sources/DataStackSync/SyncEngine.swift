@@ -202,7 +202,12 @@ public final class SyncEngine: Sendable {
                 // Reported through status and events; the loop tries again at the next wake-up.
             }
             cycleLock.unlock()
-            _ = wakeUp.wait(timeout: .now() + Self.seconds(options.pullInterval))
+            if wakeUp.wait(timeout: .now() + Self.seconds(options.pullInterval)) == .success {
+                // Woken by a save or the hub: let a burst of saves gather into one cycle, then
+                // take every wake-up that came meanwhile, which that one cycle answers.
+                Thread.sleep(forTimeInterval: Self.seconds(options.gatheringInterval))
+                while wakeUp.wait(timeout: .now()) == .success {}
+            }
         }
     }
 
