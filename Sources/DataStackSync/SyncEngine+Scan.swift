@@ -20,12 +20,24 @@ extension SyncEngine {
         }
 
         var kind: SyncChange.Kind
-        var objectID: ObjectID
+        /// Nil only for the placeholder of a transaction without changes.
+        var objectID: ObjectID?
         var values: [String: Value] = [:]
         var milliseconds: Int64
-        /// A delete the engine's own apply cascaded to (see ``recordCascade(_:)``).
+        /// A delete the engine's own apply cascaded to (see ``record(_:)``).
         var isCascade = false
+        /// Nothing to record (the engine's own insert or update, an object deleted
+        /// since), kept so that a change's place in its transaction is its index here.
+        var isSkipped = false
+        /// Where the change is in the history, for the bookmark: its transaction and its place in it.
+        var transaction: Int64 = 0
+        var index = 0
+        var isLastOfTransaction = true
     }
+
+    /// The most changes one ledger transaction records: it holds the store
+    /// file's write lock, which the app's saves wait for.
+    package static let changesPerLedgerTransaction = 200
 
     /// Reads the local history after the scan bookmark into the outbox; the
     /// engine's own saves are not sent back. The first scan of a replica
@@ -57,13 +69,42 @@ extension SyncEngine {
                 throw SyncError(.localFailure, message: "the replica's history after transaction \(scanned) cannot be read: \(error)")
             }
             stack.retainHistory(after: PersistentHistoryToken(storeIdentifier: store.identifier, transactionNumber: scanned), for: historyReader)
-            guard let last = transactions.last else { return }
-            let changes = try read(transactions, in: context)
-            try ledger.write("recording local changes") {
-                for change in changes { try record(change) }
-                try ledger.setInteger(last.transactionNumber, for: "scanned")
-                try saveClock()
+            guard !transactions.isEmpty else { return }
+            // A transaction recorded in part before (a large one, or a crash): its first changes are in the outbox.
+            let partial = try ledger.read("reading the scan bookmark") { () throws -> (Int64, Int64)? in
+                guard let transaction = try ledger.integer("partialTransaction") else { return nil }
+                return (transaction, try ledger.integer("partialOffset") ?? 0)
             }
+            var changes = try read(transactions, in: context)
+            if let partial, transactions.first?.transactionNumber == partial.0 {
+                changes.removeFirst(min(Int(partial.1), changes.count))
+            }
+            // Short ledger transactions, each with its bookmark: the app's saves wait at most one.
+            var start = changes.startIndex
+            while start < changes.endIndex {
+                let end = min(start + Self.changesPerLedgerTransaction, changes.endIndex)
+                let group = changes[start..<end]
+                try ledger.write("recording local changes") {
+                    for change in group { try record(change) }
+                    try setScanBookmark(after: group[group.index(before: group.endIndex)])
+                    try saveClock()
+                }
+                start = end
+            }
+        }
+    }
+
+    /// Records how far the scan got: whole transactions by number, one
+    /// recorded in part (a large one) by how many of its changes are recorded.
+    private func setScanBookmark(after change: ScannedChange) throws {
+        let ledger = self.ledger.value
+        if change.isLastOfTransaction {
+            try ledger.setInteger(change.transaction, for: "scanned")
+            try ledger.removeKey("partialTransaction")
+            try ledger.removeKey("partialOffset")
+        } else {
+            try ledger.setInteger(change.transaction, for: "partialTransaction")
+            try ledger.setInteger(Int64(change.index + 1), for: "partialOffset")
         }
     }
 
@@ -110,20 +151,34 @@ extension SyncEngine {
                 for transaction in transactions {
                     let milliseconds = Int64((transaction.timestamp.timeIntervalSince1970 * 1000).rounded(.down))
                     let isOwn = transaction.author == options.transactionAuthor
-                    for change in transaction.changes ?? [] {
+                    let all = transaction.changes ?? []
+                    for (index, change) in all.enumerated() {
                         let objectID = change.changedObjectID
+                        var scanned: ScannedChange
                         switch change.changeType {
                         case .delete:
-                            changes.append(ScannedChange(kind: .delete, objectID: objectID, milliseconds: milliseconds, isCascade: isOwn))
+                            scanned = ScannedChange(kind: .delete, objectID: objectID, milliseconds: milliseconds, isCascade: isOwn)
                         case .insert, .update:
-                            // The engine's own inserts and updates are other replicas' changes.
-                            guard !isOwn else { continue }
-                            // Deleted since: its delete follows in the history, and that is what counts.
-                            guard let object = try? context.existingObject(with: objectID) else { continue }
-                            let properties = change.changeType == .insert ? nil : change.updatedProperties
-                            changes.append(try Self.scan(object, kind: change.changeType == .insert ? .insert : .update,
-                                                         properties: properties, at: milliseconds))
+                            // The engine's own inserts and updates are other replicas' changes; an
+                            // object deleted since has its delete later in the history, which is what counts.
+                            if !isOwn, let object = try? context.existingObject(with: objectID) {
+                                let properties = change.changeType == .insert ? nil : change.updatedProperties
+                                scanned = try Self.scan(object, kind: change.changeType == .insert ? .insert : .update,
+                                                        properties: properties, at: milliseconds)
+                            } else {
+                                scanned = ScannedChange(kind: .update, objectID: objectID, milliseconds: milliseconds, isSkipped: true)
+                            }
                         }
+                        scanned.transaction = transaction.transactionNumber
+                        scanned.index = index
+                        scanned.isLastOfTransaction = index == all.count - 1
+                        changes.append(scanned)
+                    }
+                    if all.isEmpty {
+                        // A transaction without changes still moves the bookmark.
+                        var empty = ScannedChange(kind: .update, objectID: nil, milliseconds: milliseconds, isSkipped: true)
+                        empty.transaction = transaction.transactionNumber
+                        changes.append(empty)
                     }
                 }
                 return changes
@@ -160,8 +215,8 @@ extension SyncEngine {
     /// Names a scanned change by global IDs and records it; an update that
     /// changes nothing that syncs is dropped.
     private func record(_ scanned: ScannedChange) throws {
+        guard !scanned.isSkipped, let objectID = scanned.objectID else { return }
         let ledger = self.ledger.value
-        let objectID = scanned.objectID
         if scanned.kind == .delete {
             guard let primaryKey = objectID.primaryKey,
                   let globalID = try ledger.globalID(entity: objectID.entityName, primaryKey: primaryKey) else { return }

@@ -72,6 +72,12 @@ final class SyncLedger {
         try statement.execute()
     }
 
+    func removeKey(_ key: String) throws {
+        let statement = try connection.cachedStatement("DELETE FROM DATASTACK_SYNC_STATE WHERE KEY = ?1")
+        try statement.bind(key, at: 1)
+        try statement.execute()
+    }
+
     func uuid(_ key: String) throws -> UUID? {
         let statement = try connection.cachedStatement("SELECT VALUE FROM DATASTACK_SYNC_STATE WHERE KEY = ?1")
         defer { statement.reset() }

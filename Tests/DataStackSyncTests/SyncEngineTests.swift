@@ -499,6 +499,25 @@ struct SyncEngineTests {
         #expect(try c.dump() == dump)
         #expect(dump.count == 1 && dump.first?.hasPrefix("Company:second") == true, "\(dump)")
     }
+
+    @Test("a save of more changes than one ledger transaction records is recorded in parts and arrives whole, each change once")
+    func largeTransaction() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub)
+        let b = try await Replica(hub: hub)
+        let count = SyncEngine.changesPerLedgerTransaction * 2 + 50
+        try a.save { context in
+            for index in 0..<count { try SyncEngineTests.insert("Tag", into: context).setValue("tag \(index)", forKey: "label") }
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        let log = try hub.pull(after: 0, limit: 10_000)
+        #expect(log.count == count)
+        #expect(Set(log.map(\.change.objectID)).count == count)
+        #expect(try b.dump().count == count)
+        let summary = try #require(try SyncReplicaSummary.read(storeAt: a.folder.appendingPathComponent("Replica.sqlite")))
+        #expect(summary.recordedChanges == Int64(count) && summary.pendingChanges == 0)
+    }
 }
 
 /// A hub that runs a test's code once, inside the engine's cycle, just before its first pull.
