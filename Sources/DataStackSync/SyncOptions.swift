@@ -7,10 +7,12 @@ public struct SyncOptions: Sendable {
     /// How long the engine waits between cycles when nothing wakes it (a
     /// local save or the hub's notice wakes it sooner). The default is 1 s.
     public var pullInterval: Duration = .seconds(1)
-    /// How long the engine waits, once woken by a local save or the hub, before
-    /// its cycle: saves that follow within it go in the same cycle, so an
-    /// import's run of saves costs a few cycles, not one each. The default is 20 ms.
-    public var gatheringInterval: Duration = .milliseconds(20)
+    /// How long local saves must pause before the engine, once woken, runs
+    /// its cycle — at most ten times this after the first: an import's run of
+    /// saves goes in one cycle after it, not in cycles competing with it for
+    /// the processor. It adds to the latency from a save to the other
+    /// replicas. The default is 100 ms.
+    public var gatheringInterval: Duration = .milliseconds(100)
     /// The most changes one push or one pull moves; each chunk is applied and
     /// recorded before the next. The default is 500.
     public var chunkSize: Int = 500
