@@ -44,6 +44,8 @@ public final class SyncEngine: Sendable {
         var loop: Thread?
         /// The hub sequence applied by the last cycle, for the hub listener.
         var pulledSequence: Int64 = 0
+        /// A local save woke the loop since its last cycle (the hub's notices need no gathering).
+        var savedSinceCycle = false
         var saveObserver: SaveObserver?
     }
 
@@ -140,6 +142,7 @@ public final class SyncEngine: Sendable {
             guard let self, let context = notification.object as? ManagedObjectContext,
                   context.persistentStoreCoordinator === self.stack.writerCoordinator
                     || context.persistentStoreCoordinator === self.stack.mainCoordinator else { return }
+            self.state.withLock { $0.savedSinceCycle = true }
             self.wakeUp.signal()
         }
         state.withLock { $0.saveObserver = SaveObserver(token: observer) }
@@ -216,14 +219,16 @@ public final class SyncEngine: Sendable {
                 // Reported through status and events; the loop tries again at the next wake-up.
             }
             cycleLock.unlock()
-            if wakeUp.wait(timeout: .now() + Self.seconds(options.pullInterval)) == .success {
-                // Woken by a save or the hub: wait until saves pause for the gathering interval
-                // (at most ten of them), so that an import's run of saves goes in one cycle after it
-                // rather than in cycles competing with it.
+            if wakeUp.wait(timeout: .now() + Self.seconds(options.pullInterval)) == .success,
+               state.withLock({ $0.savedSinceCycle }) {
+                // Woken by a local save: wait until saves pause for the gathering interval (at most
+                // ten of them), so that an import's run of saves goes in one cycle after it rather
+                // than in cycles competing with it. The hub's notices are answered at once.
                 let gathering = Self.seconds(options.gatheringInterval)
                 let latest = DispatchTime.now() + gathering * 10
                 while DispatchTime.now() < latest, wakeUp.wait(timeout: .now() + gathering) == .success {}
             }
+            state.withLock { $0.savedSinceCycle = false }
         }
     }
 
