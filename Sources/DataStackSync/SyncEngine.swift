@@ -41,7 +41,6 @@ public final class SyncEngine: Sendable {
         var isRunning = false
         var isRegistered = false
         var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
-        var loop: Thread?
         /// The hub sequence applied by the last cycle, for the hub listener.
         var pulledSequence: Int64 = 0
         /// A local save woke the loop since its last cycle (the hub's notices need no gathering).
@@ -130,7 +129,6 @@ public final class SyncEngine: Sendable {
             current.isRunning = true
             let thread = Thread { [self] in runLoop() }
             thread.name = "DataStackSync \(replica.uuidString.prefix(8))"
-            current.loop = thread
             return thread
         }
         guard let thread else { return }
@@ -162,6 +160,8 @@ public final class SyncEngine: Sendable {
             let after = state.withLock { $0.pulledSequence }
             do {
                 if try options.hub.waitForChanges(after: after, timeout: .seconds(5)) {
+                    // Cycles that ended before this wake-up count for nothing: wait for the next one.
+                    while cycleEnded.wait(timeout: .now()) == .success {}
                     wakeUp.signal()
                     _ = cycleEnded.wait(timeout: .now() + interval)
                 }
