@@ -32,6 +32,7 @@ extension SyncEngine {
             let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases)
             try ledger.write("recording a pull") {
                 for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
+                for (key, holder) in fold.keyHolders { try ledger.setKeyHolder(holder, for: key) }
                 // Rows given up first: the row of a merged-away object may now be its survivor's.
                 let ordered = fold.states.sorted { ($0.value.primaryKey == nil ? 0 : 1) < ($1.value.primaryKey == nil ? 0 : 1) }
                 for (id, known) in ordered {

@@ -10,8 +10,9 @@ struct ChunkFold {
     var shown: [UUID: SyncObjectState.Fold] = [:]
     /// Global IDs merged away in this chunk, to their survivors: their rows, if any, are the survivors' now.
     var aliases: [UUID: UUID] = [:]
-    /// Unique keys inserted by this chunk (not in the store yet), to their objects.
-    var insertedKeys: [String: UUID] = [:]
+    /// Unique keys whose holder in the hub's order this chunk changed: the
+    /// object whose insert took the key, or nil where a delete freed it.
+    var keyHolders: [String: UUID?] = [:]
 
     /// What the store must change, one effect per object: the chunk's net
     /// result, so an object inserted and deleted within it is never made, and
@@ -37,18 +38,17 @@ extension SyncEngine {
     /// Folds one pulled change into the chunk, merging a unique-key twin.
     func fold(_ sequenced: SequencedChange, into fold: inout ChunkFold, lookup: UniqueKeyLookup) throws {
         var change = try resolvingAliases(sequenced.change, fold.aliases)
-        let keys = uniqueKeys(of: change)
-        if change.kind == .insert, !keys.isEmpty, try state(change.objectID, &fold, entity: change.entity).state == nil,
-           let twin = try twin(of: change, keys: keys, fold: &fold, lookup: lookup), twin != change.objectID {
-            let twinState = try state(twin, &fold, entity: change.entity)
-            if twinState.state?.confirmed.status == .alive {
-                // The twin's insert came first: this one merges into it.
-                fold.aliases[change.objectID] = twin
-                change.objectID = twin
-            } else {
+        let keys = uniqueKeys(entity: change.entity, values: change.values)
+        if change.kind == .insert, !keys.isEmpty, try state(change.objectID, &fold, entity: change.entity).state == nil {
+            if let holder = try keyHolder(of: keys, &fold), holder != change.objectID {
+                // The key's holder came first in the hub's order: this one merges into it.
+                fold.aliases[change.objectID] = holder
+                change.objectID = holder
+            } else if let twin = try ownTwin(of: change, lookup: lookup, &fold), twin != change.objectID {
                 // The twin is this replica's own insert, not back from the hub yet: it comes
                 // later in the hub's order, so it merges into this one. Its row becomes this
                 // one's; its pending changes are this one's, refolded after what was pulled.
+                let twinState = try state(twin, &fold, entity: change.entity)
                 fold.aliases[twin] = change.objectID
                 var merged: SyncObjectState?
                 _ = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &merged)
@@ -62,14 +62,55 @@ extension SyncEngine {
                 fold.shown[change.objectID] = fold.shown[twin] ?? twinState.state?.effective ?? SyncObjectState.Fold()
                 fold.states[change.objectID] = (change.entity, twinState.primaryKey, merged)
                 fold.states[twin] = (twinState.entity, nil, nil)
-                for key in keys { fold.insertedKeys[key] = change.objectID }
+                for key in keys { fold.keyHolders[key] = .some(change.objectID) }
                 return
             }
         }
-        var state = try state(change.objectID, &fold, entity: change.entity).state
+        let before = try state(change.objectID, &fold, entity: change.entity).state
+        var state = before
         _ = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &state)
         fold.states[change.objectID]?.state = state
-        if change.kind == .insert { for key in keys { fold.insertedKeys[key] = change.objectID } }
+        try noteKeys(of: change.objectID, entity: change.entity, before: before?.confirmed, after: state?.confirmed, &fold)
+    }
+
+    /// Keeps the key index in the hub's order: an object's keys are held from
+    /// its insert (as folded from the hub) until its delete.
+    private func noteKeys(of id: UUID, entity: String, before: SyncObjectState.Fold?, after: SyncObjectState.Fold?,
+                          _ fold: inout ChunkFold) throws {
+        let wasAlive = before?.status == .alive
+        let isAlive = after?.status == .alive
+        if !wasAlive, isAlive, let after {
+            for key in uniqueKeys(entity: entity, values: after.values) where try keyHolder(of: [key], &fold) == nil {
+                fold.keyHolders[key] = .some(id)
+            }
+        } else if wasAlive, !isAlive, let before {
+            for key in uniqueKeys(entity: entity, values: before.values) where try keyHolder(of: [key], &fold) == id {
+                fold.keyHolders[key] = .some(nil)
+            }
+        }
+    }
+
+    /// The object holding one of `keys` in the hub's order, as this chunk has left it.
+    private func keyHolder(of keys: [String], _ fold: inout ChunkFold) throws -> UUID? {
+        for key in keys {
+            if let changed = fold.keyHolders[key] {
+                if let holder = changed { return holder }
+                continue
+            }
+            if let holder = try ledger.value.keyHolder(key) { return try ledger.value.survivor(of: holder) }
+        }
+        return nil
+    }
+
+    /// This replica's own object, in the store and not yet confirmed by the
+    /// hub, that holds the change's unique key.
+    private func ownTwin(of change: SyncChange, lookup: UniqueKeyLookup, _ fold: inout ChunkFold) throws -> UUID? {
+        guard let objectID = try lookup.object(matching: change), let primaryKey = objectID.primaryKey else { return nil }
+        // An object this replica saved and has not scanned yet has no global ID: the store's
+        // unique index refuses the apply, and the next attempt scans it first.
+        guard let known = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey) else { return nil }
+        let twin = try ledger.value.survivor(of: known)
+        return try state(twin, &fold, entity: change.entity).state?.confirmed.status == .alive ? nil : twin
     }
 
     /// An object's entry in the chunk, read from the ledger the first time.
@@ -99,43 +140,26 @@ extension SyncEngine {
         return resolved
     }
 
-    /// The change's unique keys, one per uniqueness constraint of its entity
-    /// (and its superentities) whose attributes it sets, none of them nil; a
-    /// constraint naming a relationship is left to the store.
-    private func uniqueKeys(of change: SyncChange) -> [String] {
-        guard let entity = stack.writerCoordinator.managedObjectModel.entitiesByName[change.entity] else { return [] }
+    /// The unique keys `values` give an object of `entity`, one per
+    /// uniqueness constraint of the entity (and its superentities) whose
+    /// attributes they all set, none of them nil; a constraint naming a
+    /// relationship is left to the store.
+    private func uniqueKeys(entity name: String, values: [String: SyncValue]) -> [String] {
+        guard let entity = stack.writerCoordinator.managedObjectModel.entitiesByName[name] else { return [] }
         var keys: [String] = []
         var level: EntityDescription? = entity
         while let current = level {
             for constraint in current.uniquenessConstraints {
-                let values = constraint.map { name -> SyncValue? in
-                    guard current.attributesByName[name] != nil, let value = change.values[name], value != .null else { return nil }
+                let parts = constraint.map { name -> SyncValue? in
+                    guard current.attributesByName[name] != nil, let value = values[name], value != .null else { return nil }
                     return value
                 }
-                guard values.allSatisfy({ $0 != nil }) else { continue }
-                keys.append("\(current.name)|\(constraint.joined(separator: ","))|\(values.map { "\($0!)" }.joined(separator: "|"))")
+                guard parts.allSatisfy({ $0 != nil }) else { continue }
+                keys.append("\(current.name)|\(constraint.joined(separator: ","))|\(parts.map { "\($0!)" }.joined(separator: "|"))")
             }
             level = current.superentity
         }
         return keys
-    }
-
-    /// Another live object already holding one of `keys`: inserted earlier in
-    /// this chunk, or in the store — and not deleted since, by this chunk or
-    /// before (a key freed by a delete may be taken again).
-    private func twin(of change: SyncChange, keys: [String], fold: inout ChunkFold, lookup: UniqueKeyLookup) throws -> UUID? {
-        func isAlive(_ id: UUID) throws -> Bool {
-            try state(id, &fold, entity: change.entity).state.map { $0.effective.status == .alive } ?? true
-        }
-        for key in keys {
-            if let inserted = fold.insertedKeys[key], try isAlive(inserted) { return inserted }
-        }
-        guard let objectID = try lookup.object(matching: change), let primaryKey = objectID.primaryKey else { return nil }
-        // An object this replica saved and has not scanned yet has no global ID: the store's
-        // unique index refuses the apply, and the next attempt scans it first.
-        guard let known = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey) else { return nil }
-        let twin = try ledger.value.survivor(of: known)
-        return try isAlive(twin) ? twin : nil
     }
 
     func uniqueKeyLookup() -> UniqueKeyLookup {

@@ -27,6 +27,7 @@ final class SyncLedger {
                     CREATE UNIQUE INDEX IF NOT EXISTS DATASTACK_SYNC_OBJECT_ROW ON DATASTACK_SYNC_OBJECT (ENTITY, PK);
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_OUTBOX (LOCALSEQ INTEGER PRIMARY KEY, CHANGE BLOB NOT NULL);
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_ALIAS (GLOBALID BLOB PRIMARY KEY, SURVIVOR BLOB NOT NULL);
+                    CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_KEY (KEY TEXT PRIMARY KEY, GLOBALID BLOB NOT NULL);
                     """)
             }
         } catch {
@@ -151,6 +152,31 @@ final class SyncLedger {
         try statement.bind(Self.bytes(globalID), at: 1)
         try statement.bind(Self.bytes(survivor), at: 2)
         try statement.execute()
+    }
+
+    // MARK: - Unique keys
+
+    /// The object that holds a unique key in the hub's order (its insert folded, no delete since).
+    func keyHolder(_ key: String) throws -> UUID? {
+        let statement = try connection.cachedStatement("SELECT GLOBALID FROM DATASTACK_SYNC_KEY WHERE KEY = ?1")
+        defer { statement.reset() }
+        try statement.bind(key, at: 1)
+        guard try statement.step(), let data = statement.data(at: 0) else { return nil }
+        return Self.uuid(data)
+    }
+
+    /// Records (or, with nil, frees) the holder of a unique key.
+    func setKeyHolder(_ holder: UUID?, for key: String) throws {
+        if let holder {
+            let statement = try connection.cachedStatement("INSERT OR REPLACE INTO DATASTACK_SYNC_KEY (KEY, GLOBALID) VALUES (?1, ?2)")
+            try statement.bind(key, at: 1)
+            try statement.bind(Self.bytes(holder), at: 2)
+            try statement.execute()
+        } else {
+            let statement = try connection.cachedStatement("DELETE FROM DATASTACK_SYNC_KEY WHERE KEY = ?1")
+            try statement.bind(key, at: 1)
+            try statement.execute()
+        }
     }
 
     // MARK: - Outbox
