@@ -110,7 +110,12 @@ extension SyncEngine {
         // unique index refuses the apply, and the next attempt scans it first.
         guard let known = try ledger.value.globalID(entity: objectID.entityName, primaryKey: primaryKey) else { return nil }
         let twin = try ledger.value.survivor(of: known)
-        return try state(twin, &fold, entity: change.entity).state?.confirmed.status == .alive ? nil : twin
+        // Only an insert of this replica's that the hub has not sent back: an object the hub's
+        // order has (alive: the key index named it; deleted: its row goes in this apply) is none.
+        guard let twinState = try state(twin, &fold, entity: change.entity).state,
+              twinState.confirmed.status == .unknown,
+              twinState.pending.contains(where: { $0.change.kind == .insert }) else { return nil }
+        return twin
     }
 
     /// An object's entry in the chunk, read from the ledger the first time.
