@@ -84,23 +84,19 @@ extension StackManager {
         let setup = try openSetup(for: "purgeHistory(olderThan:)")
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
         let cutoff = Date(timeIntervalSinceNow: -seconds)
-        if let held = state.withLock({ $0.historyHolds.values.min() }) {
-            // A reader of this process (a sync engine) has not read past `held`: keep what follows it.
-            var next = PersistentHistoryRequest.fetchHistory(after: held)
+        // What must stay: everything after the earliest bookmark of a reader that has not read
+        // on — the main context's merges while the stack follows history (no bookmark: nothing
+        // merged yet, so all of it), and each hold of retainHistory(after:for:), a sync engine's.
+        var bookmarks: [PersistentHistoryToken?] = state.withLock { $0.historyHolds.values.map { $0 } }
+        if setup.followsPersistentHistory { bookmarks.append(lastMergedHistoryToken) }
+        if !bookmarks.isEmpty {
+            let earliest = bookmarks.contains(nil) ? nil : bookmarks.compactMap { $0 }.min()
+            var next = PersistentHistoryRequest.fetchHistory(after: earliest)
             next.fetchLimit = 1
             next.includesChanges = false
             if let unread = try setup.writerCoordinator.fetchHistory(next).first, unread.timestamp < cutoff {
+                // Not read yet, although older than the retention: keep it and what follows.
                 return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: unread.token))
-            }
-        }
-        if setup.followsPersistentHistory {
-            // Without a bookmark nothing was merged yet: every transaction is unmerged.
-            var next = PersistentHistoryRequest.fetchHistory(after: lastMergedHistoryToken)
-            next.fetchLimit = 1
-            next.includesChanges = false
-            if let unmerged = try setup.writerCoordinator.fetchHistory(next).first, unmerged.timestamp < cutoff {
-                // Not merged yet, although older than the retention: keep it and what follows.
-                return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: unmerged.token))
             }
         }
         return try setup.writerCoordinator.deleteHistory(.deleteHistory(before: cutoff))

@@ -161,7 +161,7 @@ extension SyncEngine {
                         case .insert, .update:
                             // The engine's own inserts and updates are other replicas' changes; an
                             // object deleted since has its delete later in the history, which is what counts.
-                            if !isOwn, let object = try? context.existingObject(with: objectID) {
+                            if !isOwn, let object = try Self.existingObject(objectID, in: context) {
                                 let properties = change.changeType == .insert ? nil : change.updatedProperties
                                 scanned = try Self.scan(object, kind: change.changeType == .insert ? .insert : .update,
                                                         properties: properties, at: milliseconds)
@@ -185,6 +185,16 @@ extension SyncEngine {
             }
         } catch {
             throw SyncError(.localFailure, message: "the replica's changed objects cannot be read: \(error)")
+        }
+    }
+
+    /// The object, or nil when it is gone from the store; a read that fails
+    /// throws (it must not pass for a deleted object, whose change would be skipped).
+    private static func existingObject(_ objectID: ObjectID, in context: ManagedObjectContext) throws -> ManagedObject? {
+        do {
+            return try context.existingObject(with: objectID)
+        } catch let error as ObjectGraphError where error.code == .objectNotFound {
+            return nil
         }
     }
 

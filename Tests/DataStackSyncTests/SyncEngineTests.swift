@@ -111,9 +111,13 @@ struct SyncEngineTests {
             return "\(try key(object)) \(parts.joined(separator: " "))"
         }
 
-        /// Saves a new company with this name.
-        func insertCompany(_ name: String) throws {
-            try save { context in try SyncEngineTests.insert("Company", into: context).setValue(name, forKey: "name") }
+        /// Saves a new company with this name (and unique symbol, on a model that has one).
+        func insertCompany(_ name: String, symbol: String? = nil) throws {
+            try save { context in
+                let company = try SyncEngineTests.insert("Company", into: context)
+                try company.setValue(name, forKey: "name")
+                if let symbol { try company.setValue(symbol, forKey: "symbol") }
+            }
         }
 
         func object(_ entity: String, named name: String, in context: ManagedObjectContext) throws -> ManagedObject {
@@ -306,17 +310,10 @@ struct SyncEngineTests {
         let a = try await Replica(hub: shared, unique: true)
         let b = try await Replica(hub: shared, unique: true)
         let bHooked = try SyncEngine(stack: b.stack, options: SyncOptions(hub: hooked))
-        func insert(_ replica: Replica, _ name: String) throws {
-            try replica.save { context in
-                let company = try SyncEngineTests.insert("Company", into: context)
-                try company.setValue("ZZZ", forKey: "symbol")
-                try company.setValue(name, forKey: "name")
-            }
-        }
-        try insert(a, "from A")
+        try a.insertCompany("from A", symbol: "ZZZ")
         try a.engine.syncNow()
         // B's engine has scanned and pushed (nothing) when it pulls A's insert; that pull saves B's own twin first.
-        hooked.beforeFirstPull { try insert(b, "from B") }
+        hooked.beforeFirstPull { try b.insertCompany("from B", symbol: "ZZZ") }
         try bHooked.syncNow()
         #expect(hooked.pulls >= 3, "the apply was tried again after reading the save (first pull, the pull again, the last empty one)")
         try a.engine.syncNow()
@@ -476,20 +473,13 @@ struct SyncEngineTests {
         let hub = InMemorySyncHub()
         let a = try await Replica(hub: hub, unique: true)
         let b = try await Replica(hub: hub, unique: true)
-        func insert(_ replica: Replica, _ name: String) throws {
-            try replica.save { context in
-                let company = try SyncEngineTests.insert("Company", into: context)
-                try company.setValue("KEY", forKey: "symbol")
-                try company.setValue(name, forKey: "name")
-            }
-        }
-        try insert(a, "first")
+        try a.insertCompany("first", symbol: "KEY")
         try a.engine.syncNow()
         try b.engine.syncNow()
         try a.save { context in context.delete(try a.object("Company", named: "first", in: context)) }
         try a.engine.syncNow()
         try b.engine.syncNow()
-        try insert(b, "second")
+        try b.insertCompany("second", symbol: "KEY")
         try b.engine.syncNow()
         try a.engine.syncNow()
         let c = try await Replica(hub: hub, unique: true)
@@ -524,17 +514,10 @@ struct SyncEngineTests {
         let hub = InMemorySyncHub()
         let a = try await Replica(hub: hub, unique: true)
         let c = try await Replica(hub: hub, unique: true)
-        func insert(_ replica: Replica, _ name: String) throws {
-            try replica.save { context in
-                let company = try SyncEngineTests.insert("Company", into: context)
-                try company.setValue("KEY", forKey: "symbol")
-                try company.setValue(name, forKey: "name")
-            }
-        }
-        try insert(a, "first")
+        try a.insertCompany("first", symbol: "KEY")
         try a.engine.syncNow()
         try a.save { context in context.delete(try a.object("Company", named: "first", in: context)) }   // not pushed yet
-        try insert(c, "second")
+        try c.insertCompany("second", symbol: "KEY")
         try c.engine.syncNow()   // "second" reaches the hub after "first", and merges into it
         try a.engine.syncNow()   // A's delete goes out; "second" merges into "first" here too
         try c.engine.syncNow()

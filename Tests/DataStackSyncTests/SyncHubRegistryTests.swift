@@ -57,8 +57,11 @@ struct SyncHubRegistryTests {
         #expect(error.message.contains("nosuchhub://"), "\(error)")
         #expect(error.message.contains("\(registered)://"), "\(error)")
         #expect(error.message.contains("PostgreSQLSyncHub.register()"), "it says how to get PostgreSQL's: \(error)")
+        // validate(_:) says the same; the registered list itself may differ by then, as tests
+        // running beside this one register schemes of their own in the one registry.
         let validated = try #require(Self.syncError { try SyncHubs.validate(url) })
-        #expect(validated == error)
+        #expect(validated.code == error.code)
+        #expect(validated.message.contains("nosuchhub://") && validated.message.contains("\(registered)://"), "\(validated)")
     }
 
     @Test("a URL without a scheme throws unknownHubScheme saying it has none")
