@@ -89,6 +89,9 @@ struct SyncByteWriter {
 
     mutating func byte(_ value: UInt8) { bytes.append(value) }
 
+    /// Overwrites a byte written before (a flags byte known only after what it flags).
+    mutating func setByte(_ value: UInt8, at index: Int) { bytes[index] = value }
+
     mutating func unsigned(_ value: UInt64) {
         var value = value
         while value >= 0x80 {

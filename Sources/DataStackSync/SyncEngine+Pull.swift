@@ -12,7 +12,7 @@ extension SyncEngine {
         while true {
             let pulled = try ledger.read("reading the pull bookmark") { try ledger.integer("pulled") } ?? 0
             notePulled(through: pulled)
-            let chunk = try hubCall { try options.hub.pull(after: pulled, limit: options.chunkSize) }
+            let chunk = try hubCall { try options.hub.pull(after: pulled, limit: options.chunkSize, decodedBy: codec) }
             guard let last = chunk.last else { return }
             for change in chunk {
                 if let skew = clock.receive(change.change.timestamp) {
@@ -38,6 +38,9 @@ extension SyncEngine {
                 for (id, known) in ordered {
                     let row = rows[id] ?? known.primaryKey.map { Optional($0) } ?? nil
                     try ledger.setObject(id, entity: known.entity, primaryKey: row, state: known.state)
+                }
+                for sequenced in chunk where sequenced.change.kind == .insert {
+                    try ledger.recordNumber(sequenced.sequence, of: sequenced.change.objectID)   // its number (SyncCodec)
                 }
                 try ledger.setInteger(last.sequence, for: "pulled")
                 try saveClock()

@@ -34,12 +34,14 @@ extension SyncEngine {
         while true {
             let chunk = try ledger.read("reading the outbox") { try ledger.outbox(limit: options.chunkSize) }
             guard let last = chunk.last else { return }
-            let sequences = try hubCall { try options.hub.push(chunk) }
+            let sequences = try hubCall { try options.hub.push(chunk, encodedBy: codec) }
             guard sequences.count == chunk.count else {
                 throw SyncError(.hubFailure, message: "the hub answered \(sequences.count) sequences for a push of \(chunk.count) changes")
             }
             try ledger.write("recording a push") {
                 for (change, sequence) in zip(chunk, sequences) {
+                    // The hub's sequence of an insert is its object's number (SyncCodec) from now on.
+                    if change.kind == .insert { try ledger.recordNumber(sequence, of: change.objectID) }
                     let known = try ledger.object(change.objectID)
                     var state = known?.state
                     merger.acknowledgePushed(change, sequence: sequence, in: &state)

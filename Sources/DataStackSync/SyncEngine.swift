@@ -29,6 +29,8 @@ public final class SyncEngine: Sendable {
     let merger: SyncMerger
     let clock: HybridLogicalClock
     let modelVersion: String
+    /// How the hub encodes this replica's pushes and decodes its pulls: the model, and the ledger's object numbers.
+    let codec: SyncCodec
     private let state = Locked(State())
     /// Held for a whole cycle: cycles never overlap.
     private let cycleLock = NSLock()
@@ -63,6 +65,7 @@ public final class SyncEngine: Sendable {
         self.ledger = LedgerBox(ledger)
         merger = SyncMerger(policies: try SyncPolicies(model: model, resolvers: options.resolvers))
         modelVersion = model.versionChecksum
+        codec = SyncCodec(model: model, numbering: LedgerNumbering(self.ledger))
         let replica = try ledger.write("making the replica's ID") {
             if let existing = try ledger.uuid("replica") { return existing }
             let id = UUID()

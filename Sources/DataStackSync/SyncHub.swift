@@ -26,6 +26,21 @@ public protocol SyncHub: Sendable {
     /// Throws `.snapshotRequired` when changes after `sequence` were purged.
     func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange]
 
+    /// ``push(_:)``, with the bytes a hub stores and sends made by `codec`
+    /// (``SyncCodec``: the pusher's model and the objects' numbers it knows).
+    ///
+    /// A hub that sends bytes encodes the changes it appends as chunks of
+    /// `codec` — it may split a push into several, and encodes only changes
+    /// it does not hold yet — and answers every change's sequence, as
+    /// ``push(_:)`` does. The default calls ``push(_:)``: a hub that keeps
+    /// values (``InMemorySyncHub``) needs no codec.
+    func push(_ changes: [SyncChange], encodedBy codec: SyncCodec) throws -> [Int64]
+
+    /// ``pull(after:limit:)``, reading the hub's chunks with `codec`, which
+    /// knows the puller's model and the objects' numbers it learned. The
+    /// default calls ``pull(after:limit:)``.
+    func pull(after sequence: Int64, limit: Int, decodedBy codec: SyncCodec) throws -> [SequencedChange]
+
     /// Records that a replica has applied the log through `sequence`: the hub
     /// purges only changes every registered replica has applied.
     func acknowledge(replica: UUID, through sequence: Int64) throws
@@ -42,6 +57,14 @@ public protocol SyncHub: Sendable {
 
 extension SyncHub {
     public var notifiesChanges: Bool { false }
+
+    public func push(_ changes: [SyncChange], encodedBy codec: SyncCodec) throws -> [Int64] {
+        try push(changes)
+    }
+
+    public func pull(after sequence: Int64, limit: Int, decodedBy codec: SyncCodec) throws -> [SequencedChange] {
+        try pull(after: sequence, limit: limit)
+    }
 
     public func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool {
         try !pull(after: sequence, limit: 1).isEmpty

@@ -12,7 +12,7 @@ import Foundation
 /// save it describes, so a crash between them repeats the step — which the
 /// merge makes harmless (a change applied twice is applied once).
 final class SyncLedger {
-    private let connection: Connection
+    let connection: Connection
 
     init(storePath: String) throws(SyncError) {
         do {
@@ -28,6 +28,8 @@ final class SyncLedger {
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_OUTBOX (LOCALSEQ INTEGER PRIMARY KEY, CHANGE BLOB NOT NULL);
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_ALIAS (GLOBALID BLOB PRIMARY KEY, SURVIVOR BLOB NOT NULL);
                     CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_KEY (KEY TEXT PRIMARY KEY, GLOBALID BLOB NOT NULL);
+                    CREATE TABLE IF NOT EXISTS DATASTACK_SYNC_NUMBER (NUMBER INTEGER PRIMARY KEY, GLOBALID BLOB NOT NULL);
+                    CREATE INDEX IF NOT EXISTS DATASTACK_SYNC_NUMBER_OBJECT ON DATASTACK_SYNC_NUMBER (GLOBALID, NUMBER);
                     """)
             }
         } catch {
@@ -212,9 +214,9 @@ final class SyncLedger {
         try statement.execute()
     }
 
-    private static func bytes(_ id: UUID) -> [UInt8] { withUnsafeBytes(of: id.uuid) { Array($0) } }
+    static func bytes(_ id: UUID) -> [UInt8] { withUnsafeBytes(of: id.uuid) { Array($0) } }
 
-    private static func uuid(_ data: Data) -> UUID? {
+    static func uuid(_ data: Data) -> UUID? {
         guard data.count == 16 else { return nil }
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data) }

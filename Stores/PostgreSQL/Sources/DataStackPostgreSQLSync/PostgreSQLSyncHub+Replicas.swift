@@ -35,7 +35,7 @@ extension PostgreSQLSyncHub {
                 }
                 let row = try connection.execute(cached: """
                     INSERT INTO datastack_sync_replicas AS r (replica, last_pushed_local)
-                    VALUES ($1::uuid, (SELECT coalesce(max(local_sequence), 0) FROM datastack_sync_log WHERE replica = $1::uuid))
+                    VALUES ($1::uuid, (SELECT coalesce(max(last_local), 0) FROM datastack_sync_chunk WHERE replica = $1::uuid))
                     ON CONFLICT (replica) DO UPDATE
                         SET last_seen = now(), last_pushed_local = greatest(r.last_pushed_local, EXCLUDED.last_pushed_local)
                     RETURNING acknowledged, last_pushed_local
@@ -81,8 +81,11 @@ extension PostgreSQLSyncHub {
         }
     }
 
-    /// Deletes the changes every registered replica acknowledged, and returns
-    /// how many it deleted.
+    /// Purges the changes every registered replica acknowledged, and returns
+    /// how many it purged: from then on a pull after an earlier sequence is
+    /// told `.snapshotRequired`. The chunk rows whose changes all were purged
+    /// are deleted; a row straddling the floor stays until its last change is
+    /// acknowledged (a pull after the floor drops its earlier changes).
     ///
     /// A replica that lags keeps the log from its last acknowledgment on. A
     /// replica that is gone for good keeps everything after its own: remove its
@@ -98,14 +101,14 @@ extension PostgreSQLSyncHub {
         try withSession("purging acknowledged changes") { connection in
             try connection.transaction {
                 // FOR UPDATE: two purges take turns on the oldest sequence.
-                try connection.execute("SELECT 1 FROM datastack_sync_meta FOR UPDATE")
+                let oldest = try connection.execute("SELECT oldest_sequence FROM datastack_sync_meta FOR UPDATE").int64(row: 0, column: 0) ?? 1
                 let minimum = try connection.execute("SELECT min(acknowledged) FROM datastack_sync_replicas")
-                guard let through = try minimum.int64(row: 0, column: 0) else { return 0 }
-                let deleted = try connection.execute(
-                    "DELETE FROM datastack_sync_log WHERE sequence <= $1::int8", [PostgreSQLValue(through)]).affectedRowCount
+                guard let through = try minimum.int64(row: 0, column: 0), through >= oldest else { return 0 }
+                try connection.execute("DELETE FROM datastack_sync_chunk WHERE last_sequence <= $1::int8", [PostgreSQLValue(through)])
                 try connection.execute(
-                    "UPDATE datastack_sync_meta SET oldest_sequence = greatest(oldest_sequence, $1::int8 + 1)", [PostgreSQLValue(through)])
-                return deleted
+                    "UPDATE datastack_sync_meta SET oldest_sequence = $1::int8 + 1", [PostgreSQLValue(through)])
+                // Acknowledgments never pass the last sequence given, and sequences have no gaps.
+                return Int(through - oldest + 1)
             }
         }
     }

@@ -1,4 +1,5 @@
 import DataStackPostgreSQL
+import DataStackSync
 
 // MARK: - The hub's tables
 
@@ -17,8 +18,12 @@ extension PostgreSQLSyncHub {
     ///   replica that registers; `last_sequence`, the last sequence given, kept
     ///   apart from the log because a purge may empty the log and a sequence
     ///   is never given twice; `oldest_sequence`, the first sequence not purged.
-    /// - `datastack_sync_log`: the changes, by sequence; `UNIQUE (replica,
-    ///   local_sequence)` names each change once, whatever its sequence.
+    /// - `datastack_sync_chunk`: the changes, a row per chunk
+    ///   (``push(_:encodedBy:)``): `first_sequence` to `last_sequence`, of one
+    ///   `replica`, its local sequences `first_local` to `last_local` (one
+    ///   apart, as the sequences are: the `CHECK` holds them to the same count),
+    ///   and the chunk's bytes (``DataStackSync/SyncCodec``). An index on
+    ///   `(replica, last_local)` finds the rows a push may hold already.
     /// - `datastack_sync_replicas`: each registered replica, what it acknowledged
     ///   (which bounds ``purge()``) and the last local sequence it pushed.
     static let schema = """
@@ -29,13 +34,16 @@ extension PostgreSQLSyncHub {
             oldest_sequence bigint NOT NULL DEFAULT 1
         );
         INSERT INTO datastack_sync_meta (id) VALUES (1) ON CONFLICT (id) DO NOTHING;
-        CREATE TABLE IF NOT EXISTS datastack_sync_log (
-            sequence bigint PRIMARY KEY,
+        CREATE TABLE IF NOT EXISTS datastack_sync_chunk (
+            first_sequence bigint PRIMARY KEY,
+            last_sequence bigint NOT NULL UNIQUE,
             replica uuid NOT NULL,
-            local_sequence bigint NOT NULL,
-            change bytea NOT NULL,
-            UNIQUE (replica, local_sequence)
+            first_local bigint NOT NULL,
+            last_local bigint NOT NULL,
+            chunk bytea NOT NULL,
+            CHECK (last_sequence >= first_sequence AND last_sequence - first_sequence = last_local - first_local)
         );
+        CREATE INDEX IF NOT EXISTS datastack_sync_chunk_replica ON datastack_sync_chunk (replica, last_local);
         CREATE TABLE IF NOT EXISTS datastack_sync_replicas (
             replica uuid PRIMARY KEY,
             acknowledged bigint NOT NULL DEFAULT 0,
@@ -49,9 +57,21 @@ extension PostgreSQLSyncHub {
     /// ``schemaLockName``: two replicas starting at once take turns, and the
     /// second finds the tables (without the lock, two concurrent `CREATE TABLE
     /// IF NOT EXISTS` of one table can fail on the catalog's unique index).
-    static func createTables(_ connection: PostgreSQLConnection) throws {
+    ///
+    /// A database with `datastack_sync_log`, the log of the layout before
+    /// chunks (a row per change), is refused: `.hubFailure` naming the table.
+    /// Nothing shipped with that layout, so nothing migrates it.
+    static func createTables(_ connection: PostgreSQLConnection, reportedURL: String) throws {
         try connection.transaction {
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(schemaLockName)])
+            let old = try connection.execute("SELECT to_regclass('datastack_sync_log') IS NOT NULL")
+            if old.string(row: 0, column: 0) == "t" {
+                throw SyncError(.hubFailure, message: """
+                    the sync hub's database at \(reportedURL) has a table datastack_sync_log, the log of an earlier layout \
+                    (a row per change) that this version replaced by datastack_sync_chunk (a row per chunk); \
+                    drop the hub's tables (datastack_sync_log, datastack_sync_meta, datastack_sync_replicas) to start a new hub
+                    """)
+            }
             try connection.executeScript(schema)
         }
     }

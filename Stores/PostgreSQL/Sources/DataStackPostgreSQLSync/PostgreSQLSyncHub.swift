@@ -17,8 +17,8 @@ import Synchronization
 ///
 /// The hub keeps three tables in the database, which it creates when they are
 /// missing (``init(url:options:)``): `datastack_sync_meta` (the model version,
-/// the last sequence given and the oldest still kept), `datastack_sync_log`
-/// (each change's bytes, ``DataStackSync/SyncChange/encoded()``, by sequence)
+/// the last sequence given and the oldest still kept), `datastack_sync_chunk`
+/// (the changes, a row per pushed chunk, ``DataStackSync/SyncCodec``)
 /// and `datastack_sync_replicas` (what each replica acknowledged and pushed).
 ///
 /// Every call blocks until the server answers and throws
@@ -41,7 +41,9 @@ import Synchronization
 /// ### The SyncHub contract
 /// - ``register(replica:modelVersion:)``
 /// - ``push(_:)``
+/// - ``push(_:encodedBy:)``
 /// - ``pull(after:limit:)``
+/// - ``pull(after:limit:decodedBy:)``
 /// - ``acknowledge(replica:through:)``
 ///
 /// ### Beyond the contract
@@ -84,7 +86,7 @@ public final class PostgreSQLSyncHub: SyncHub {
         self.session = Mutex(nil)
         self.listener = Mutex(nil)
         try withSession("creating the hub's tables") { connection in
-            try Self.createTables(connection)
+            try Self.createTables(connection, reportedURL: reportedURL)
         }
     }
 

@@ -1,3 +1,4 @@
+import DataStack
 import DataStackPostgreSQL
 import DataStackPostgreSQLSync
 import DataStackSync
@@ -20,6 +21,14 @@ private func change(_ replica: UUID, _ local: Int64, name: String = "item") -> S
         values: ["name": .string(name), "rank": .integer(local)],
         timestamp: HybridTimestamp(milliseconds: 1_790_000_000_000 + local, counter: 0, replica: replica),
         localSequence: local, baseSequence: 0)
+}
+
+/// Object numbers as a test declares them.
+private struct Numbers: SyncObjectNumbering {
+    var objects: [Int64: UUID]
+    init(_ objects: [Int64: UUID]) { self.objects = objects }
+    func number(of object: UUID) -> Int64? { objects.filter { $0.value == object }.keys.min() }
+    func object(numbered number: Int64) -> UUID? { objects[number] }
 }
 
 /// The SyncError `body` throws; records an issue when it throws nothing or something else.
@@ -126,6 +135,98 @@ struct PostgreSQLSyncHubTests {
         #expect(try hub.register(replica: a, modelVersion: "v1").lastPushedLocalSequence == 5)
     }
 
+    // MARK: Chunk rows
+
+    @Test func aPushIsOneChunkRowAndAPullFromItsMiddleDropsWhatCameBefore() throws {
+        let (hub, url) = try makeHub()
+        let a = UUID()
+        let chunk = (1...5).map { change(a, Int64($0)) }
+        #expect(try hub.push(chunk) == [1, 2, 3, 4, 5])
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        let row = try admin.execute("SELECT first_sequence, last_sequence, first_local, last_local FROM datastack_sync_chunk")
+        #expect(row.rowCount == 1)
+        #expect(try [0, 1, 2, 3].map { try row.int64(row: 0, column: $0) } == [1, 5, 1, 5])
+        #expect(try hub.pull(after: 2, limit: 2).map(\.change) == Array(chunk[2...3]))
+        #expect(try hub.pull(after: 4, limit: 10).map(\.sequence) == [5])
+    }
+
+    @Test func aPushPartlyHeldAppendsOnlyTheRestAndAnswersEverySequence() throws {
+        let (hub, url) = try makeHub()
+        let a = UUID(), b = UUID()
+        let changes = (1...6).map { change(a, Int64($0)) }
+        #expect(try hub.push(Array(changes[0...2])) == [1, 2, 3])
+        #expect(try hub.push([change(b, 1)]) == [4])
+        // 2 and 3 are held (the middle and end of a row); 4 to 6 are new.
+        #expect(try hub.push(Array(changes[1...5])) == [2, 3, 5, 6, 7])
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        #expect(try admin.execute("SELECT count(*) FROM datastack_sync_chunk").int64(row: 0, column: 0) == 3)
+        let pulled = try hub.pull(after: 0, limit: 100)
+        #expect(pulled.map(\.sequence) == [1, 2, 3, 4, 5, 6, 7])
+        #expect(pulled.filter { $0.change.replica == a }.map(\.change) == changes)
+        #expect(try hub.register(replica: a, modelVersion: "v1").lastPushedLocalSequence == 6)
+    }
+
+    @Test func aRowWhoseHeaderNamesAnotherCountOrReplicaIsReportedNamingTheRow() throws {
+        let (hub, url) = try makeHub()
+        let a = UUID(), b = UUID()
+        _ = try hub.push([change(a, 1)])
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        // Filed as two changes, 2 and 3, but its bytes are one change.
+        try admin.execute("INSERT INTO datastack_sync_chunk VALUES (2, 3, $1::uuid, 2, 3, $2)",
+                          [.text(a.uuidString), .bytes(try SyncCodec.modelFree.encode([change(a, 2)], firstSequence: 2))])
+        // Filed under replica a, but its bytes are replica b's.
+        try admin.execute("INSERT INTO datastack_sync_chunk VALUES (4, 4, $1::uuid, 4, 4, $2)",
+                          [.text(a.uuidString), .bytes(try SyncCodec.modelFree.encode([change(b, 4)], firstSequence: 4))])
+        try admin.execute("UPDATE datastack_sync_meta SET last_sequence = 4")
+        let count = syncError { try hub.pull(after: 1, limit: 10) }
+        #expect(count?.code == .corruptChange)
+        #expect(count?.message.contains("sequences 2...3") == true)
+        #expect(count?.message.contains("holds 1 changes") == true)
+        let replica = syncError { try hub.pull(after: 3, limit: 10) }
+        #expect(replica?.code == .corruptChange)
+        #expect(replica?.message.contains("sequences 4...4") == true)
+        #expect(replica?.message.contains(b.uuidString) == true)
+    }
+
+    @Test func objectsAreNamedByTheirInsertsSequencesAcrossChunksOfOnePull() throws {
+        let (hub, _) = try makeHub()
+        let a = UUID()
+        let model = ManagedObjectModel(entities: [EntityDescription(name: "Item", properties: [
+            AttributeDescription(name: "name", type: .string), AttributeDescription(name: "rank", type: .integer64),
+            RelationshipDescription(name: "next", destination: "Item")])])
+        let inserts = (1...3).map { change(a, Int64($0)) }
+        #expect(try hub.push(inserts, encodedBy: SyncCodec(model: model)) == [1, 2, 3])
+        // The pusher knows its inserts' numbers from the answer; its next chunk names them so.
+        let numbers = Numbers(Dictionary(uniqueKeysWithValues: inserts.enumerated().map { (Int64($0 + 1), $1.objectID) }))
+        let pusher = SyncCodec(model: model, numbering: numbers)
+        let update = SyncChange(objectID: inserts[2].objectID, entity: "Item", kind: .update, values: ["next": .object(inserts[0].objectID)],
+                                timestamp: HybridTimestamp(milliseconds: 1_790_000_000_009, counter: 0, replica: a),
+                                localSequence: 4, baseSequence: 0)
+        #expect(try hub.push([update], encodedBy: pusher) == [4])
+        // A puller that knows no number yet learns them from the first chunk of the same pull.
+        let all = try hub.pull(after: 0, limit: 10, decodedBy: SyncCodec(model: model))
+        #expect(all.map(\.change) == inserts + [update])
+        // Pulling only the update needs numbers learned before: one that does not know them is told which.
+        let error = syncError { try hub.pull(after: 3, limit: 10, decodedBy: SyncCodec(model: model)) }
+        #expect(error?.code == .corruptChange)
+        #expect(error?.message.contains("object number 3") == true)
+        #expect(try hub.pull(after: 3, limit: 10, decodedBy: pusher).map(\.change) == [update])
+    }
+
+    @Test func aDatabaseWithTheOldPerChangeLogIsRefusedNamingTheTable() throws {
+        let url = try PostgreSQLTestServer.shared.get().makeDatabase()
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        try admin.execute("CREATE TABLE datastack_sync_log (sequence bigint PRIMARY KEY, change bytea NOT NULL)")
+        let error = syncError { try PostgreSQLSyncHub(url: url) }
+        #expect(error?.code == .hubFailure)
+        #expect(error?.message.contains("datastack_sync_log") == true)
+        #expect(error?.message.contains("datastack_sync_chunk") == true)
+    }
+
     // MARK: Order under concurrency
 
     /// The interleaving a `bigserial` log loses a change in: a pusher holds the
@@ -139,7 +240,8 @@ struct PostgreSQLSyncHubTests {
         defer { admin.close() }
         try admin.execute("BEGIN")
         try admin.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text(PostgreSQLSyncHub.pushLockName)])
-        try admin.execute("INSERT INTO datastack_sync_log VALUES (1, $1::uuid, 1, $2)", [.text(a.uuidString), .bytes(change(a, 1).encoded())])
+        try admin.execute("INSERT INTO datastack_sync_chunk VALUES (1, 1, $1::uuid, 1, 1, $2)",
+                          [.text(a.uuidString), .bytes(try SyncCodec.modelFree.encode([change(a, 1)], firstSequence: 1))])
         try admin.execute("UPDATE datastack_sync_meta SET last_sequence = 1")
 
         let push = BackgroundCall { try pusher.push([change(b, 1)]) }
@@ -289,12 +391,12 @@ struct PostgreSQLSyncHubTests {
         _ = try hub.push([change(a, 1), change(a, 2)])
         let admin = try PostgreSQLConnection(url: url)
         defer { admin.close() }
-        try admin.execute("INSERT INTO datastack_sync_log VALUES (3, $1::uuid, 3, $2)", [.text(a.uuidString), .bytes([0xFF, 0x01, 0x02])])
+        try admin.execute("INSERT INTO datastack_sync_chunk VALUES (3, 3, $1::uuid, 3, 3, $2)", [.text(a.uuidString), .bytes([0xFF, 0x01, 0x02])])
         try admin.execute("UPDATE datastack_sync_meta SET last_sequence = 3")
 
         let error = syncError { try hub.pull(after: 0, limit: 10) }
         #expect(error?.code == .corruptChange)
-        #expect(error?.message.contains("sequence 3") == true)
+        #expect(error?.message.contains("sequences 3...3") == true)
         // The changes before it still pull.
         #expect(try hub.pull(after: 0, limit: 2).map(\.sequence) == [1, 2])
     }
@@ -306,23 +408,24 @@ struct PostgreSQLSyncHubTests {
         let admin = try PostgreSQLConnection(url: url)
         defer { admin.close() }
         // Filed as local change 2, but its bytes are local change 7: a re-push of 7 would not find it.
-        try admin.execute("INSERT INTO datastack_sync_log VALUES (2, $1::uuid, 2, $2)", [.text(a.uuidString), .bytes(change(a, 7).encoded())])
+        try admin.execute("INSERT INTO datastack_sync_chunk VALUES (2, 2, $1::uuid, 2, 2, $2)",
+                          [.text(a.uuidString), .bytes(try SyncCodec.modelFree.encode([change(a, 7)], firstSequence: 2))])
         try admin.execute("UPDATE datastack_sync_meta SET last_sequence = 2")
 
         let error = syncError { try hub.pull(after: 0, limit: 10) }
         #expect(error?.code == .corruptChange)
-        #expect(error?.message.contains("sequence 2") == true)
-        #expect(error?.message.contains("change 7") == true)
+        #expect(error?.message.contains("sequences 2...2") == true)
+        #expect(error?.message.contains("local sequences 7...7") == true)
     }
 
     @Test func anotherServerErrorIsAHubFailureNamingTheSQL() throws {
         let (hub, url) = try makeHub()
         let admin = try PostgreSQLConnection(url: url)
         defer { admin.close() }
-        try admin.execute("DROP TABLE datastack_sync_log")
+        try admin.execute("DROP TABLE datastack_sync_chunk")
         let error = syncError { try hub.push([change(UUID(), 1)]) }
         #expect(error?.code == .hubFailure)
-        #expect(error?.message.contains("datastack_sync_log") == true)
+        #expect(error?.message.contains("datastack_sync_chunk") == true)
         #expect(error?.message.contains("while executing") == true)
     }
 
@@ -394,7 +497,7 @@ struct PostgreSQLSyncHubTests {
         case .failure(let error as SyncError): #expect(error.code == .offline)
         default: Issue.record("expected .offline from the push, got \(outcome)")
         }
-        #expect(try admin.execute("SELECT count(*) FROM datastack_sync_log").int64(row: 0, column: 0) == 0)
+        #expect(try admin.execute("SELECT count(*) FROM datastack_sync_chunk").int64(row: 0, column: 0) == 0)
         #expect(try hub.push(chunk) == [1, 2])
         #expect(try hub.push(chunk) == [1, 2])
         #expect(try hub.pull(after: 0, limit: 10).map(\.change) == chunk)

@@ -3,15 +3,20 @@ import Foundation
 import Synchronization
 
 /// A hub in front of another that counts what crosses it — the changes pushed
-/// and their encoded bytes, the changes pulled — so the benchmark measures
+/// and their chunks' bytes, the changes pulled — so the benchmark measures
 /// traffic without touching the engine. With `notifies` false it hides the
 /// inner hub's wake-up, so an engine falls back to its pull interval.
 final class CountingSyncHub: SyncHub {
     struct Counts: Sendable {
         var pushes = 0
         var pushedChanges = 0
-        /// The sum of `change.encoded().count` over every pushed change.
+        /// The bytes of the chunks the hub stores for what was pushed
+        /// (`SyncCodec.encode(_:firstSequence:)` with the engine's codec and
+        /// the push's first sequence: what the PostgreSQL hub encodes).
         var pushedBytes = 0
+        /// The sum of `change.encoded().count` over every pushed change (the
+        /// per-change encoding, for comparison).
+        var pushedChangeBytes = 0
         var pulledChanges = 0
         /// Time spent in the inner hub's `push` and `pull` (the round trips and the hub's own work).
         var pushTime = Duration.zero
@@ -40,24 +45,36 @@ final class CountingSyncHub: SyncHub {
     }
 
     func push(_ changes: [SyncChange]) throws -> [Int64] {
-        let bytes = changes.reduce(0) { $0 + $1.encoded().count }
+        try push(changes, encodedBy: .modelFree)
+    }
+
+    func push(_ changes: [SyncChange], encodedBy codec: SyncCodec) throws -> [Int64] {
+        let changeBytes = changes.reduce(0) { $0 + $1.encoded().count }
         let start = ContinuousClock.now
-        let sequences = try base.push(changes)
+        let sequences = try base.push(changes, encodedBy: codec)
         let elapsed = ContinuousClock.now - start
+        // The chunk the hub encoded: the same changes, codec and first sequence, before the
+        // engine records the push's numbers (a push of new changes of one replica is one chunk).
+        let bytes = changes.isEmpty ? 0 : try codec.encode(changes, firstSequence: sequences.first).count
         let keeps = keepsChanges
         state.withLock {
             $0.counts.pushTime += elapsed
             $0.counts.pushes += 1
             $0.counts.pushedChanges += changes.count
             $0.counts.pushedBytes += bytes
+            $0.counts.pushedChangeBytes += changeBytes
             if keeps { $0.pushed += changes }
         }
         return sequences
     }
 
     func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        try pull(after: sequence, limit: limit, decodedBy: .modelFree)
+    }
+
+    func pull(after sequence: Int64, limit: Int, decodedBy codec: SyncCodec) throws -> [SequencedChange] {
         let start = ContinuousClock.now
-        let changes = try base.pull(after: sequence, limit: limit)
+        let changes = try base.pull(after: sequence, limit: limit, decodedBy: codec)
         let elapsed = ContinuousClock.now - start
         state.withLock {
             $0.counts.pulledChanges += changes.count

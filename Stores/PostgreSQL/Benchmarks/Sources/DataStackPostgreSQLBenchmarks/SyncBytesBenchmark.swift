@@ -5,9 +5,11 @@ import Foundation
 /// Task `sync-bytes`: the bytes a replica pushes per changed attribute, against
 /// the changed values' own size (issue #39's target: at most 2×).
 ///
-/// The bytes are those of `SyncChange.encoded()` (what the hub stores and
-/// sends), summed over every change pushed, counted by a ``CountingSyncHub``
-/// in front of the PostgreSQL hub: the engine is not touched. A value's own
+/// The bytes are those of the chunks the hub stores and sends (`SyncCodec`:
+/// the engine's model and object numbers, one chunk per push), counted by a
+/// ``CountingSyncHub`` in front of the PostgreSQL hub: the engine is not
+/// touched. The per-change encoding before chunks (`SyncChange.encoded()`)
+/// is reported beside them, with where its bytes went. A value's own
 /// size is what it is in memory: 8 bytes for an integer, a double or a date, 1
 /// for a Boolean, a string's UTF-8 bytes. Three kinds of save, M objects each:
 /// (a) one `Double` set, (b) one 20-character `String` set, (c) inserts of the
@@ -19,8 +21,8 @@ enum SyncBytesBenchmark {
         var values: Int
         var bytes: Int
         var ownBytes: Int
-        /// The same changes in the chunk layout ``Breakdown/compact(_:after:)`` estimates.
-        var compactBytes: Int
+        /// The bytes of the same changes one at a time (`SyncChange.encoded()`), the encoding before chunks.
+        var changeBytes: Int
         /// Where one typical change's bytes go.
         var breakdown: Breakdown
     }
@@ -52,31 +54,6 @@ enum SyncBytesBenchmark {
                 valueBytes += Self.payload(value)
                 ownBytes += Self.ownSize(value)
             }
-        }
-
-        /// An estimate, not an encoding that exists: the bytes of `change` in a
-        /// chunk encoding that writes once per push what every change repeats —
-        /// the replica, entity and property names (an index into the model,
-        /// whose version both ends share: 1 byte each), the clock and local
-        /// sequence as deltas from the change before — and doubles and dates
-        /// as 8 fixed bytes rather than a varint of their bit pattern. The
-        /// chunk's own header (about 30 bytes) is left out: over a chunk of
-        /// 500 it is under 0.1 byte a change.
-        static func compact(_ change: SyncChange, after previous: SyncChange?) -> Int {
-            var bytes = 16 + 1   // object ID; kind and entity index
-            let milliseconds = change.timestamp.milliseconds - (previous?.timestamp.milliseconds ?? change.timestamp.milliseconds)
-            bytes += signed(milliseconds) + varint(UInt64(change.timestamp.counter))
-            bytes += signed(change.localSequence - (previous?.localSequence ?? change.localSequence - 1))
-            bytes += signed(change.baseSequence - (previous?.baseSequence ?? change.baseSequence))
-            bytes += varint(UInt64(change.values.count)) + 1   // values; the added and removed sets, one flag byte
-            for value in change.values.values {
-                bytes += 2   // property index, tag
-                switch value {
-                case .double, .date: bytes += 8
-                default: bytes += payload(value)
-                }
-            }
-            return bytes
         }
 
         static func varint(_ value: UInt64) -> Int {
@@ -135,15 +112,14 @@ enum SyncBytesBenchmark {
                 }
                 // A change that carries more than what was set is reported (the "values" column), not hidden.
                 let breakdowns = pushed.map(Breakdown.init)
-                let bytes = replica.hub.counts.pushedBytes
-                guard bytes == breakdowns.reduce(0, { $0 + $1.total }) else {
+                let counts = replica.hub.counts
+                guard counts.pushedChangeBytes == breakdowns.reduce(0, { $0 + $1.total }) else {
                     throw BenchError("sync-bytes: \(label): the breakdown sums to \(breakdowns.reduce(0) { $0 + $1.total }) bytes, "
-                                     + "the changes encode to \(bytes)")
+                                     + "the changes encode to \(counts.pushedChangeBytes)")
                 }
-                let compact = pushed.indices.reduce(0) { $0 + Breakdown.compact(pushed[$1], after: $1 == 0 ? nil : pushed[$1 - 1]) }
-                rows.append(Row(label: label, changes: pushed.count, values: pushed.reduce(0) { $0 + $1.values.count }, bytes: bytes,
-                                ownBytes: breakdowns.reduce(0) { $0 + $1.ownBytes }, compactBytes: compact,
-                                breakdown: breakdowns[breakdowns.count / 2]))
+                rows.append(Row(label: label, changes: pushed.count, values: pushed.reduce(0) { $0 + $1.values.count },
+                                bytes: counts.pushedBytes, ownBytes: breakdowns.reduce(0) { $0 + $1.ownBytes },
+                                changeBytes: counts.pushedChangeBytes, breakdown: breakdowns[breakdowns.count / 2]))
             }
             // The first cycle exports the (empty) store and registers: out of the measurements.
             try replica.engine.syncNow()
@@ -160,19 +136,19 @@ enum SyncBytesBenchmark {
 
     static func report(_ rows: [Row]) -> String {
         var text = Report.table(
-            ["sync-bytes: pushed per change (SyncChange.encoded())", "changes", "values", "bytes/change", "own bytes/change",
-             "ratio (target ≤ 2×)", "proposed chunk layout (estimate): bytes/change, ratio"],
+            ["sync-bytes: pushed per change (the hub's chunks, SyncCodec)", "changes", "values", "bytes/change", "own bytes/change",
+             "ratio (target ≤ 2×)", "before chunks (SyncChange.encoded()): bytes/change, ratio"],
             rows.map { row in
                 let ratio = Double(row.bytes) / Double(max(row.ownBytes, 1))
                 return [row.label, String(row.changes), String(row.values),
                         String(format: "%.1f", Double(row.bytes) / Double(row.changes)),
                         String(format: "%.1f", Double(row.ownBytes) / Double(row.changes)),
                         String(format: "%.2f×", ratio) + (ratio <= 2 ? " met" : " missed"),
-                        String(format: "%.1f, %.2f×", Double(row.compactBytes) / Double(row.changes),
-                               Double(row.compactBytes) / Double(max(row.ownBytes, 1)))]
+                        String(format: "%.1f, %.2f×", Double(row.changeBytes) / Double(row.changes),
+                               Double(row.changeBytes) / Double(max(row.ownBytes, 1)))]
             })
         text += "\n\n" + Report.table(
-            ["one typical change, bytes", "object ID", "replica", "entity name", "version+kind+counts", "clock (ms, counter)",
+            ["one typical change before chunks, bytes", "object ID", "replica", "entity name", "version+kind+counts", "clock (ms, counter)",
              "local+base sequence", "property names", "value tags", "values", "total", "own"],
             rows.map { row in
                 let b = row.breakdown
