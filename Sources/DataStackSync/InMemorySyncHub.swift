@@ -5,6 +5,9 @@ import Foundation
 /// a demo) sync through it as through a PostgreSQL hub, with the same
 /// contract — one order, idempotent pushes, purges only past every
 /// replica's acknowledgement — and nothing kept when the process ends.
+///
+/// It keeps the changes' values and sends no bytes, so it takes the
+/// ``SyncHub`` defaults of the calls with a ``SyncCodec``: the codec is not used.
 public final class InMemorySyncHub: SyncHub {
     private struct State {
         var modelVersion: String?

@@ -60,7 +60,7 @@ struct SyncEngineTests {
         let stack: StackManager
         let engine: SyncEngine
 
-        init(hub: InMemorySyncHub, folder: URL? = nil, unique: Bool = false, pullInterval: Duration = .seconds(1)) async throws {
+        init(hub: any SyncHub, folder: URL? = nil, unique: Bool = false, pullInterval: Duration = .seconds(1)) async throws {
             let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("SyncEngineTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             self.folder = folder

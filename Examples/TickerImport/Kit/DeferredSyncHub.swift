@@ -44,6 +44,14 @@ final class DeferredSyncHub: SyncHub {
         try hub().pull(after: sequence, limit: limit)
     }
 
+    func push(_ changes: [SyncChange], encodedBy codec: SyncCodec) throws -> [Int64] {
+        try hub().push(changes, encodedBy: codec)
+    }
+
+    func pull(after sequence: Int64, limit: Int, decodedBy codec: SyncCodec) throws -> [SequencedChange] {
+        try hub().pull(after: sequence, limit: limit, decodedBy: codec)
+    }
+
     func acknowledge(replica: UUID, through sequence: Int64) throws {
         try hub().acknowledge(replica: replica, through: sequence)
     }

@@ -56,14 +56,22 @@ final class SyncPeerHub: SyncHub {
     }
 
     func push(_ changes: [SyncChange]) throws -> [Int64] {
-        let sequences = try opened().push(changes)
+        try push(changes, encodedBy: .modelFree)
+    }
+
+    func push(_ changes: [SyncChange], encodedBy codec: SyncCodec) throws -> [Int64] {
+        let sequences = try opened().push(changes, encodedBy: codec)
         let count = counts.withLock { $0.pushes += 1; return $0.pushes }
         if count == killAfterPush { die("push") }
         return sequences
     }
 
     func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
-        let changes = try opened().pull(after: sequence, limit: limit)
+        try pull(after: sequence, limit: limit, decodedBy: .modelFree)
+    }
+
+    func pull(after sequence: Int64, limit: Int, decodedBy codec: SyncCodec) throws -> [SequencedChange] {
+        let changes = try opened().pull(after: sequence, limit: limit, decodedBy: codec)
         if !changes.isEmpty {
             let count = counts.withLock { $0.pulls += 1; return $0.pulls }
             if count == killAfterPull { die("pull") }
