@@ -1,5 +1,6 @@
 import DataStackPostgreSQL
 import DataStackSync
+import Foundation
 
 // MARK: - Pulling changes
 
@@ -102,7 +103,8 @@ extension PostgreSQLSyncHub {
         let changes: [SyncChange]
         do throws(SyncError) {
             changes = try codec.decode(row.bytes, firstSequence: row.firstSequence, learned: &learned)
-        } catch where error.code == .corruptChange {
+        } catch {
+            guard error.code == .corruptChange else { throw error }
             throw SyncError(.corruptChange, message: "\(name) does not decode: \(error.message)")
         }
         let count = row.lastSequence - row.firstSequence + 1
