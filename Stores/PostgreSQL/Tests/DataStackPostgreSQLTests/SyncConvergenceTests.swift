@@ -1,3 +1,4 @@
+import DataStack
 import DataStackPostgreSQLSync
 import DataStackSync
 import Foundation
@@ -230,16 +231,32 @@ final class SyncConvergenceRun: CustomStringConvertible {
         return peer.lines(SyncPeerObject.self)
     }
 
-    /// The hub's whole log.
+    /// The hub's whole log, in one pull: the peers' chunks name entities and
+    /// properties by the model's indexes, and objects by the numbers of their
+    /// inserts, which one pull from the start learns as it reads.
     func hubLog() throws -> [SequencedChange] {
         let hub = try PostgreSQLSyncHub(url: database)
-        var log: [SequencedChange] = []
-        while true {
-            let chunk = try hub.pull(after: log.last?.sequence ?? 0, limit: 1_000)
-            guard !chunk.isEmpty else { return log }
-            log += chunk
-        }
+        return try hub.pull(after: 0, limit: .max, decodedBy: SyncCodec(model: Self.peerModel))
     }
+
+    /// The entity and property names of the peers' model (`SyncPeerModel`, in
+    /// the peer's executable), all a codec reads.
+    static let peerModel = ManagedObjectModel(entities: [
+        EntityDescription(name: "Company", properties: [
+            AttributeDescription(name: "key", type: .string), AttributeDescription(name: "name", type: .string),
+            AttributeDescription(name: "employees", type: .integer64), AttributeDescription(name: "symbol", type: .string),
+            RelationshipDescription(name: "tags", destination: "Tag", inverse: "companies", isToMany: true),
+            RelationshipDescription(name: "staff", destination: "Person", inverse: "employer", isToMany: true),
+        ]),
+        EntityDescription(name: "Tag", properties: [
+            AttributeDescription(name: "key", type: .string), AttributeDescription(name: "label", type: .string),
+            RelationshipDescription(name: "companies", destination: "Company", inverse: "tags", isToMany: true),
+        ]),
+        EntityDescription(name: "Person", properties: [
+            AttributeDescription(name: "key", type: .string), AttributeDescription(name: "name", type: .string),
+            RelationshipDescription(name: "employer", destination: "Company", inverse: "staff"),
+        ]),
+    ])
 
     /// Heals every link, syncs every replica until quiet (twice round, so each
     /// pulls what the others pushed), then a fresh replica that only pulls;
