@@ -127,6 +127,27 @@ struct SyncCodecTests {
         #expect(Self.failure(codec, bytes, firstSequence: 501)?.code == .corruptChange)
     }
 
+    @Test("an object inserted again (sent again after a purge of history) keeps its first number; its second also names it")
+    func insertedTwice() throws {
+        let codec = SyncCodec(model: Self.model, numbering: FixedNumbering(objects: [5: Self.a]))
+        let changes = [
+            Self.change(.insert, Self.a, local: 1, values: ["name": .string("again")]),
+            Self.change(.update, Self.b, local: 2, values: ["owner": .object(Self.a)]),
+        ]
+        let bytes = try codec.encode(changes, firstSequence: 10)
+        var learned: [Int64: UUID] = [:]
+        #expect(try codec.decode(bytes, firstSequence: 10, learned: &learned) == changes)
+        #expect(learned == [10: Self.a])
+        // The update names a by 5, its first number: a reader that knows only 10 is told which number it lacks.
+        let error = Self.failure(SyncCodec(model: Self.model), bytes, firstSequence: 10)
+        #expect(error?.message.contains("object number 5") == true)
+        #expect(error?.message.contains("sequence 11") == true)
+        // A chunk written later names it by either.
+        let later = [Self.change(.update, Self.a, local: 3, values: ["count": .integer(1)])]
+        let byTen = try SyncCodec(model: Self.model, numbering: FixedNumbering(objects: [10: Self.a])).encode(later, firstSequence: 20)
+        #expect(try codec.decode(byTen, firstSequence: 20, learned: &learned) == later)
+    }
+
     @Test("a chunk of one, of 500, and of two entities interleaved")
     func sizes() throws {
         let codec = SyncCodec(model: Self.model, numbering: Self.numbering)
