@@ -28,10 +28,13 @@ extension StackManager {
     /// When that history was deleted meanwhile, the main context refreshes all
     /// its objects and the payload says ``StackDidMerge/Source/expiredHistory``.
     /// A history read that fails (the file busy for longer than the busy mode
-    /// waits, an I/O error, a damaged page) keeps the bookmark, and the next
-    /// notification tries again; meanwhile ``historyMergeError`` says why and
-    /// ``historyMergeDidFailNotification`` tells the screen, which would
-    /// otherwise show the last merge as if nothing else had been saved.
+    /// waits, an I/O error, a damaged page) keeps the bookmark and is tried
+    /// again on its own — after 50 ms, then twice as long after each failure,
+    /// at most 5 s apart — and at the next notification: a writer that saved
+    /// its last change before the failure is still merged. Meanwhile
+    /// ``historyMergeError`` says why and ``historyMergeDidFailNotification``
+    /// tells the screen, which would otherwise show the last merge as if
+    /// nothing else had been saved.
     public var followsPersistentHistory: Bool { state.withLock { $0.setup?.followsPersistentHistory ?? false } }
 
     /// The ``ObjectGraph/ManagedObjectContext/transactionAuthor`` of the main
@@ -60,8 +63,9 @@ extension StackManager {
 
     /// Why the last attempt to read other writers' history failed (the
     /// store's error); nil once a read succeeds. The bookmark stays where it
-    /// was, so the next remote-change notification reads the same history
-    /// again: nothing is skipped, but nothing is merged until then.
+    /// was, so the next read — a retry the stack schedules itself, or the next
+    /// remote-change notification — reads the same history again: nothing is
+    /// skipped, but nothing is merged until a read succeeds.
     public var historyMergeError: (any Error)? { state.withLock { $0.historyMergeError } }
 
     /// Posted on the main queue when reading other writers' history failed;
@@ -183,22 +187,25 @@ extension StackManager {
             do {
                 current = try setup.mainCoordinator.currentPersistentHistoryToken()
             } catch {
-                // Unreadable now: the bookmark becomes nil and the next notification reads all remaining history.
+                // Unreadable now: the bookmark becomes nil and the next read takes all remaining history.
                 current = nil
                 recordHistoryMergeFailure(error, of: setup)
+                scheduleHistoryRetry(upTo: target, of: setup)
             }
             state.withLock { $0.lastReadHistoryToken = current }
             if current != nil { NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self) }
             setup.mainContext.perform { self.mergeExpiredHistory(into: setup, resumingAfter: current) }
             return
         } catch {
-            // Kept bookmark: the next notification reads the same history again.
+            // Kept bookmark: the retry, or the next notification, reads the same history again.
             recordHistoryMergeFailure(error, of: setup)
+            scheduleHistoryRetry(upTo: target, of: setup)
             return
         }
         let newest = [bookmark, transactions.last?.token, target].compactMap { $0 }.max()
         let moved = state.withLock { state in
             state.historyMergeError = nil
+            state.historyReadFailures = 0
             // An importer's save posted meanwhile may have moved it further already.
             let before = state.lastReadHistoryToken
             state.lastReadHistoryToken = Self.later(before, newest)
@@ -207,6 +214,36 @@ extension StackManager {
         // As documented: only a read that moved the bookmark is news.
         if moved { NotificationCenter.default.post(name: Self.historyDidReadNotification, object: self) }
         setup.mainContext.perform { self.merge(transactions, upTo: newest, into: setup) }
+    }
+
+    /// How long the retry after `failures` history reads failed in a row
+    /// waits: 50 ms after the first, doubled after each, at most 5 s.
+    static func historyRetryDelay(after failures: Int) -> Duration {
+        let doublings = min(max(failures - 1, 0), 7)   // 50 ms × 2⁷ is past 5 s already
+        return min(.milliseconds(50 << doublings), .seconds(5))
+    }
+
+    /// Reads the history again after a failed read, without waiting for
+    /// another writer's notification: the failed read may have been the last
+    /// one a writer's saves cause. One retry waits at a time; none once the
+    /// stack closes or was set up anew.
+    private func scheduleHistoryRetry(upTo target: PersistentHistoryToken?, of setup: Setup) {
+        let delay: Duration? = state.withLock { state in
+            state.historyReadFailures += 1
+            guard state.closing == nil, !state.historyRetryScheduled else { return nil }
+            state.historyRetryScheduled = true
+            return Self.historyRetryDelay(after: state.historyReadFailures)
+        }
+        guard let delay else { return }
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        historyQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+            guard let self else { return }
+            let current = self.state.withLock { state in
+                state.historyRetryScheduled = false
+                return state.closing == nil && state.setup?.mainCoordinator === setup.mainCoordinator
+            }
+            if current { self.readHistory(upTo: target, of: setup) }
+        }
     }
 
     /// Keeps why a history read failed and posts ``historyMergeDidFailNotification`` on the main queue.

@@ -82,6 +82,11 @@ public final class StackManager: Sendable {
         /// while those merges wait their turn.
         var lastReadHistoryToken: PersistentHistoryToken?
         var historyMergeError: (any Error)?
+        /// History reads that failed in a row (0 once one succeeds): the
+        /// retry after the n-th waits ``StackManager/historyRetryDelay(after:)``.
+        var historyReadFailures = 0
+        /// Whether a retry of a failed history read waits on ``historyQueue``.
+        var historyRetryScheduled = false
         /// History that readers of this process still need, by reader
         /// (``StackManager/retainHistory(after:for:)``): never purged.
         var historyHolds: [String: PersistentHistoryToken] = [:]

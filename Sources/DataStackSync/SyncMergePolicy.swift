@@ -6,8 +6,8 @@ import Foundation
 /// A change made after seeing another always wins over it, whatever the policy.
 ///
 /// Declared in the model, in the property's user info under ``userInfoKey``
-/// (Xcode's model editor writes it; a class-declared model uses
-/// ``ObjectGraph/EntityDeclaration``'s property user info):
+/// (Xcode's model editor writes it; a class-declared model says it on the
+/// property, `@Managed(userInfo: .sync(.hubWins))`):
 ///
 /// | user info value | policy |
 /// |---|---|
@@ -80,5 +80,27 @@ public enum SyncDeletePolicy: Sendable, Hashable {
                 \(entity) declares sync delete policy "\(value)" (user info \(Self.userInfoKey)); expected deleteWins or editWins
                 """)
         }
+    }
+
+    /// The user info value that declares this policy.
+    public var userInfoValue: String {
+        switch self {
+        case .deleteWins: "deleteWins"
+        case .editWins: "editWins"
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == String {
+    /// The user info that declares a property's merge policy in a
+    /// class-declared model: `@Managed(userInfo: .sync(.hubWins)) var price: Double`.
+    public static func sync(_ policy: SyncMergePolicy) -> [String: String] {
+        [SyncMergePolicy.userInfoKey: policy.userInfoValue]
+    }
+
+    /// The user info that declares an entity's delete policy in a
+    /// class-declared model: `EntityDeclaration(userInfo: .sync(.editWins))`.
+    public static func sync(_ policy: SyncDeletePolicy) -> [String: String] {
+        [SyncDeletePolicy.userInfoKey: policy.userInfoValue]
     }
 }

@@ -12,10 +12,12 @@ enum Usage {
               The store's metadata, its model (entities, their parent, attribute and
               relationship counts, where the model came from), the object count of
               each entity and, when the store records persistent history, a summary.
-          dump FILE [--entity NAME] [--where PREDICATE] [--json] [--model PATH]
+          dump FILE [--entity NAME] [--where PREDICATE] [--json] [--global-ids] [--model PATH]
               Every object (of NAME and its subentities, or of every entity), with its
               attribute values and the object IDs its relationships hold. --where
               takes an NSPredicate-style format: 'price > 10 AND name BEGINSWITH "A"'.
+              --global-ids, for a replica (DataStackSync): objects named by their
+              global IDs and in their order, so converged replicas dump the same text.
           history FILE [--after TRANSACTION] [--json] [--model PATH]
               The persistent history: each transaction (after the given transaction
               number) and its changes.

@@ -3,20 +3,33 @@ import DataStackSync
 import Foundation
 import Testing
 
-/// A class-declared model with sync policies in its entity declaration.
+/// A class-declared model with sync policies on its properties and its entity declaration.
 class SyncDeclaredProduct: ManagedObject {
     @Managed var name: String = ""
-    @Managed var stock: Int64 = 0
-    @Managed var price: Double = 0
+    @Managed(userInfo: .sync(.resolver("maxStock"))) var stock: Int64 = 0
+    @Managed(userInfo: .sync(.hubWins)) var price: Double = 0
     override class var entityDeclaration: EntityDeclaration {
-        EntityDeclaration(name: "Product", userInfo: [SyncDeletePolicy.userInfoKey: "editWins"], propertyUserInfo: [
-            \SyncDeclaredProduct.stock: [SyncMergePolicy.userInfoKey: "resolver:maxStock"],
-            \SyncDeclaredProduct.price: [SyncMergePolicy.userInfoKey: "hubWins"],
-        ])
+        EntityDeclaration(name: "Product", userInfo: .sync(.editWins))
     }
 }
 
-/// Inherits `stock`'s policy from its superclass; declares its own for `grade`.
+/// Declares `price`'s policy twice, alike: accepted.
+final class SyncDeclaredTwiceAlike: ManagedObject {
+    @Managed(userInfo: .sync(.hubWins)) var price: Double = 0
+    override class var entityDeclaration: EntityDeclaration {
+        EntityDeclaration(name: "Alike", propertyUserInfo: [\SyncDeclaredTwiceAlike.price: .sync(.hubWins)])
+    }
+}
+
+/// Declares `price`'s policy twice, differently: refused.
+final class SyncDeclaredTwiceApart: ManagedObject {
+    @Managed(userInfo: .sync(.hubWins)) var price: Double = 0
+    override class var entityDeclaration: EntityDeclaration {
+        EntityDeclaration(name: "Apart", propertyUserInfo: [\SyncDeclaredTwiceApart.price: .sync(.replicaWins)])
+    }
+}
+
+/// Inherits `stock`'s policy from its superclass; declares its own for `grade` in its entity declaration.
 final class SyncDeclaredFood: SyncDeclaredProduct {
     @Managed var grade: String = ""
     override class var entityDeclaration: EntityDeclaration {
@@ -52,6 +65,19 @@ struct SyncPoliciesDeclaredModelTests {
         #expect(policies.deletePolicy(entity: "Food") == .editWins)
         // The resolver is required: a replica that cannot merge stock must not sync.
         #expect(throws: SyncError.self) { try SyncPolicies(model: model) }
+    }
+
+    @Test("a policy declared on the property and in the entity declaration must agree")
+    func policyDeclaredTwice() throws {
+        let model = try ManagedObjectModel(classes: [SyncDeclaredTwiceAlike.self])
+        #expect(try SyncPolicies(model: model).mergePolicy(entity: "Alike", property: "price") == .hubWins)
+        #expect {
+            try ManagedObjectModel(classes: [SyncDeclaredTwiceApart.self])
+        } throws: { error in
+            guard let error = error as? ModelDeclarationError else { return false }
+            return error.code == .conflictingUserInfo && error.className == "SyncDeclaredTwiceApart" && error.propertyName == "price"
+                && "\(error)".contains("hubWins") && "\(error)".contains("replicaWins")
+        }
     }
 
     @Test("user info for an inherited property is refused, naming the property")

@@ -89,7 +89,7 @@ import DataStack
         for checkpoint in [4, 8, 12] {
             let lines = importer.waitForLines(SaveLine.self, count: checkpoint, timeout: deadline - .now)
             try #require(lines.count >= checkpoint, "\(lines.count) saves reported; stderr: \(importer.stderrText)")
-            importer.send(SIGSTOP)
+            try #require(importer.pause(), "the importer did not stop; stderr: \(importer.stderrText)")
             try await screen.waitUntilItMergedEverythingCommitted(before: deadline)
             try await screen.expectToShowTheStore(count: Self.shown)
             importer.send(SIGCONT)

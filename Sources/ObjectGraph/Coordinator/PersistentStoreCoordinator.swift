@@ -191,21 +191,29 @@ public final class PersistentStoreCoordinator: Sendable {
         guard !targets.isEmpty else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
         if targets.count == 1 { return try targets[0].execute(.fetch(fetch), in: context) }
         // Several stores: concatenate (sorting and limits apply per store).
-        var results = try targets.map { try $0.execute(.fetch(fetch), in: context) }
-        let first = results.removeFirst()
-        return results.reduce(first) { combined, next in
+        var combined = try targets[0].execute(.fetch(fetch), in: context)
+        for store in targets.dropFirst() {
+            let next = try store.execute(.fetch(fetch), in: context)
             switch (combined, next) {
-            case let (.nodes(a), .nodes(b)): .nodes(a + b)
-            case let (.encodedNodes(a), .encodedNodes(b)): .encodedNodes(a + b)
+            case let (.nodes(a), .nodes(b)): combined = .nodes(a + b)
+            case let (.encodedNodes(a), .encodedNodes(b)): combined = .encodedNodes(a + b)
             // One store kept its rows as bytes, another did not: all as values.
-            case let (.encodedNodes(a), .nodes(b)): .nodes(a.map(\.node) + b)
-            case let (.nodes(a), .encodedNodes(b)): .nodes(a + b.map(\.node))
-            case let (.objectIDs(a), .objectIDs(b)): .objectIDs(a + b)
-            case let (.dictionaries(a), .dictionaries(b)): .dictionaries(a + b)
-            case let (.count(a), .count(b)): .count(a + b)
-            default: combined
+            case let (.encodedNodes(a), .nodes(b)): combined = .nodes(a.map(\.node) + b)
+            case let (.nodes(a), .encodedNodes(b)): combined = .nodes(a + b.map(\.node))
+            case let (.objectIDs(a), .objectIDs(b)): combined = .objectIDs(a + b)
+            case let (.dictionaries(a), .dictionaries(b)): combined = .dictionaries(a + b)
+            case let (.count(a), .count(b)): combined = .count(a + b)
+            default:
+                // A store (a custom one, most likely) answered with another kind of
+                // result than the stores before it: keeping either alone would drop
+                // the other's rows, an error made data.
+                throw PersistentStoreError(.ioFailure, url: store.url, message: """
+                    the store answered a \(fetch.resultType) fetch of \(fetch.entity.name) with \(next.kindDescription), \
+                    where the stores before it answered \(combined.kindDescription)
+                    """)
             }
         }
+        return combined
     }
 
     /// Saves a context's changes, each store's share atomically, then drops

@@ -20,16 +20,20 @@ extension Managed {
     ///   - minimumLength: the shortest string or data saved (``AttributeDescription/minimumLength``).
     ///   - maximumLength: the longest string or data saved (``AttributeDescription/maximumLength``).
     ///   - regularExpression: a pattern string values must match (``AttributeDescription/regularExpression``).
+    ///   - userInfo: the property's user info (``PropertyDescription/userInfo``), as Xcode's
+    ///     model editor writes it — for what other layers read from the model, such as
+    ///     DataStackSync's merge policy: `@Managed(userInfo: .sync(.hubWins))`.
     @inlinable
     public init(_ options: AttributeOptions = [], originalName: String? = nil, hashModifier: String? = nil,
                 minimumValue: @autoclosure () -> (any ManagedAttributeValue)? = nil,
                 maximumValue: @autoclosure () -> (any ManagedAttributeValue)? = nil,
-                minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil) {
+                minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
+                userInfo: @autoclosure () -> [String: String] = [:]) {
         if ManagedDeclarationRecorder.isRecording {
             tag = ManagedDeclarationRecorder.recordAttribute(
                 Value.self, options: options, originalName: originalName, hashModifier: hashModifier,
                 minimumValue: minimumValue, maximumValue: maximumValue, minimumLength: minimumLength,
-                maximumLength: maximumLength, regularExpression: regularExpression, initialValue: { nil })
+                maximumLength: maximumLength, regularExpression: regularExpression, userInfo: userInfo, initialValue: { nil })
         }
     }
 
@@ -43,12 +47,13 @@ extension Managed {
                 originalName: String? = nil, hashModifier: String? = nil,
                 minimumValue: @autoclosure () -> (any ManagedAttributeValue)? = nil,
                 maximumValue: @autoclosure () -> (any ManagedAttributeValue)? = nil,
-                minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil) {
+                minimumLength: Int? = nil, maximumLength: Int? = nil, regularExpression: String? = nil,
+                userInfo: @autoclosure () -> [String: String] = [:]) {
         if ManagedDeclarationRecorder.isRecording {
             tag = ManagedDeclarationRecorder.recordAttribute(
                 Value.self, options: options, originalName: originalName, hashModifier: hashModifier,
                 minimumValue: minimumValue, maximumValue: maximumValue, minimumLength: minimumLength,
-                maximumLength: maximumLength, regularExpression: regularExpression,
+                maximumLength: maximumLength, regularExpression: regularExpression, userInfo: userInfo,
                 initialValue: { Value._declaredPropertyValue(wrappedValue()) })
         }
     }
@@ -68,15 +73,17 @@ extension Managed where Value: _ManagedRelationshipValue {
     ///   - maximumCount: the most objects a to-many may hold when saved (0: no maximum).
     ///   - originalName: the relationship's name in the previous model version.
     ///   - hashModifier: a version hash modifier.
+    ///   - userInfo: the relationship's user info (``PropertyDescription/userInfo``).
     @inlinable
     public init<Inverse: _ManagedRelationshipValue>(
         inverse: @autoclosure () -> KeyPath<Value._Destination, Inverse>, deleteRule: DeleteRule = .nullify,
-        minimumCount: Int = 0, maximumCount: Int = 0, originalName: String? = nil, hashModifier: String? = nil
+        minimumCount: Int = 0, maximumCount: Int = 0, originalName: String? = nil, hashModifier: String? = nil,
+        userInfo: @autoclosure () -> [String: String] = [:]
     ) {
         if ManagedDeclarationRecorder.isRecording {
             tag = ManagedDeclarationRecorder.recordRelationship(
                 Value.self, inverse: { inverse() }, deleteRule: deleteRule, minimumCount: minimumCount,
-                maximumCount: maximumCount, originalName: originalName, hashModifier: hashModifier)
+                maximumCount: maximumCount, originalName: originalName, hashModifier: hashModifier, userInfo: userInfo)
         }
     }
 
@@ -84,11 +91,11 @@ extension Managed where Value: _ManagedRelationshipValue {
     /// class declares it, or has exactly one relationship back to this class.
     @inlinable
     public init(deleteRule: DeleteRule, minimumCount: Int = 0, maximumCount: Int = 0,
-                originalName: String? = nil, hashModifier: String? = nil) {
+                originalName: String? = nil, hashModifier: String? = nil, userInfo: @autoclosure () -> [String: String] = [:]) {
         if ManagedDeclarationRecorder.isRecording {
             tag = ManagedDeclarationRecorder.recordRelationship(
                 Value.self, inverse: { nil }, deleteRule: deleteRule, minimumCount: minimumCount,
-                maximumCount: maximumCount, originalName: originalName, hashModifier: hashModifier)
+                maximumCount: maximumCount, originalName: originalName, hashModifier: hashModifier, userInfo: userInfo)
         }
     }
 }

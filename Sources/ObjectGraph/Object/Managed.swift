@@ -58,7 +58,7 @@ public struct Managed<Value: ManagedPropertyValue> {
         if ManagedDeclarationRecorder.isRecording {
             tag = ManagedDeclarationRecorder.recordAttribute(
                 Value.self, options: [], originalName: nil, hashModifier: nil, minimumValue: { nil }, maximumValue: { nil },
-                minimumLength: nil, maximumLength: nil, regularExpression: nil, initialValue: { nil })
+                minimumLength: nil, maximumLength: nil, regularExpression: nil, userInfo: { [:] }, initialValue: { nil })
         }
     }
 

@@ -90,6 +90,23 @@ final class TickerImportChild {
         if process.isRunning { deliver(signal, to: process.processIdentifier) }
     }
 
+    /// Sends SIGSTOP and returns once every thread of the process has
+    /// stopped (true), or once it exited (false). `kill` returns before a
+    /// thread inside a system call — a commit's write — has stopped: that call
+    /// completes first, so a store read at once may not yet hold the last
+    /// transaction. The parent learns of the stop when the whole group has
+    /// stopped; `WNOWAIT` leaves the state for `Process`, which reaps the exit.
+    func pause() -> Bool {
+        guard process.isRunning else { return false }
+        let pid = process.processIdentifier
+        deliver(SIGSTOP, to: pid)
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WSTOPPED | WEXITED | WNOWAIT) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return info.si_code == CLD_STOPPED
+    }
+
     /// Waits until the process exited, or `timeout` passed; returns whether it
     /// exited. All of its output has been read when it returns true.
     func waitForExit(timeout: Duration) -> Bool {

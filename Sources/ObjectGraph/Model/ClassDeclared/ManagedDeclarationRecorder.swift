@@ -16,6 +16,7 @@ struct ManagedDeclaration {
     var minimumLength: Int?
     var maximumLength: Int?
     var regularExpression: String?
+    var userInfo: [String: String] = [:]
     /// The initial value's attribute value; nil when none was given.
     var initialValue: PropertyValue?
     var inverse: AnyKeyPath?
@@ -96,7 +97,8 @@ enum ManagedDeclarationRecorder {
     static func recordAttribute<Value: ManagedPropertyValue>(
         _ type: Value.Type, options: AttributeOptions, originalName: String?, hashModifier: String?,
         minimumValue: () -> (any ManagedAttributeValue)?, maximumValue: () -> (any ManagedAttributeValue)?,
-        minimumLength: Int?, maximumLength: Int?, regularExpression: String?, initialValue: () -> PropertyValue?
+        minimumLength: Int?, maximumLength: Int?, regularExpression: String?, userInfo: () -> [String: String],
+        initialValue: () -> PropertyValue?
     ) -> UInt8 {
         append {
             var declaration = ManagedDeclaration(valueKind: Value._managedValueKind, valueTypeName: String(describing: Value.self))
@@ -108,6 +110,7 @@ enum ManagedDeclarationRecorder {
             declaration.minimumLength = minimumLength
             declaration.maximumLength = maximumLength
             declaration.regularExpression = regularExpression
+            declaration.userInfo = userInfo()
             declaration.initialValue = initialValue()
             return declaration
         }
@@ -116,7 +119,7 @@ enum ManagedDeclarationRecorder {
     @usableFromInline @inline(never)
     static func recordRelationship<Value: ManagedPropertyValue>(
         _ type: Value.Type, inverse: () -> AnyKeyPath?, deleteRule: DeleteRule, minimumCount: Int,
-        maximumCount: Int, originalName: String?, hashModifier: String?
+        maximumCount: Int, originalName: String?, hashModifier: String?, userInfo: () -> [String: String]
     ) -> UInt8 {
         append {
             var declaration = ManagedDeclaration(valueKind: Value._managedValueKind, valueTypeName: String(describing: Value.self))
@@ -127,6 +130,7 @@ enum ManagedDeclarationRecorder {
             declaration.maximumCount = maximumCount
             declaration.originalName = originalName
             declaration.hashModifier = hashModifier
+            declaration.userInfo = userInfo()
             return declaration
         }
     }

@@ -184,6 +184,7 @@ struct DeclaredModelBuilder {
             made.isIndexedBySpotlight = declaration.options.contains(.spotlight)
             made.renamingIdentifier = declaration.originalName
             made.versionHashModifier = declaration.hashModifier
+            made.userInfo = declaration.userInfo
             properties.append(made)
         }
         entity.properties = properties
@@ -231,7 +232,13 @@ struct DeclaredModelBuilder {
                     throw ModelDeclarationError(.unknownKeyPath, className: className, propertyName: name, entityName: entry.entity.name,
                                                 message: "property user info names \(name), an inherited property: give it in the declaration of the class that declares \(name)")
                 }
-                property.userInfo = userInfo
+                for (key, value) in userInfo {
+                    if let declared = property.userInfo[key], declared != value {
+                        throw ModelDeclarationError(.conflictingUserInfo, className: className, propertyName: name, entityName: entry.entity.name,
+                                                    message: "user info \(key) is \"\(declared)\" in @Managed and \"\(value)\" in the entity declaration")
+                    }
+                    property.userInfo[key] = value
+                }
             }
         }
         try resolveInverses(in: model)

@@ -43,6 +43,9 @@ public struct ModelDeclarationError: CodedError, Sendable, Equatable {
         /// A class bound to a model declares a property the entity lacks, or
         /// of another kind, type, optionality or destination.
         public static let mismatch = Code("mismatch")
+        /// A property's user info gives one key two values: one in
+        /// `@Managed(userInfo:)`, another in the entity declaration's `propertyUserInfo`.
+        public static let conflictingUserInfo = Code("conflictingUserInfo")
     }
 
     /// The kind of failure.

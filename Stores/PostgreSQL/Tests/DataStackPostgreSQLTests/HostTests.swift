@@ -397,7 +397,10 @@ struct HostTests {
         let rows = try check.execute("SELECT ZNAME FROM ZENTRY")
         let stored = (0..<rows.rowCount).compactMap { rows.string(row: $0, column: 0) }
         #expect(Set(stored) == entries && stored.count == entries.count, "stored: \(stored.sorted())", sourceLocation: sourceLocation)
-        let value = try check.execute("SELECT ZVALUE FROM ZCOUNTER").int64(row: 0, column: 0)
+        // No row is a failed expectation, not a read past the result (a programmer error that traps).
+        let counters = try check.execute("SELECT ZVALUE FROM ZCOUNTER")
+        try #require(counters.rowCount == 1, "ZCOUNTER holds \(counters.rowCount) rows", sourceLocation: sourceLocation)
+        let value = try counters.int64(row: 0, column: 0)
         #expect(value == counter, "the counter holds \(String(describing: value))", sourceLocation: sourceLocation)
     }
 

@@ -54,7 +54,7 @@ final class DeclaredOptions: ManagedObject {
     @Managed(.externalStorage) var blob: Data?
     @Managed(.transient) var scratch: String?
     @Managed(.preserveValueOnDeletion) var serverID: UUID?
-    @Managed(originalName: "oldName", hashModifier: "2") var renamed: String?
+    @Managed(originalName: "oldName", hashModifier: "2", userInfo: ["note": "was oldName"]) var renamed: String?
     @Managed(minimumValue: 0, maximumValue: 100) var percent: Int = 0
     @Managed(minimumLength: 1, maximumLength: 8, regularExpression: "[A-Z]+") var symbol: String = "A"
     override class var entityDeclaration: EntityDeclaration {
@@ -65,7 +65,7 @@ final class DeclaredOptions: ManagedObject {
 
 class DeclaredShape: ManagedObject {
     @Managed var label: String = ""
-    @Managed(inverse: \.shapes) var canvas: DeclaredCanvas?
+    @Managed(inverse: \.shapes, userInfo: ["role": "container"]) var canvas: DeclaredCanvas?
     override class var entityDeclaration: EntityDeclaration { EntityDeclaration(isAbstract: true) }
 }
 
@@ -130,6 +130,7 @@ final class DeclaredNode: ManagedObject {
         #expect(a["scratch"]?.isTransient == true)
         #expect(a["serverID"]?.preservesValueInHistoryOnDeletion == true)
         #expect(a["renamed"]?.renamingIdentifier == "oldName" && a["renamed"]?.versionHashModifier == "2")
+        #expect(a["renamed"]?.userInfo == ["note": "was oldName"] && a["code"]?.userInfo == [:])
         #expect(a["percent"]?.minimumValue == .integer(0) && a["percent"]?.maximumValue == .integer(100))
         #expect(a["symbol"]?.minimumLength == 1 && a["symbol"]?.maximumLength == 8 && a["symbol"]?.regularExpression == "[A-Z]+")
     }
@@ -152,6 +153,7 @@ final class DeclaredNode: ManagedObject {
         #expect(shapes.inverseName == "canvas")
         #expect(shape.relationshipsByName["canvas"]?.inverseName == "shapes")
         #expect(shape.relationshipsByName["canvas"]?.isToMany == false)
+        #expect(shape.relationshipsByName["canvas"]?.userInfo == ["role": "container"])
         #expect(canvas.relationshipsByName["owner"]?.inverseName == "canvases")
         #expect(painter.relationshipsByName["canvases"]?.inverseName == "owner")
         #expect(painter.relationshipsByName["canvases"]?.isOrdered == false)
