@@ -216,6 +216,12 @@ struct SyncCodecTests {
         #expect(isCorrupt(Self.failure(codec, try SyncCodec.modelFree.encode(changes, firstSequence: 1000))))
     }
 
+    @Test("the chunk's checksum is the standard CRC-32 (zlib's), so other tools can check a hub's rows")
+    func checksumIsCRC32() {
+        #expect(SyncCRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(SyncCRC32.checksum([UInt8]()) == 0)
+    }
+
     @Test("an entity or property index beyond the reader's model is named")
     func otherModel() throws {
         // A model with one more entity (sorting last) and one more Tag property (sorting last).
