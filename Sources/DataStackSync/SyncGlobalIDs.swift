@@ -68,7 +68,7 @@ public final class SyncGlobalIDs {
                 """)
             defer { statement.reset() }
             try statement.bind(entity, at: 1)
-            try statement.bind(globalID.map { withUnsafeBytes(of: $0.uuid) { Array($0) } } ?? [], at: 2)
+            try statement.bind(globalID.map(SyncLedger.bytes) ?? [], at: 2)
             try statement.bind(Int64(limit), at: 3)
             var rows: [(globalID: UUID, primaryKey: Int64)] = []
             while try statement.step() {
@@ -79,12 +79,10 @@ public final class SyncGlobalIDs {
     }
 
     private func globalID(_ statement: Statement, column: Int32) throws -> UUID {
-        guard let data = statement.data(at: column), data.count == 16 else {
+        guard let data = statement.data(at: column), let id = SyncLedger.uuid(data) else {
             throw SyncError(.localFailure, message: "\(path): a global ID in DATASTACK_SYNC_OBJECT is not 16 bytes")
         }
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data) }
-        return UUID(uuid: value)
+        return id
     }
 
     private func reading<T>(_ what: String, _ body: () throws -> T) throws(SyncError) -> T {
