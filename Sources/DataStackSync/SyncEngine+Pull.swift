@@ -12,22 +12,10 @@ extension SyncEngine {
         while true {
             let pulled = try ledger.read("reading the pull bookmark") { try ledger.integer("pulled") } ?? 0
             notePulled(through: pulled)
-            let chunk = try hubCall { try options.hub.pull(after: pulled, limit: options.chunkSize) }
-            guard let last = chunk.last else { return }
-            for change in chunk {
-                if let skew = clock.receive(change.change.timestamp) {
-                    emit(.clockSkew(replica: change.change.replica, aheadByMilliseconds: skew.milliseconds))
-                }
-            }
-
-            // Fold the chunk: each object's state is read once and written once.
+            // Pull and fold a chunk (SyncEngine+Chunk.swift).
             var fold = ChunkFold()
-            try ledger.read("reading merge states") {
-                let lookup = uniqueKeyLookup()
-                for sequenced in chunk {
-                    try self.fold(sequenced, into: &fold, lookup: lookup)
-                }
-            }
+            let chunk = try pullAndFold(after: pulled, into: &fold)
+            guard let last = chunk.last else { return }
             let effects = fold.effects(merger)
             let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases)
             try ledger.write("recording a pull") {

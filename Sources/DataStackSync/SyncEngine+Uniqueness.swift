@@ -1,76 +1,74 @@
 import DataStack
 import Foundation
 
-/// What folding one pulled chunk produced: each object's state (read once,
-/// written once) and what its row showed before the chunk, and the objects
-/// merged into another because they carried the same unique key.
-struct ChunkFold {
-    var states: [UUID: (entity: String, primaryKey: Int64?, state: SyncObjectState?)] = [:]
-    /// What each object's row showed when the chunk first touched it.
-    var shown: [UUID: SyncObjectState.Fold] = [:]
-    /// Global IDs merged away in this chunk, to their survivors: their rows, if any, are the survivors' now.
-    var aliases: [UUID: UUID] = [:]
-    /// Unique keys whose holder in the hub's order this chunk changed: the
-    /// object whose insert took the key, or nil where a delete freed it.
-    var keyHolders: [String: UUID?] = [:]
-
-    /// What the store must change, one effect per object: the chunk's net
-    /// result, so an object inserted and deleted within it is never made, and
-    /// a reference to one deleted within it finds nothing.
-    func effects(_ merger: SyncMerger) -> [SyncEffect] {
-        states.compactMap { id, entry in
-            guard aliases[id] == nil else { return nil }
-            return merger.effect(from: shown[id] ?? SyncObjectState.Fold(), to: entry.state?.effective ?? SyncObjectState.Fold(),
-                                 objectID: id, entity: entry.entity)
-        }
-    }
-}
-
 // Uniqueness across replicas: two replicas that insert the same unique key
-// offline converge to one object. The survivor is the object whose insert
-// came first in the hub's order (a replica's own insert not yet back from the
-// hub comes after every pulled one); the other becomes an alias of it — its
+// offline converge to one object. The survivor is the object holding the key
+// when the other's insert is folded in the hub's order (the key index: taken
+// by an insert, freed by a delete); the other becomes an alias of it — its
 // changes, and every reference to it, are the survivor's from then on, and
 // its values merge into the survivor's field by field under the same
-// policies as any two concurrent changes. Every replica sees the inserts in
-// the same order, so every replica picks the same survivor.
+// policies as any two concurrent changes. Every replica folds the same log in
+// the same order, so every replica picks the same survivor — including the
+// replica that made the alias, whose own insert is decided when the hub sends
+// it back, not when another's insert of the key arrives (ChunkFold's
+// awaited twins).
 extension SyncEngine {
-    /// Folds one pulled change into the chunk, merging a unique-key twin.
+    /// Folds one pulled change into the chunk, merging an insert whose
+    /// unique key is held into the key's holder.
     func fold(_ sequenced: SequencedChange, into fold: inout ChunkFold, lookup: UniqueKeyLookup) throws {
         var change = try resolvingAliases(sequenced.change, fold.aliases)
+        let inserted = change.objectID
         let keys = uniqueKeys(entity: change.entity, values: change.values)
-        if change.kind == .insert, !keys.isEmpty, try state(change.objectID, &fold, entity: change.entity).state == nil {
-            if let holder = try keyHolder(of: keys, &fold), holder != change.objectID {
+        // The hub's order has the object for the first time: a change pulled again, or an
+        // insert of an object deleted since, takes no key.
+        if change.kind == .insert, !keys.isEmpty,
+           try state(inserted, &fold, entity: change.entity).state?.confirmed.status ?? .unknown == .unknown {
+            if let holder = try keyHolder(of: keys, &fold), holder != inserted {
                 // The key's holder came first in the hub's order: this one merges into it.
-                fold.aliases[change.objectID] = holder
+                try merge(inserted, into: holder, entity: change.entity, &fold)
                 change.objectID = holder
-            } else if let twin = try ownTwin(of: change, lookup: lookup, &fold), twin != change.objectID {
-                // The twin is this replica's own insert, not back from the hub yet: it comes
-                // later in the hub's order, so it merges into this one. Its row becomes this
-                // one's; its pending changes are this one's, refolded after what was pulled.
-                let twinState = try state(twin, &fold, entity: change.entity)
-                fold.aliases[twin] = change.objectID
-                var merged: SyncObjectState?
-                _ = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &merged)
-                for pending in twinState.state?.pending ?? [] {
-                    var moved = pending.change
-                    moved.objectID = change.objectID
-                    merger.recordLocal(moved, in: &merged)
-                    if let pushed = pending.sequence { merger.acknowledgePushed(moved, sequence: pushed, in: &merged) }
-                }
-                // The row shows the twin; it is to show this one.
-                fold.shown[change.objectID] = fold.shown[twin] ?? twinState.state?.effective ?? SyncObjectState.Fold()
-                fold.states[change.objectID] = (change.entity, twinState.primaryKey, merged)
-                fold.states[twin] = (twinState.entity, nil, nil)
-                for key in keys { fold.keyHolders[key] = .some(change.objectID) }
-                return
+            } else if let twin = try ownTwin(of: change, lookup: lookup, &fold), twin != inserted {
+                // This replica's own insert of the key is in its store, and later in the hub's
+                // order: whether it merges into this one or keeps the key (this one deleted
+                // before it) is decided when it comes back. The chunk goes on until then.
+                fold.awaitedTwins.insert(twin)
             }
         }
+        fold.awaitedTwins.remove(inserted)
         let before = try state(change.objectID, &fold, entity: change.entity).state
         var state = before
         _ = try merger.apply(SequencedChange(sequence: sequenced.sequence, change: change), to: &state)
         fold.states[change.objectID]?.state = state
         try noteKeys(of: change.objectID, entity: change.entity, before: before?.confirmed, after: state?.confirmed, &fold)
+    }
+
+    /// Makes `id` an alias of `survivor`: its pending changes are the
+    /// survivor's, folded after what the hub's order has of it, and its row,
+    /// if it has one here, is the survivor's where no row shows the survivor yet.
+    ///
+    /// Two rows cannot both be here: they would hold one key, which the
+    /// store's constraint refuses (the survivor's row was made in this chunk,
+    /// after this replica's twin, only if the twin had left the store).
+    private func merge(_ id: UUID, into survivor: UUID, entity: String, _ fold: inout ChunkFold) throws {
+        let merged = try state(id, &fold, entity: entity)
+        let kept = try state(survivor, &fold, entity: entity)
+        fold.aliases[id] = survivor
+        var survivorState = kept.state
+        for pending in merged.state?.pending ?? [] {
+            var moved = pending.change
+            moved.objectID = survivor
+            merger.recordLocal(moved, in: &survivorState)
+            if let pushed = pending.sequence { merger.acknowledgePushed(moved, sequence: pushed, in: &survivorState) }
+        }
+        var row = kept.primaryKey
+        // A row the survivor's state does not show is none: recorded before a save that failed.
+        if fold.shown[survivor]?.status != .alive, let twinRow = merged.primaryKey {
+            // The row shows the twin; it is to show the survivor.
+            row = twinRow
+            fold.shown[survivor] = fold.shown[id] ?? merged.state?.effective ?? SyncObjectState.Fold()
+        }
+        fold.states[survivor] = (kept.entity, row, survivorState)
+        fold.states[id] = (merged.entity, nil, nil)
     }
 
     /// Keeps the key index in the hub's order: an object's keys are held from

@@ -1,0 +1,70 @@
+import Foundation
+
+/// What folding one pulled chunk produced: each object's state (read once,
+/// written once) and what its row showed before the chunk, and the objects
+/// merged into another because they carried the same unique key.
+struct ChunkFold {
+    var states: [UUID: (entity: String, primaryKey: Int64?, state: SyncObjectState?)] = [:]
+    /// What each object's row showed when the chunk first touched it.
+    var shown: [UUID: SyncObjectState.Fold] = [:]
+    /// Global IDs merged away in this chunk, to their survivors: their rows, if any, are the survivors' now.
+    var aliases: [UUID: UUID] = [:]
+    /// Unique keys whose holder in the hub's order this chunk changed: the
+    /// object whose insert took the key, or nil where a delete freed it.
+    var keyHolders: [String: UUID?] = [:]
+    /// This replica's own inserts, in its store with a unique key that
+    /// another object's insert in this chunk took, whose return from the hub
+    /// is still to be folded: it decides which of the two keeps the key, and
+    /// until then the store cannot show both.
+    var awaitedTwins: Set<UUID> = []
+
+    /// What the store must change, one effect per object: the chunk's net
+    /// result, so an object inserted and deleted within it is never made, and
+    /// a reference to one deleted within it finds nothing.
+    func effects(_ merger: SyncMerger) -> [SyncEffect] {
+        states.compactMap { id, entry in
+            guard aliases[id] == nil else { return nil }
+            return merger.effect(from: shown[id] ?? SyncObjectState.Fold(), to: entry.state?.effective ?? SyncObjectState.Fold(),
+                                 objectID: id, entity: entry.entity)
+        }
+    }
+}
+
+extension SyncEngine {
+    /// Pulls the hub's changes after `sequence`, a chunk of them, and folds
+    /// them into `fold`; returns them, none when the hub has nothing newer.
+    ///
+    /// A chunk that gives a unique key to another object while this
+    /// replica's own insert of that key is still in its store goes on until
+    /// the hub sends that insert back (it is on the hub already: the push
+    /// comes before the pull), however many changes lie between. Only then
+    /// is it known, in the hub's order alone, whether the own insert merges
+    /// into the other or keeps the key — the other deleted before it — and
+    /// only the net result of the whole run is what the store is to show.
+    func pullAndFold(after sequence: Int64, into fold: inout ChunkFold) throws(SyncError) -> [SequencedChange] {
+        let ledger = self.ledger.value
+        var chunk: [SequencedChange] = []
+        var after = sequence
+        repeat {
+            let pulled = try hubCall { try options.hub.pull(after: after, limit: options.chunkSize) }
+            guard let last = pulled.last else { break }
+            for change in pulled {
+                if let skew = clock.receive(change.change.timestamp) {
+                    emit(.clockSkew(replica: change.change.replica, aheadByMilliseconds: skew.milliseconds))
+                }
+            }
+            // Each object's state is read once and written once.
+            try ledger.read("reading merge states") {
+                let lookup = uniqueKeyLookup()
+                for sequenced in pulled {
+                    try self.fold(sequenced, into: &fold, lookup: lookup)
+                }
+            }
+            chunk += pulled
+            after = last.sequence
+        } while !fold.awaitedTwins.isEmpty
+        // Awaited twins left when the hub has nothing more: the store refuses the apply
+        // (`.concurrentSave`), and the next attempt pushes and pulls again.
+        return chunk
+    }
+}

@@ -1,0 +1,134 @@
+import DataStack
+import DataStackSync
+import Foundation
+import Testing
+
+/// Unique keys across replicas, decided in the hub's order alone: the cases
+/// the randomized convergence run (`SyncConvergenceTests.uniqueKeyCollisions`)
+/// met, each reduced to replicas on one in-memory hub and explicit
+/// `syncNow()` calls, so that every test says in which order the hub holds
+/// which insert and delete.
+@Suite("Sync unique keys")
+struct SyncUniqueKeyTests {
+    typealias Replica = SyncEngineTests.Replica
+
+    /// An engine of its own on `replica`'s stack that pulls `chunkSize` changes at a time.
+    static func engine(_ replica: Replica, hub: InMemorySyncHub, chunkSize: Int) throws -> SyncEngine {
+        var options = SyncOptions(hub: hub)
+        options.chunkSize = chunkSize
+        return try SyncEngine(stack: replica.stack, options: options)
+    }
+
+    /// The dumps of every replica, each checked equal to the first; returns it.
+    static func converged(_ replicas: [Replica], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+        let dump = try replicas[0].dump()
+        for (index, replica) in replicas.enumerated().dropFirst() {
+            #expect(try replica.dump() == dump, "replica \(index) differs from replica 0", sourceLocation: sourceLocation)
+        }
+        return dump
+    }
+
+    @Test("an own insert meeting a key that was taken and freed again before it reached the hub keeps its object (the convergence run's divergence)")
+    func ownInsertAfterTheKeyWasFreed() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        // On the hub: A's insert of KEY (1), A's delete of it (2).
+        try a.insertCompany("from A", symbol: "KEY")
+        try a.engine.syncNow()
+        try a.save { context in context.delete(try a.object("Company", named: "from A", in: context)) }
+        try a.engine.syncNow()
+        // B inserted KEY offline: its push makes it 3, after the delete freed the key; its
+        // pull then folds 1-3 with its own insert still in its store.
+        try b.insertCompany("from B", symbol: "KEY")
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, fresh])
+        #expect(dump.count == 1 && dump.first?.hasPrefix("Company:from B") == true, "\(dump)")
+        // B's later edits reach the others: its object is the one everyone has.
+        try b.update("Company", named: "from B") { try $0.setValue(Int64(7), forKey: "employees") }
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        try fresh.engine.syncNow()
+        let edited = try Self.converged([a, b, fresh])
+        #expect(edited.first?.contains("employees=7") == true, "\(edited)")
+    }
+
+    @Test("an own insert merged into a key's holder pulled in an earlier chunk than the own insert's return ends as everywhere")
+    func twinAcrossChunks() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("from A", symbol: "KEY")
+        try a.save { context in
+            for label in ["t1", "t2", "t3"] { try SyncEngineTests.insert("Tag", into: context).setValue(label, forKey: "label") }
+        }
+        try a.engine.syncNow()
+        try b.save { context in
+            let company = try SyncEngineTests.insert("Company", into: context)
+            try company.setValue("from B", forKey: "name")
+            try company.setValue("KEY", forKey: "symbol")
+            let person = try SyncEngineTests.insert("Person", into: context)
+            try person.setValue("Bob", forKey: "name")
+            try person.setValue(company, forKey: "employer")
+        }
+        // Two changes a pull: A's insert comes in the first chunk, B's own back only in the third.
+        let chunked = try Self.engine(b, hub: hub, chunkSize: 2)
+        try chunked.syncNow()
+        try a.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, fresh])
+        let companies = dump.filter { $0.hasPrefix("Company:") }
+        #expect(companies.count == 1 && companies.first?.contains("staff=[Person:Bob]") == true, "\(dump)")
+    }
+
+    @Test("an own insert whose key was taken, freed and taken again by a third replica before it reached the hub merges into the last holder")
+    func ownInsertAfterTheKeyWasTakenAgain() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        let c = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("from A", symbol: "KEY")
+        try a.engine.syncNow()
+        try a.save { context in context.delete(try a.object("Company", named: "from A", in: context)) }
+        try a.engine.syncNow()
+        try c.insertCompany("from C", symbol: "KEY")
+        try c.engine.syncNow()
+        try b.save { context in
+            let company = try SyncEngineTests.insert("Company", into: context)
+            try company.setValue("from B", forKey: "name")
+            try company.setValue("KEY", forKey: "symbol")
+            try company.setValue(Int64(5), forKey: "employees")
+        }
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        try c.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, c, fresh])
+        let companies = dump.filter { $0.hasPrefix("Company:") }
+        // One company, C's object with B's values merged in (B saved last).
+        #expect(companies.count == 1 && companies.first?.contains("employees=5") == true, "\(dump)")
+    }
+
+    @Test("a twin deleted on its own replica before its insert reached the hub deletes the holder there as everywhere")
+    func ownTwinDeletedBeforeItReachedTheHub() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("from A", symbol: "KEY")
+        try a.engine.syncNow()
+        try b.insertCompany("from B", symbol: "KEY")
+        try b.save { context in context.delete(try b.object("Company", named: "from B", in: context)) }
+        try b.insertCompany("again from B", symbol: "KEY")
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        _ = try Self.converged([a, b, fresh])
+    }
+}
