@@ -12,11 +12,25 @@ struct ChunkFold {
     /// Unique keys whose holder in the hub's order this chunk changed: the
     /// object whose insert took the key, or nil where a delete freed it.
     var keyHolders: [String: UUID?] = [:]
-    /// This replica's own inserts, in its store with a unique key that
-    /// another object's insert in this chunk took, whose return from the hub
-    /// is still to be folded: it decides which of the two keeps the key, and
+    /// This replica's own objects whose row holds a unique key another
+    /// object took in this chunk, by a change of theirs (an insert, an
+    /// update) whose return from the hub is still to be folded — with the
+    /// key's attributes. That return decides which of the two keeps the key;
     /// until then the store cannot show both.
-    var awaitedTwins: Set<UUID> = []
+    var awaitedTwins: [UUID: Set<String>] = [:]
+    /// Rows of objects merged into a survivor that has a row of its own: they
+    /// are deleted, their to-many members moved to the survivor's row.
+    var mergedRows: [(entity: String, primaryKey: Int64, into: UUID)] = []
+    /// Changes that would have given an object a key another holds, one per
+    /// attribute left out, to report once the chunk is applied.
+    var keyConflicts: [SyncConflict] = []
+
+    /// Drops the awaited twins whose changes of the key's attributes have all come back.
+    mutating func settleAwaitedTwins() {
+        awaitedTwins = awaitedTwins.filter { id, names in
+            states[id]?.state?.pending.contains { !names.isDisjoint(with: $0.change.values.keys) } ?? false
+        }
+    }
 
     /// What the store must change, one effect per object: the chunk's net
     /// result, so an object inserted and deleted within it is never made, and
@@ -35,12 +49,13 @@ extension SyncEngine {
     /// them into `fold`; returns them, none when the hub has nothing newer.
     ///
     /// A chunk that gives a unique key to another object while this
-    /// replica's own insert of that key is still in its store goes on until
-    /// the hub sends that insert back (it is on the hub already: the push
-    /// comes before the pull), however many changes lie between. Only then
-    /// is it known, in the hub's order alone, whether the own insert merges
-    /// into the other or keeps the key — the other deleted before it — and
-    /// only the net result of the whole run is what the store is to show.
+    /// replica's own insert or update of that key is still in its store goes
+    /// on until the hub sends that change back (it is on the hub already: the
+    /// push comes before the pull), however many changes lie between. Only
+    /// then is it known, in the hub's order alone, whether the own change
+    /// keeps the key — the other deleted or moved off it before — or merges
+    /// into the other (an insert) or loses the key (an update); and only the
+    /// net result of the whole run is what the store is to show.
     func pullAndFold(after sequence: Int64, into fold: inout ChunkFold) throws(SyncError) -> [SequencedChange] {
         let ledger = self.ledger.value
         var chunk: [SequencedChange] = []
@@ -62,6 +77,7 @@ extension SyncEngine {
             }
             chunk += pulled
             after = last.sequence
+            fold.settleAwaitedTwins()
         } while !fold.awaitedTwins.isEmpty
         // Awaited twins left when the hub has nothing more: the store refuses the apply
         // (`.concurrentSave`), and the next attempt pushes and pulls again.

@@ -131,4 +131,104 @@ struct SyncUniqueKeyTests {
         try fresh.engine.syncNow()
         _ = try Self.converged([a, b, fresh])
     }
+
+    // MARK: - Keys that meet through an update
+
+    /// The first unique-key conflict `events` reports, nil if none within five seconds.
+    static func firstKeyConflict(in events: AsyncStream<SyncEvent>) async -> SyncConflict? {
+        await withTaskGroup(of: SyncConflict?.self) { group in
+            group.addTask {
+                for await event in events { if case .uniqueKeyConflict(let conflict) = event { return conflict } }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("an update onto a key another insert took first in the hub's order loses that attribute on every replica, reported as a conflict")
+    func updateOntoAKeyTakenBefore() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("moving", symbol: "OLD")
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // B's insert of NEW reaches the hub first; A, offline, moves its company onto NEW.
+        try b.insertCompany("inserted", symbol: "NEW")
+        try b.engine.syncNow()
+        try a.update("Company", named: "moving") { try $0.setValue("NEW", forKey: "symbol") }
+        let aEvents = a.engine.events
+        let bEvents = b.engine.events
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, fresh])
+        #expect(dump.contains { $0.hasPrefix("Company:moving") && $0.contains("symbol=OLD") }, "\(dump)")
+        #expect(dump.contains { $0.hasPrefix("Company:inserted") && $0.contains("symbol=NEW") }, "\(dump)")
+        for events in [aEvents, bEvents] {
+            let conflict = await Self.firstKeyConflict(in: events)
+            #expect(conflict?.entity == "Company" && conflict?.property == "symbol", "\(String(describing: conflict))")
+            #expect(conflict?.current == .string("OLD") && conflict?.incoming == .string("NEW"), "\(String(describing: conflict))")
+        }
+        // The status is idle, not an error: nothing waits for a hand to change a key.
+        #expect(a.engine.status == .idle && b.engine.status == .idle)
+    }
+
+    @Test("an insert of a key another object took by an update earlier in the hub's order merges into it, its people moved along")
+    func insertOntoAKeyTakenByAnUpdate() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("moving", symbol: "OLD")
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.update("Company", named: "moving") { try $0.setValue("NEW", forKey: "symbol") }
+        try a.engine.syncNow()
+        // B, offline, inserts NEW with a person: its insert reaches the hub after A's update.
+        try b.save { context in
+            let company = try SyncEngineTests.insert("Company", into: context)
+            try company.setValue("inserted", forKey: "name")
+            try company.setValue("NEW", forKey: "symbol")
+            let person = try SyncEngineTests.insert("Person", into: context)
+            try person.setValue("Bea", forKey: "name")
+            try person.setValue(company, forKey: "employer")
+        }
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, fresh])
+        let companies = dump.filter { $0.hasPrefix("Company:") }
+        #expect(companies.count == 1 && companies.first?.contains("symbol=NEW") == true, "\(dump)")
+        #expect(companies.first?.contains("staff=[Person:Bea]") == true, "\(dump)")
+        #expect(b.engine.status == .idle)
+    }
+
+    @Test("two updates onto one key: the first in the hub's order keeps it, the second loses it on every replica")
+    func twoUpdatesOntoOneKey() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("first", symbol: "ONE")
+        try a.insertCompany("second", symbol: "TWO")
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.update("Company", named: "first") { try $0.setValue("SAME", forKey: "symbol") }
+        try b.update("Company", named: "second") { try $0.setValue("SAME", forKey: "symbol") }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        let dump = try Self.converged([a, b, fresh])
+        #expect(dump.contains { $0.hasPrefix("Company:first") && $0.contains("symbol=SAME") }, "\(dump)")
+        #expect(dump.contains { $0.hasPrefix("Company:second") && $0.contains("symbol=TWO") }, "\(dump)")
+    }
 }
