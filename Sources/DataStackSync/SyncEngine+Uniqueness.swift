@@ -4,14 +4,15 @@ import Foundation
 // Uniqueness across replicas: two replicas that insert the same unique key
 // offline converge to one object. The survivor is the object holding the key
 // when the other's insert is folded in the hub's order (the key index: taken
-// by an insert, freed by a delete); the other becomes an alias of it — its
+// by an insert or update, freed by a delete or update); the other becomes an alias of it — its
 // changes, and every reference to it, are the survivor's from then on, and
 // its values merge into the survivor's field by field under the same
 // policies as any two concurrent changes. Every replica folds the same log in
 // the same order, so every replica picks the same survivor — including the
 // replica that made the alias, whose own insert is decided when the hub sends
 // it back, not when another's insert of the key arrives (ChunkFold's
-// awaited twins).
+// awaited twins). An update onto a held key loses that attribute, reported
+// as a conflict, on every replica alike.
 extension SyncEngine {
     /// Folds one pulled change into the chunk, merging an insert whose
     /// unique key is held into the key's holder, and keeping from a change

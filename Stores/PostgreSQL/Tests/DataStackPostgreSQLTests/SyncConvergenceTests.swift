@@ -157,6 +157,13 @@ import Darwin
         let dump = try run.converge(names, through: [:], editors: editors, checkOracle: false)
         let symbols = dump.filter { $0.entity == "Company" }.compactMap { $0.values["symbol"] }
         #expect(Set(symbols).count == symbols.count, "companies share a symbol: \(symbols.sorted()); \(run)")
+        // What the run exercised: companies moved to another symbol (an update, not an insert's), edits the store refused.
+        let edits = editors.values.flatMap { $0.lines(SyncPeerEdit.self) }
+        let inserted = Set(edits.filter { $0.op == "insert" }.map { "\($0.edit) \($0.object)" })
+        let moves = edits.filter { $0.op == "set" && $0.field == "symbol" && !inserted.contains("\($0.edit) \($0.object)") }.count
+        let refused = editors.values.flatMap { $0.lines(SyncPeerSynced.self) }.filter { $0.sync.hasPrefix("edit ") }.count
+        print("SyncConvergence uniqueKeyCollisions \(run): \(symbols.count) companies at the end, \(moves) symbol moves, "
+              + "\(refused) edits the store refused")
     }
 }
 
