@@ -133,6 +133,27 @@ struct SyncUniqueKeyTests {
         #expect(dump.filter { $0.hasPrefix("Company:") }.count == 1, "\(dump)")
     }
 
+    @Test("an own insert the hub never sends back (a damaged hub) ends the pull, which fails as a concurrent save naming the key, not a hang")
+    func awaitedTwinNeverReturns() async throws {
+        let shared = InMemorySyncHub()
+        let a = try await Replica(hub: shared, unique: true)
+        let b = try await Replica(hub: shared, unique: true)
+        try a.insertCompany("from A", symbol: "KEY")
+        try a.engine.syncNow()
+        try b.insertCompany("from B", symbol: "KEY")
+        // B's own changes are kept by the hub but never pulled back.
+        let blind = try SyncEngine(stack: b.stack, options: SyncOptions(hub: ForgetfulHub(shared, forgetting: b.engine.replica)))
+        let started = ContinuousClock.now
+        #expect {
+            try blind.syncNow()
+        } throws: { error in
+            guard let error = error as? SyncError else { return false }
+            return error.code == .concurrentSave && error.message.contains("symbol")
+        }
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(try b.dump().filter { $0.hasPrefix("Company:") } == ["Company:from B employees=0 motto=nil name=from B staff=[] symbol=KEY tags=[]"])
+    }
+
     // MARK: - Keys that meet through an update
 
     /// The first unique-key conflict `events` reports, nil if none within five seconds.
@@ -231,5 +252,24 @@ struct SyncUniqueKeyTests {
         let dump = try Self.converged([a, b, fresh])
         #expect(dump.contains { $0.hasPrefix("Company:first") && $0.contains("symbol=SAME") }, "\(dump)")
         #expect(dump.contains { $0.hasPrefix("Company:second") && $0.contains("symbol=TWO") }, "\(dump)")
+    }
+}
+
+/// A hub that keeps every change but never returns one replica's own from a pull.
+final class ForgetfulHub: SyncHub, @unchecked Sendable {
+    // @unchecked Sendable: both properties are immutable, and InMemorySyncHub is Sendable.
+    private let hub: InMemorySyncHub
+    private let forgotten: UUID
+
+    init(_ hub: InMemorySyncHub, forgetting replica: UUID) {
+        self.hub = hub
+        forgotten = replica
+    }
+
+    func register(replica: UUID, modelVersion: String) throws -> SyncRegistration { try hub.register(replica: replica, modelVersion: modelVersion) }
+    func push(_ changes: [SyncChange]) throws -> [Int64] { try hub.push(changes) }
+    func acknowledge(replica: UUID, through sequence: Int64) throws { try hub.acknowledge(replica: replica, through: sequence) }
+    func pull(after sequence: Int64, limit: Int) throws -> [SequencedChange] {
+        try hub.pull(after: sequence, limit: limit).filter { $0.change.replica != forgotten }
     }
 }
