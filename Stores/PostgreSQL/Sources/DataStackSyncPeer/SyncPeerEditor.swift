@@ -71,9 +71,10 @@ struct SyncPeerEditor {
             case 30..<60:
                 let pool = [companies, tags, people].randomElement(using: &random) ?? companies
                 guard let object = pool.randomElement(using: &random) else { return }
-                // With `--unique` a symbol edit may move a company onto a key another holds: the
-                // store refuses it where that one is here already; where it is not yet, the
-                // edit syncs and loses the key in the hub's order (SyncEvent.uniqueKeyConflict).
+                // With `--unique` a symbol edit may move a company onto a key another holds: where
+                // that one is here already the importer context's merge policy settles it (an
+                // upsert); where it is not yet, the edit syncs and loses the key in the hub's
+                // order (SyncEvent.uniqueKeyConflict) if the other got there first.
                 let fields = SyncPeerModel.editableAttributes[object.entity.name] ?? []
                 guard let field = fields.randomElement(using: &random) else { return }
                 switch field {
