@@ -241,40 +241,51 @@ extension SyncEngine {
         }
     }
 
-    /// The effects in the order their rows are to be written: first the
-    /// updates that move a row off a unique value another effect gives some
-    /// row (an update that lost a key, as another takes it), so that the
-    /// store's unique index, checked row by row, never sees the value twice.
+    /// The effects in the order their rows are to be written: an update
+    /// that moves a row off a unique value another effect gives some row
+    /// comes before that effect (a chain of moves, the last first), so that
+    /// the store's unique index, checked row by row, never sees a value twice.
     func keyReleasingFirst(_ effects: [SyncEffect], object: (UUID) throws -> ManagedObject?) throws -> [SyncEffect] {
         let model = stack.writerCoordinator.managedObjectModel
-        func uniqueAttributes(_ name: String) -> Set<String> {
+        func uniqueAttributes(_ name: String) -> [String] {
             var names: Set<String> = []
             var level = model.entitiesByName[name]
             while let current = level {
                 for constraint in current.uniquenessConstraints { names.formUnion(constraint) }
                 level = current.superentity
             }
-            return names
+            return names.sorted()
         }
-        var given: Set<String> = []
-        for effect in effects {
-            for name in uniqueAttributes(effect.entity) { if let value = effect.values[name] { given.insert("\(name)=\(value)") } }
+        // What each effect gives, as `attribute=value`, and which effects' rows hold such a value now.
+        let gives = effects.map { effect in
+            Set(uniqueAttributes(effect.entity).compactMap { name in effect.values[name].map { "\(name)=\($0)" } })
         }
+        let given = gives.reduce(into: Set<String>()) { $0.formUnion($1) }
         guard !given.isEmpty else { return effects }
-        var releasing: [SyncEffect] = []
-        var others: [SyncEffect] = []
-        for effect in effects {
-            var releases = false
-            if effect.kind == .update, let row = try object(effect.objectID) {
-                for name in uniqueAttributes(effect.entity) where effect.values[name] != nil {
-                    if let stored = SyncValue(attributeValue: try row.primitivePropertyValue(forKey: name)),
-                       given.contains("\(name)=\(stored)") {
-                        releases = true
-                    }
-                }
+        var holders: [String: [Int]] = [:]
+        for (index, effect) in effects.enumerated() where effect.kind == .update {
+            guard let row = try object(effect.objectID) else { continue }
+            for name in uniqueAttributes(effect.entity) where effect.values[name] != nil {
+                guard let stored = SyncValue(attributeValue: try row.primitivePropertyValue(forKey: name)) else { continue }
+                let value = "\(name)=\(stored)"
+                if given.contains(value) { holders[value, default: []].append(index) }
             }
-            if releases { releasing.append(effect) } else { others.append(effect) }
         }
-        return releasing + others
+        guard !holders.isEmpty else { return effects }
+        var ordered: [SyncEffect] = []
+        var placed = Set<Int>()
+        var visiting = Set<Int>()
+        func place(_ index: Int) {
+            // A cycle (two rows swapping values) cannot come from the hub's order, which lets
+            // a move take only a free key; were one here, the store would refuse the save.
+            guard !placed.contains(index), visiting.insert(index).inserted else { return }
+            for value in gives[index].sorted() {
+                for holder in holders[value] ?? [] where holder != index { place(holder) }
+            }
+            placed.insert(index)
+            ordered.append(effects[index])
+        }
+        for index in effects.indices { place(index) }
+        return ordered
     }
 }

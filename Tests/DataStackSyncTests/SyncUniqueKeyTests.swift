@@ -233,6 +233,27 @@ struct SyncUniqueKeyTests {
         #expect(b.engine.status == .idle)
     }
 
+    @Test("a chain of moves, each onto the key the next one freed, pulled in one chunk, is written last move first")
+    func chainOfMoves() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        for (name, symbol) in [("x", "K1"), ("y", "K2"), ("z", "K3")] { try a.insertCompany(name, symbol: symbol) }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // On A, one at a time: z K3 → K4, y K2 → K3, x K1 → K2. B pulls the three in one chunk.
+        for (name, symbol) in [("z", "K4"), ("y", "K3"), ("x", "K2")] {
+            try a.update("Company", named: name) { try $0.setValue(symbol, forKey: "symbol") }
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        #expect(b.engine.status == .idle)
+        let dump = try Self.converged([a, b])
+        for (name, symbol) in [("x", "K2"), ("y", "K3"), ("z", "K4")] {
+            #expect(dump.contains { $0.hasPrefix("Company:\(name) ") && $0.contains("symbol=\(symbol)") }, "\(dump)")
+        }
+    }
+
     @Test("two updates onto one key: the first in the hub's order keeps it, the second loses it on every replica")
     func twoUpdatesOntoOneKey() async throws {
         let hub = InMemorySyncHub()
