@@ -4,10 +4,10 @@ import Foundation
 // Uniqueness across replicas: two replicas that insert the same unique key
 // offline converge to one object. The survivor is the object holding the key
 // when the other's insert is folded in the hub's order (the key index: taken
-// by an insert or update, freed by a delete or update); the other becomes an alias of it — its
-// changes, and every reference to it, are the survivor's from then on, and
-// its values merge into the survivor's field by field under the same
-// policies as any two concurrent changes. Every replica folds the same log in
+// by an insert or update, freed by a delete or update); the other becomes an
+// alias of it — its changes, and every reference to it, are the survivor's
+// from then on, and its values merge into the survivor's field by field under
+// the same policies as any two concurrent changes. Every replica folds the same log in
 // the same order, so every replica picks the same survivor — including the
 // replica that made the alias, whose own insert is decided when the hub sends
 // it back, not when another's insert of the key arrives (ChunkFold's
@@ -81,8 +81,9 @@ extension SyncEngine {
 
     /// Makes `id` an alias of `survivor`: its pending changes are the
     /// survivor's, folded after what the hub's order has of it, and its row,
-    /// if it has one here, is the survivor's where no row shows the survivor yet.
-    ///
+    /// if it has one here, is the survivor's where no row shows the survivor
+    /// yet; where one does (the survivor took the key by an update), the
+    /// twin's row goes (ChunkFold's merged rows).
     private func merge(_ id: UUID, into survivor: UUID, entity: String, _ fold: inout ChunkFold) throws {
         let merged = try state(id, &fold, entity: entity)
         let kept = try state(survivor, &fold, entity: entity)
