@@ -12,24 +12,13 @@ extension SyncEngine {
         while true {
             let pulled = try ledger.read("reading the pull bookmark") { try ledger.integer("pulled") } ?? 0
             notePulled(through: pulled)
-            let chunk = try hubCall { try options.hub.pull(after: pulled, limit: options.chunkSize, decodedBy: codec) }
-            guard let last = chunk.last else { return }
-            for change in chunk {
-                if let skew = clock.receive(change.change.timestamp) {
-                    emit(.clockSkew(replica: change.change.replica, aheadByMilliseconds: skew.milliseconds))
-                }
-            }
-
-            // Fold the chunk: each object's state is read once and written once.
+            // Pull and fold a chunk (SyncEngine+Chunk.swift).
             var fold = ChunkFold()
-            try ledger.read("reading merge states") {
-                let lookup = uniqueKeyLookup()
-                for sequenced in chunk {
-                    try self.fold(sequenced, into: &fold, lookup: lookup)
-                }
-            }
+            let chunk = try pullAndFold(after: pulled, into: &fold)
+            guard let last = chunk.last else { return }
             let effects = fold.effects(merger)
-            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases)
+            let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases,
+                                 mergedRows: fold.mergedRows)
             try ledger.write("recording a pull") {
                 for (id, survivor) in fold.aliases { try ledger.setAlias(id, survivor: survivor) }
                 for (key, holder) in fold.keyHolders { try ledger.setKeyHolder(holder, for: key) }
@@ -39,14 +28,12 @@ extension SyncEngine {
                     let row = rows[id] ?? known.primaryKey.map { Optional($0) } ?? nil
                     try ledger.setObject(id, entity: known.entity, primaryKey: row, state: known.state)
                 }
-                for sequenced in chunk where sequenced.change.kind == .insert {
-                    try ledger.recordNumber(sequenced.sequence, of: sequenced.change.objectID)   // its number (SyncCodec)
-                }
                 try ledger.setInteger(last.sequence, for: "pulled")
                 try saveClock()
             }
             notePulled(through: last.sequence)
             try hubCall { try options.hub.acknowledge(replica: replica, through: last.sequence) }
+            for conflict in fold.keyConflicts { emit(.uniqueKeyConflict(conflict)) }
             emit(.pulled(count: chunk.count, objectsChanged: effects.count, through: last.sequence))
         }
     }
@@ -54,8 +41,8 @@ extension SyncEngine {
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
     private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
-                       aliases: [UUID: UUID]) throws(SyncError) -> [UUID: Int64?] {
-        guard !effects.isEmpty else { return [:] }
+                       aliases: [UUID: UUID], mergedRows: [(entity: String, primaryKey: Int64, into: UUID)]) throws(SyncError) -> [UUID: Int64?] {
+        guard !effects.isEmpty || !mergedRows.isEmpty else { return [:] }
         let coordinator = stack.writerCoordinator
         let model = coordinator.managedObjectModel
         guard let store = coordinator.persistentStores.first else {
@@ -91,6 +78,7 @@ extension SyncEngine {
                         return nil   // recorded before a save that never happened (a crash): made again below
                     }
                 }
+                try removeMergedRows(mergedRows, in: context, store: store, survivor: object)
                 // Deletes first, so nothing else of the chunk refers to what they delete;
                 // then the new objects, so that relationships within the chunk find each other.
                 for effect in effects where effect.kind == .delete {
@@ -105,7 +93,7 @@ extension SyncEngine {
                     }
                     objects[effect.objectID] = ManagedObject.make(entity: entity, in: context)
                 }
-                for effect in effects where effect.kind != .delete {
+                for effect in try keyReleasingFirst(effects.filter { $0.kind != .delete }, object: object) {
                     guard let target = try object(effect.objectID) else { continue }
                     let entity = target.entity
                     for (name, value) in effect.values.sorted(by: { $0.key < $1.key }) {

@@ -29,4 +29,10 @@ public enum SyncEvent: Sendable, Equatable {
     /// one's by more than a day: the change is applied (a hybrid clock never
     /// goes back), and the other machine's clock needs fixing.
     case clockSkew(replica: UUID, aheadByMilliseconds: Int64)
+    /// A pulled change would have given an object a unique key that another
+    /// object holds in the hub's order (an update moving onto a taken key):
+    /// it was applied without that attribute, here and on every replica
+    /// alike. ``SyncConflict/current`` is the value the object keeps,
+    /// ``SyncConflict/incoming`` the one it did not get.
+    case uniqueKeyConflict(SyncConflict)
 }

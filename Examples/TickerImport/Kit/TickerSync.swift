@@ -114,7 +114,7 @@ final class TickerSync: Sendable {
         case .pulled(let count, _, let through):
             snapshot.pulled += count
             snapshot.pulledThrough = max(snapshot.pulledThrough, through)
-        case .clockSkew:
+        case .clockSkew, .uniqueKeyConflict:
             break
         }
     }

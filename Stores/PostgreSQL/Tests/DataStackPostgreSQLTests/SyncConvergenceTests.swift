@@ -143,12 +143,7 @@ import Darwin
         try run.converge(names, through: [:], editors: editors)
     }
 
-    @Test("unique-key collisions across replicas: after convergence no two companies share a symbol",
-          .disabled("""
-            known divergence, about 1 run in 10 (seeds 262641, 60366, 748588 among them; the timing, not the seed, decides): \
-            a replica ends with or without a company whose unique key met another's amid deletes and moves — \
-            issue #39's note; SyncEngineTests cover the unique-key cases one by one
-            """))
+    @Test("unique-key collisions across replicas: after convergence no two companies share a symbol")
     func uniqueKeyCollisions() async throws {
         let run = try SyncConvergenceRun(seed: Self.baseSeed &+ 300, unique: true)
         let names = ["A", "B", "C"]
@@ -163,6 +158,13 @@ import Darwin
         let dump = try run.converge(names, through: [:], editors: editors, checkOracle: false)
         let symbols = dump.filter { $0.entity == "Company" }.compactMap { $0.values["symbol"] }
         #expect(Set(symbols).count == symbols.count, "companies share a symbol: \(symbols.sorted()); \(run)")
+        // What the run exercised: companies moved to another symbol (an update, not an insert's), edits the store refused.
+        let edits = editors.values.flatMap { $0.lines(SyncPeerEdit.self) }
+        let inserted = Set(edits.filter { $0.op == "insert" }.map { "\($0.edit) \($0.object)" })
+        let moves = edits.filter { $0.op == "set" && $0.field == "symbol" && !inserted.contains("\($0.edit) \($0.object)") }.count
+        let refused = editors.values.flatMap { $0.lines(SyncPeerSynced.self) }.filter { $0.sync.hasPrefix("edit ") }.count
+        print("SyncConvergence uniqueKeyCollisions \(run): \(symbols.count) companies at the end, \(moves) symbol moves, "
+              + "\(refused) edits the store refused")
     }
 }
 
@@ -274,8 +276,12 @@ final class SyncConvergenceRun: CustomStringConvertible {
         #expect(!hubState.isEmpty, "the fresh replica pulled nothing; \(self)", sourceLocation: sourceLocation)
         for name in names {
             let replica = try dump(name)
-            #expect(replica == hubState, "\(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)",
-                    sourceLocation: sourceLocation)
+            // Built only for a replica that differs: the message reads the hub's whole log.
+            guard replica != hubState else { continue }
+            Issue.record(Comment(rawValue: """
+                \(name) differs from the hub's state: \(Self.difference(replica, hubState)); \(self)
+                the hub's log of those objects and of those sharing their unique keys: \(try hubHistory(differing: replica, hubState))
+                """), sourceLocation: sourceLocation)
         }
         guard checkOracle else { return hubState }
         let oracle = SyncConvergenceOracle(log: try hubLog())
@@ -309,6 +315,21 @@ final class SyncConvergenceRun: CustomStringConvertible {
         print("SyncConvergence \(self): \(names.count) replicas, \(editCount) logged edit lines, \(offline) syncs offline, "
               + "\(oracle.log.count) changes on the hub, \(hubState.count) objects at the end")
         return hubState
+    }
+
+    /// The hub's log of the objects where two dumps differ, and of every
+    /// object whose changes set a symbol one of them has (its unique-key twins).
+    func hubHistory(differing actual: [SyncPeerObject], _ expected: [SyncPeerObject]) throws -> String {
+        let oracle = SyncConvergenceOracle(log: try hubLog())
+        let differing = Set(actual).symmetricDifference(expected)
+        var keys = Set(differing.map(\.key))
+        let symbols = Set(differing.compactMap { $0.values["symbol"] })
+        for sequenced in oracle.log {
+            guard case .string(let symbol)? = sequenced.change.values["symbol"], symbols.contains(symbol),
+                  let key = oracle.keys[sequenced.change.objectID]?.key else { continue }
+            keys.insert(key)
+        }
+        return keys.sorted().prefix(6).flatMap { oracle.history(of: $0) }.joined(separator: "\n")
     }
 
     /// The first lines where two dumps differ.
