@@ -13,7 +13,7 @@ struct SyncUniqueKeyTests {
     typealias Replica = SyncEngineTests.Replica
 
     /// An engine of its own on `replica`'s stack that pulls `chunkSize` changes at a time.
-    static func engine(_ replica: Replica, hub: InMemorySyncHub, chunkSize: Int) throws -> SyncEngine {
+    static func engine(_ replica: Replica, hub: any SyncHub, chunkSize: Int) throws -> SyncEngine {
         var options = SyncOptions(hub: hub)
         options.chunkSize = chunkSize
         return try SyncEngine(stack: replica.stack, options: options)
@@ -56,15 +56,20 @@ struct SyncUniqueKeyTests {
         #expect(edited.first?.contains("employees=7") == true, "\(edited)")
     }
 
-    @Test("an own insert merged into a key's holder pulled in an earlier chunk than the own insert's return ends as everywhere")
-    func twinAcrossChunks() async throws {
-        let hub = InMemorySyncHub()
+    /// Over chunk bytes too (``ChunkWireHub``): the pulls of one fold then name
+    /// objects inserted in an earlier pull of it by their numbers (A's update).
+    @Test("an own insert merged into a key's holder pulled in an earlier chunk than the own insert's return ends as everywhere",
+          arguments: [false, true])
+    func twinAcrossChunks(overChunkBytes: Bool) async throws {
+        let hub: any SyncHub = overChunkBytes ? ChunkWireHub() : InMemorySyncHub()
         let a = try await Replica(hub: hub, unique: true)
         let b = try await Replica(hub: hub, unique: true)
         try a.insertCompany("from A", symbol: "KEY")
         try a.save { context in
             for label in ["t1", "t2", "t3"] { try SyncEngineTests.insert("Tag", into: context).setValue(label, forKey: "label") }
         }
+        try a.engine.syncNow()
+        try a.update("Company", named: "from A") { try $0.setValue(Int64(3), forKey: "employees") }
         try a.engine.syncNow()
         try b.save { context in
             let company = try SyncEngineTests.insert("Company", into: context)
