@@ -283,6 +283,12 @@ final class SyncConvergenceRun: CustomStringConvertible {
                 the hub's log of those objects and of those sharing their unique keys: \(try hubHistory(differing: replica, hubState))
                 """), sourceLocation: sourceLocation)
         }
+        // And as a user checks it: `datastack dump --json --global-ids` of every file is the same text.
+        let toolDumps = try (names + ["fresh"]).map { try DataStackTool.run(["dump", store($0), "--json", "--global-ids"]) }
+        #expect(toolDumps.last?.isEmpty == false, "the fresh replica's dump is empty; \(self)", sourceLocation: sourceLocation)
+        for (name, text) in zip(names, toolDumps) where text != toolDumps.last {
+            Issue.record("datastack dump --json --global-ids of \(name) differs from the fresh replica's; \(self)", sourceLocation: sourceLocation)
+        }
         guard checkOracle else { return hubState }
         let oracle = SyncConvergenceOracle(log: try hubLog())
         // A chunk pushed again (a kill or a cut after the hub committed it) is kept once.
