@@ -26,6 +26,12 @@ extension PostgreSQLSyncHub {
     ///   `(replica, last_local)` finds the rows a push may hold already.
     /// - `datastack_sync_replicas`: each registered replica, what it acknowledged
     ///   (which bounds ``purge()``) and the last local sequence it pushed.
+    /// - `datastack_sync_snapshot`: snapshots (``commitSnapshot(through:publisher:)``),
+    ///   a row per object under its publisher and sequence: its entity, its
+    ///   confirmed state's bytes, the object it was merged into, its numbers
+    ///   (comma-separated) and unique keys (a JSON array). The meta row's
+    ///   `snapshot_sequence` and `snapshot_publisher` name the rows that are the
+    ///   hub's snapshot; other rows are pages still being published.
     static let schema = """
         CREATE TABLE IF NOT EXISTS datastack_sync_meta (
             id int PRIMARY KEY CHECK (id = 1),
@@ -50,6 +56,19 @@ extension PostgreSQLSyncHub {
             last_pushed_local bigint NOT NULL DEFAULT 0,
             registered timestamptz NOT NULL DEFAULT now(),
             last_seen timestamptz NOT NULL DEFAULT now()
+        );
+        ALTER TABLE datastack_sync_meta ADD COLUMN IF NOT EXISTS snapshot_sequence bigint,
+            ADD COLUMN IF NOT EXISTS snapshot_publisher uuid;
+        CREATE TABLE IF NOT EXISTS datastack_sync_snapshot (
+            publisher uuid NOT NULL,
+            sequence bigint NOT NULL,
+            object_id uuid NOT NULL,
+            entity text NOT NULL,
+            state bytea,
+            survivor uuid,
+            numbers text NOT NULL,
+            keys text NOT NULL,
+            PRIMARY KEY (publisher, sequence, object_id)
         )
         """
 
