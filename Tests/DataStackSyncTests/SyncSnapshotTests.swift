@@ -199,6 +199,33 @@ struct SyncSnapshotTests {
         try c.engine.syncNow()
         #expect(try c.dump() == a.dump(), "a cycle after the re-seed changes nothing")
     }
+
+    @Test("1,000 companies with staff re-seed in pages of 100 and equal the publisher's store")
+    func largeSnapshotInPages() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, chunkSize: 100)
+        try a.save { context in
+            for index in 0..<500 {
+                let company = try SyncEngineTests.insert("Company", into: context)
+                try company.setValue("company \(index)", forKey: "name")
+                let person = try SyncEngineTests.insert("Person", into: context)
+                try person.setValue("person \(index)", forKey: "name")
+                try person.setValue(company, forKey: "employer")
+            }
+        }
+        try a.engine.syncNow()
+        let publishing = ContinuousClock.now
+        let published = try a.engine.publishSnapshot()
+        let publishTime = ContinuousClock.now - publishing
+        #expect(published.objects == 1000)
+        #expect(hub.purge() == 1000)
+        let c = try await Replica(hub: hub, chunkSize: 100)
+        let reseeding = ContinuousClock.now
+        try c.engine.syncNow()
+        let reseedTime = ContinuousClock.now - reseeding
+        #expect(try c.dump() == a.dump())
+        print("snapshot of 1,000 objects in pages of 100: published in \(publishTime), re-seeded in \(reseedTime)")
+    }
 }
 
 /// A switch tests turn off from another thread.

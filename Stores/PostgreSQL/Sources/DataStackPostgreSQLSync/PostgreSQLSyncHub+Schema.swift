@@ -37,7 +37,9 @@ extension PostgreSQLSyncHub {
             id int PRIMARY KEY CHECK (id = 1),
             model_version text,
             last_sequence bigint NOT NULL DEFAULT 0,
-            oldest_sequence bigint NOT NULL DEFAULT 1
+            oldest_sequence bigint NOT NULL DEFAULT 1,
+            snapshot_sequence bigint,
+            snapshot_publisher uuid
         );
         INSERT INTO datastack_sync_meta (id) VALUES (1) ON CONFLICT (id) DO NOTHING;
         CREATE TABLE IF NOT EXISTS datastack_sync_chunk (
@@ -57,8 +59,14 @@ extension PostgreSQLSyncHub {
             registered timestamptz NOT NULL DEFAULT now(),
             last_seen timestamptz NOT NULL DEFAULT now()
         );
-        ALTER TABLE datastack_sync_meta ADD COLUMN IF NOT EXISTS snapshot_sequence bigint,
-            ADD COLUMN IF NOT EXISTS snapshot_publisher uuid;
+        DO $$ BEGIN
+            -- A hub made before snapshots gets their columns. Only then: ALTER TABLE locks the
+            -- meta row's table whole, and a push holding its row would deadlock with it.
+            IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                           AND table_name = 'datastack_sync_meta' AND column_name = 'snapshot_sequence') THEN
+                ALTER TABLE datastack_sync_meta ADD COLUMN snapshot_sequence bigint, ADD COLUMN snapshot_publisher uuid;
+            END IF;
+        END $$;
         CREATE TABLE IF NOT EXISTS datastack_sync_snapshot (
             publisher uuid NOT NULL,
             sequence bigint NOT NULL,
