@@ -200,6 +200,34 @@ struct SyncSnapshotTests {
         #expect(try c.dump() == a.dump(), "a cycle after the re-seed changes nothing")
     }
 
+    @Test("twins of a unique key merged before the snapshot: a replica joining after the purge has the survivor, and edits of the merged-away ID reach it")
+    func uniqueKeyTwinsInASnapshot() async throws {
+        let hub = InMemorySyncHub()
+        let a = try await Replica(hub: hub, unique: true)
+        let b = try await Replica(hub: hub, unique: true)
+        try a.insertCompany("ACME from A", symbol: "ACME")
+        try b.insertCompany("ACME from B", symbol: "ACME")
+        try a.engine.syncNow()
+        try b.engine.syncNow()   // B's own insert merges into A's, first on the hub
+        try a.engine.syncNow()
+        try b.engine.publishSnapshot()
+        #expect(hub.purge() > 0)
+        let c = try await Replica(hub: hub, unique: true, chunkSize: 1)
+        try c.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try c.dump() == dump)
+        #expect(dump.filter { $0.hasPrefix("Company:") }.count == 1, "\(dump)")
+        // B names the company by its own (merged-away) ID on its edit; C, from the snapshot's alias, finds the survivor.
+        let name = try #require(dump.first { $0.hasPrefix("Company:") }?.contains("from B") == true ? "ACME from B" : "ACME from A")
+        try b.update("Company", named: name) { try $0.setValue(Int64(12), forKey: "employees") }
+        try b.engine.syncNow()
+        try c.engine.syncNow()
+        try a.engine.syncNow()
+        #expect(try c.dump() == a.dump())
+        let after = try c.dump()
+        #expect(after.contains { $0.contains("employees=12") }, "\(after)")
+    }
+
     @Test("1,000 companies with staff re-seed in pages of 100 and equal the publisher's store")
     func largeSnapshotInPages() async throws {
         let hub = InMemorySyncHub()
