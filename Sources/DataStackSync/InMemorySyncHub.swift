@@ -4,7 +4,8 @@ import Foundation
 /// A hub in this process's memory: replicas in one process (tests, previews,
 /// a demo) sync through it as through a PostgreSQL hub, with the same
 /// contract — one order, idempotent pushes, purges only past every
-/// replica's acknowledgement — and nothing kept when the process ends.
+/// replica's acknowledgement, and no further than its snapshot once it
+/// holds one (``SyncEngine/publishSnapshot()``) — and nothing kept when the process ends.
 ///
 /// It keeps the changes' values and sends no bytes, so it takes the
 /// ``SyncHub`` defaults of the calls with a ``SyncCodec``: the codec is not used.
