@@ -1,4 +1,5 @@
 import DataStack
+import DataStackPostgreSQL
 import DataStackPostgreSQLSync
 import DataStackSync
 import Foundation
@@ -110,6 +111,46 @@ struct PostgreSQLSyncSnapshotTests {
         #expect(try a.dump() == c.dump())
         #expect(try b.dump() == c.dump())
         #expect(try a.dump().contains("Person eve employer=acme"))
+    }
+
+    @Test("a replica whose row was deleted from datastack_sync_replicas comes back with unpushed edits: it re-seeds, keeps them, converges")
+    func removedReplicaComesBack() async throws {
+        let url = try PostgreSQLTestServer.shared.get().makeDatabase()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("PostgreSQLSyncSnapshotTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let hub = try PostgreSQLSyncHub(url: url)
+        let a = try await Replica(hub: url, folder: folder, chunkSize: 3)
+        let b = try await Replica(hub: url, folder: folder, chunkSize: 3)
+        try a.save { context in
+            let acme = try a.insert("Company", key: "acme", in: context)
+            try a.insert("Person", key: "ann", in: context).setValue(acme, forKey: "employer")
+            _ = try a.insert("Company", key: "gone", in: context)
+        }
+        try a.engine.syncNow()
+        try b.engine.syncNow()
+        // B works on offline, and is taken for gone.
+        try b.save { context in try b.insert("Person", key: "bob", in: context).setValue(try b.object("Company", "acme", in: context), forKey: "employer") }
+        let admin = try PostgreSQLConnection(url: url)
+        defer { admin.close() }
+        try admin.execute("DELETE FROM datastack_sync_replicas WHERE replica = $1::uuid", [.text(b.engine.replica.uuidString)])
+        try a.save { context in
+            context.delete(try a.object("Company", "gone", in: context))
+            _ = try a.insert("Company", key: "zeta", in: context)
+        }
+        try a.engine.syncNow()
+        try a.engine.publishSnapshot()
+        #expect(try hub.purge() > 0)
+
+        try b.engine.syncNow()
+        try a.engine.syncNow()
+        let dump = try a.dump()
+        #expect(try b.dump() == dump)
+        #expect(dump.contains("Person bob employer=acme") && dump.contains { $0.hasPrefix("Company zeta") }, "\(dump)")
+        #expect(!dump.contains { $0.hasPrefix("Company gone") }, "\(dump)")
+        let registered = try admin.execute("SELECT count(*) FROM datastack_sync_replicas WHERE replica = $1::uuid",
+                                           [.text(b.engine.replica.uuidString)]).int64(row: 0, column: 0)
+        #expect(registered == 1, "the re-seed registered the replica again")
     }
 
     @Test("a PostgreSQL hub refuses a snapshot older than its purge, and a hub without one purges by acknowledgments alone")
