@@ -9,12 +9,22 @@ import Foundation
 extension SyncEngine {
     func pullAndApply() throws(SyncError) {
         let ledger = self.ledger.value
+        var reseeded = false
         while true {
             let pulled = try ledger.read("reading the pull bookmark") { try ledger.integer("pulled") } ?? 0
             notePulled(through: pulled)
             // Pull and fold a chunk (SyncEngine+Chunk.swift).
             var fold = ChunkFold()
-            let chunk = try pullAndFold(after: pulled, into: &fold)
+            let chunk: [SequencedChange]
+            do {
+                chunk = try pullAndFold(after: pulled, into: &fold)
+            } catch let error where error.code == .snapshotRequired && !reseeded {
+                // The changes needed next were purged: start again from the hub's snapshot
+                // (SyncEngine+Snapshot.swift), once a cycle, and pull on after it.
+                try reseed()
+                reseeded = true
+                continue
+            }
             guard let last = chunk.last else { return }
             let effects = fold.effects(merger)
             let rows = try apply(effects, knownRows: fold.states.mapValues { ($0.entity, $0.primaryKey) }, aliases: fold.aliases,
@@ -40,7 +50,7 @@ extension SyncEngine {
 
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
-    private func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
+    func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
                        aliases: [UUID: UUID], mergedRows: [(entity: String, primaryKey: Int64, into: UUID)]) throws(SyncError) -> [UUID: Int64?] {
         guard !effects.isEmpty || !mergedRows.isEmpty else { return [:] }
         let coordinator = stack.writerCoordinator

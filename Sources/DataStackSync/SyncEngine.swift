@@ -33,7 +33,7 @@ public final class SyncEngine: Sendable {
     let codec: SyncCodec
     private let state = Locked(State())
     /// Held for a whole cycle: cycles never overlap.
-    private let cycleLock = NSLock()
+    let cycleLock = NSLock()
     private let wakeUp = DispatchSemaphore(value: 0)
     /// Signalled after each cycle, for the hub listener.
     private let cycleEnded = DispatchSemaphore(value: 0)
@@ -275,7 +275,7 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    private func register() throws(SyncError) {
+    func register() throws(SyncError) {
         let registration = try hubCall { try options.hub.register(replica: replica, modelVersion: modelVersion) }
         try ledger.value.write("recording the registration") {
             // A crash after a push and before its outbox was cleared: the hub holds those changes.

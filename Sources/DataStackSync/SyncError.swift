@@ -15,6 +15,9 @@ public struct SyncError: CodedError, Sendable, Equatable {
         public static let modelVersionMismatch = Code("modelVersionMismatch")
         /// The changes the replica needs next were purged from the hub: it must start again from a snapshot.
         public static let snapshotRequired = Code("snapshotRequired")
+        /// A snapshot of the log through a sequence the hub has purged past:
+        /// a replica could not go on from it, so the hub refused it.
+        public static let staleSnapshot = Code("staleSnapshot")
         /// Bytes of a change that do not decode (the hub's data, or a replica's, is damaged).
         public static let corruptChange = Code("corruptChange")
         /// A change names an entity or property the model does not have.

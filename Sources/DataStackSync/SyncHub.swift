@@ -53,6 +53,26 @@ public protocol SyncHub: Sendable {
     /// Returns true once the log has a change after `sequence`, false when
     /// `timeout` passed without one. The default only looks, without waiting.
     func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool
+
+    // MARK: Snapshots (SyncSnapshot.swift)
+
+    /// Stages a page of the snapshot `publisher` makes of the log through
+    /// `sequence`; a page staged again (same objects) replaces its earlier
+    /// copy. Staged pages count for nothing until ``commitSnapshot(through:publisher:)``.
+    /// The default throws `.hubFailure`: the hub keeps no snapshots.
+    func putSnapshotPage(_ objects: [SyncSnapshotObject], through sequence: Int64, publisher: UUID) throws
+
+    /// Makes the pages `publisher` staged for `sequence` the hub's snapshot,
+    /// in one step, when `sequence` is greater than the snapshot's the hub
+    /// holds; returns false (and drops the pages) when it is not.
+    /// Throws `.staleSnapshot` when the hub purged changes after `sequence`:
+    /// a replica could not go on from it. The default throws `.hubFailure`.
+    func commitSnapshot(through sequence: Int64, publisher: UUID) throws -> Bool
+
+    /// The hub's snapshot, the objects after `objectID` (nil: from the
+    /// first) in the hub's order of object IDs, at most `limit`; nil when the
+    /// hub holds no snapshot. The default throws `.hubFailure`.
+    func snapshotPage(after objectID: UUID?, limit: Int) throws -> SyncSnapshotPage?
 }
 
 extension SyncHub {

@@ -10,6 +10,9 @@ public enum SyncStatus: Sendable, Equatable {
     case pushing
     /// Reading and applying other replicas' changes.
     case pulling
+    /// Starting again from the hub's snapshot: the changes this replica needed
+    /// next were purged (``SyncEngine`` re-seeds, then pulls on from the snapshot).
+    case reseeding
     /// The hub cannot be reached; local saves go on and are pushed once it can.
     case offline(SyncError)
     /// A failure that retrying will not mend (a model version mismatch, a purged
@@ -25,6 +28,9 @@ public enum SyncEvent: Sendable, Equatable {
     /// Other replicas' changes were applied here: how many changes were read,
     /// how many objects changed, and the hub sequence now applied.
     case pulled(count: Int, objectsChanged: Int, through: Int64)
+    /// The replica started again from the hub's snapshot of the log through
+    /// `through` (the changes it needed were purged): `objects` objects read.
+    case reseeded(through: Int64, objects: Int)
     /// A pulled change was stamped by a replica whose clock runs ahead of this
     /// one's by more than a day: the change is applied (a hybrid clock never
     /// goes back), and the other machine's clock needs fixing.

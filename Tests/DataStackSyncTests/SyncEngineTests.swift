@@ -60,7 +60,8 @@ struct SyncEngineTests {
         let stack: StackManager
         let engine: SyncEngine
 
-        init(hub: any SyncHub, folder: URL? = nil, unique: Bool = false, pullInterval: Duration = .seconds(1)) async throws {
+        init(hub: any SyncHub, folder: URL? = nil, unique: Bool = false, pullInterval: Duration = .seconds(1),
+             chunkSize: Int = 500) async throws {
             let folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("SyncEngineTests-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             self.folder = folder
@@ -68,6 +69,7 @@ struct SyncEngineTests {
             try await stack.setup(model: SyncEngineTests.model(unique: unique), storeURL: folder.appendingPathComponent("Replica.sqlite"))
             var options = SyncOptions(hub: hub)
             options.pullInterval = pullInterval
+            options.chunkSize = chunkSize
             engine = try SyncEngine(stack: stack, options: options)
         }
 

@@ -105,6 +105,7 @@ final class TickerSync: Sendable {
             case .idle: snapshot.status = "idle"
             case .pushing: snapshot.status = "pushing"
             case .pulling: snapshot.status = "pulling"
+            case .reseeding: snapshot.status = "reseeding"
             case .offline(let error): snapshot.status = "offline"; snapshot.error = error.message
             case .error(let error): snapshot.status = "error"; snapshot.error = error.message
             }
@@ -114,7 +115,7 @@ final class TickerSync: Sendable {
         case .pulled(let count, _, let through):
             snapshot.pulled += count
             snapshot.pulledThrough = max(snapshot.pulledThrough, through)
-        case .clockSkew, .uniqueKeyConflict:
+        case .clockSkew, .uniqueKeyConflict, .reseeded:
             break
         }
     }

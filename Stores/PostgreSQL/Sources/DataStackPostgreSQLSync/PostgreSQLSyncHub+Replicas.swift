@@ -93,6 +93,14 @@ extension PostgreSQLSyncHub {
     /// then asks for purged changes is told `.snapshotRequired` by
     /// ``pull(after:limit:)``. With no replica registered, nothing is deleted.
     ///
+    /// With a snapshot (``commitSnapshot(through:publisher:)``, which
+    /// `SyncEngine.publishSnapshot()` calls), the purge goes no further than
+    /// the snapshot's sequence either: min(acknowledged, snapshot sequence).
+    /// A replica that then needs purged changes — a new one, or one whose row
+    /// was removed and that comes back — re-seeds from the snapshot and pulls
+    /// on after it. Without a snapshot the rule is the acknowledgments alone,
+    /// and such a replica waits (`.snapshotRequired`) until one is published.
+    ///
     /// The deletion and the new oldest sequence commit together, so a pull
     /// sees both or neither.
     ///
@@ -102,7 +110,13 @@ extension PostgreSQLSyncHub {
             try connection.transaction {
                 // FOR UPDATE: two purges take turns on the oldest sequence.
                 let oldest = try connection.execute("SELECT oldest_sequence FROM datastack_sync_meta FOR UPDATE").int64(row: 0, column: 0) ?? 1
-                let minimum = try connection.execute("SELECT min(acknowledged) FROM datastack_sync_replicas")
+                // With a snapshot, no further than its sequence: a replica that needs purged changes
+                // re-seeds from it and pulls on after it.
+                let minimum = try connection.execute("""
+                    SELECT CASE WHEN count(*) > 0
+                        THEN least(min(r.acknowledged), (SELECT snapshot_sequence FROM datastack_sync_meta)) END
+                    FROM datastack_sync_replicas AS r
+                    """)
                 guard let through = try minimum.int64(row: 0, column: 0), through >= oldest else { return 0 }
                 try connection.execute("DELETE FROM datastack_sync_chunk WHERE last_sequence <= $1::int8", [PostgreSQLValue(through)])
                 try connection.execute(

@@ -26,12 +26,20 @@ extension PostgreSQLSyncHub {
     ///   `(replica, last_local)` finds the rows a push may hold already.
     /// - `datastack_sync_replicas`: each registered replica, what it acknowledged
     ///   (which bounds ``purge()``) and the last local sequence it pushed.
+    /// - `datastack_sync_snapshot`: snapshots (``commitSnapshot(through:publisher:)``),
+    ///   a row per object under its publisher and sequence: its entity, its
+    ///   confirmed state's bytes, the object it was merged into, its numbers
+    ///   (comma-separated) and unique keys (a JSON array). The meta row's
+    ///   `snapshot_sequence` and `snapshot_publisher` name the rows that are the
+    ///   hub's snapshot; other rows are pages still being published.
     static let schema = """
         CREATE TABLE IF NOT EXISTS datastack_sync_meta (
             id int PRIMARY KEY CHECK (id = 1),
             model_version text,
             last_sequence bigint NOT NULL DEFAULT 0,
-            oldest_sequence bigint NOT NULL DEFAULT 1
+            oldest_sequence bigint NOT NULL DEFAULT 1,
+            snapshot_sequence bigint,
+            snapshot_publisher uuid
         );
         INSERT INTO datastack_sync_meta (id) VALUES (1) ON CONFLICT (id) DO NOTHING;
         CREATE TABLE IF NOT EXISTS datastack_sync_chunk (
@@ -50,6 +58,25 @@ extension PostgreSQLSyncHub {
             last_pushed_local bigint NOT NULL DEFAULT 0,
             registered timestamptz NOT NULL DEFAULT now(),
             last_seen timestamptz NOT NULL DEFAULT now()
+        );
+        DO $$ BEGIN
+            -- A hub made before snapshots gets their columns. Only then: ALTER TABLE locks the
+            -- meta row's table whole, and a push holding its row would deadlock with it.
+            IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                           AND table_name = 'datastack_sync_meta' AND column_name = 'snapshot_sequence') THEN
+                ALTER TABLE datastack_sync_meta ADD COLUMN snapshot_sequence bigint, ADD COLUMN snapshot_publisher uuid;
+            END IF;
+        END $$;
+        CREATE TABLE IF NOT EXISTS datastack_sync_snapshot (
+            publisher uuid NOT NULL,
+            sequence bigint NOT NULL,
+            object_id uuid NOT NULL,
+            entity text NOT NULL,
+            state bytea,
+            survivor uuid,
+            numbers text NOT NULL,
+            keys text NOT NULL,
+            PRIMARY KEY (publisher, sequence, object_id)
         )
         """
 
