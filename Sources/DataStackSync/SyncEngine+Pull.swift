@@ -51,7 +51,7 @@ extension SyncEngine {
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
     func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
-                       aliases: [UUID: UUID], mergedRows: [(entity: String, primaryKey: Int64, into: UUID)]) throws(SyncError) -> [UUID: Int64?] {
+               aliases: [UUID: UUID], mergedRows: [(entity: String, primaryKey: Int64, into: UUID)]) throws(SyncError) -> [UUID: Int64?] {
         guard !effects.isEmpty || !mergedRows.isEmpty else { return [:] }
         let coordinator = stack.writerCoordinator
         let model = coordinator.managedObjectModel
