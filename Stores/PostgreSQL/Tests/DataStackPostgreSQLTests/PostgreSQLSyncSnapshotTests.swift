@@ -10,57 +10,7 @@ import Testing
 /// from it and converges with the others.
 @Suite("PostgreSQL sync hub: snapshots and re-seeding", .serialized)
 struct PostgreSQLSyncSnapshotTests {
-    typealias Model = SyncConvergenceReducedTests
-
-    /// A stack on a file of its own and its engine on the hub at `url`, with chunks (and snapshot pages) of `chunkSize`.
-    final class Replica: Sendable {
-        let stack: StackManager
-        let engine: SyncEngine
-
-        init(hub url: URL, folder: URL, chunkSize: Int) async throws {
-            stack = StackManager()
-            try await stack.setup(model: Model.model(), storeURL: folder.appendingPathComponent("\(UUID().uuidString.prefix(8)).sqlite"))
-            var options = SyncOptions(hub: try PostgreSQLSyncHub(url: url))
-            options.chunkSize = chunkSize
-            engine = try SyncEngine(stack: stack, options: options)
-        }
-
-        func save(_ body: @escaping (ManagedObjectContext) throws -> Void) throws {
-            let context = stack.importerContext()
-            try context.performAndWait {
-                try body(context)
-                try context.save()
-            }
-        }
-
-        func insert(_ entity: String, key: String, in context: ManagedObjectContext) throws -> ManagedObject {
-            let description = try #require(stack.writerCoordinator.managedObjectModel.entitiesByName[entity])
-            let object = ManagedObject(entity: description, insertInto: context)
-            try object.setValue(key, forKey: "key")
-            return object
-        }
-
-        func object(_ entity: String, _ key: String, in context: ManagedObjectContext) throws -> ManagedObject {
-            try #require(try context.fetch(FetchRequest<ManagedObject>(entityName: entity, predicate: try FetchPredicate(format: "key == %@", key))).first)
-        }
-
-        /// Every object as `Entity key relationship=keys`, sorted.
-        func dump() throws -> [String] {
-            let context = stack.importerContext()
-            return try context.performAndWait {
-                var lines: [String] = []
-                for company in try context.fetch(FetchRequest<ManagedObject>(entityName: "Company")) {
-                    let staff = (try company.value(forKey: "staff") as? Set<ManagedObject> ?? []).map { try? $0.value(forKey: "key") as? String }
-                    lines.append("Company \(try company.value(forKey: "key") ?? "?") staff=\(staff.compactMap { $0 ?? nil }.sorted())")
-                }
-                for person in try context.fetch(FetchRequest<ManagedObject>(entityName: "Person")) {
-                    let employer = try (person.value(forKey: "employer") as? ManagedObject)?.value(forKey: "key") as? String
-                    lines.append("Person \(try person.value(forKey: "key") ?? "?") employer=\(employer ?? "nil")")
-                }
-                return lines.sorted()
-            }
-        }
-    }
+    typealias Replica = SyncConvergenceReducedTests.Replica
 
     @Test("a replica joins a PostgreSQL hub purged past a snapshot published in pages, equals the others, and syncs on")
     func joinAfterPurge() async throws {
@@ -80,8 +30,8 @@ struct PostgreSQLSyncSnapshotTests {
         try a.engine.syncNow()
         try b.engine.syncNow()
         try b.save { context in
-            try b.object("Person", "dee", in: context).setValue(try b.object("Company", "globex", in: context), forKey: "employer")
-            context.delete(try b.object("Company", "initech", in: context))
+            try b.existing("Person", "dee", in: context).setValue(try b.existing("Company", "globex", in: context), forKey: "employer")
+            context.delete(try b.existing("Company", "initech", in: context))
         }
         try b.engine.syncNow()
         try a.engine.syncNow()
@@ -104,7 +54,7 @@ struct PostgreSQLSyncSnapshotTests {
         #expect(try b.dump() == dump)
         #expect(dump.contains("Person dee employer=globex") && !dump.contains { $0.hasPrefix("Company initech") }, "\(dump)")
 
-        try c.save { context in try c.insert("Person", key: "eve", in: context).setValue(try c.object("Company", "acme", in: context), forKey: "employer") }
+        try c.save { context in try c.insert("Person", key: "eve", in: context).setValue(try c.existing("Company", "acme", in: context), forKey: "employer") }
         try c.engine.syncNow()
         try a.engine.syncNow()
         try b.engine.syncNow()
@@ -130,12 +80,12 @@ struct PostgreSQLSyncSnapshotTests {
         try a.engine.syncNow()
         try b.engine.syncNow()
         // B works on offline, and is taken for gone.
-        try b.save { context in try b.insert("Person", key: "bob", in: context).setValue(try b.object("Company", "acme", in: context), forKey: "employer") }
+        try b.save { context in try b.insert("Person", key: "bob", in: context).setValue(try b.existing("Company", "acme", in: context), forKey: "employer") }
         let admin = try PostgreSQLConnection(url: url)
         defer { admin.close() }
         try admin.execute("DELETE FROM datastack_sync_replicas WHERE replica = $1::uuid", [.text(b.engine.replica.uuidString)])
         try a.save { context in
-            context.delete(try a.object("Company", "gone", in: context))
+            context.delete(try a.existing("Company", "gone", in: context))
             _ = try a.insert("Company", key: "zeta", in: context)
         }
         try a.engine.syncNow()

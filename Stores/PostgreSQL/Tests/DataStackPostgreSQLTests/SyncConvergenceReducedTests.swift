@@ -22,16 +22,19 @@ struct SyncConvergenceReducedTests {
         ])
     }
 
-    /// A stack on a file of its own and its engine on the hub at `url`.
+    /// A stack on a file of its own and its engine on the hub at `url`, with
+    /// chunks (and snapshot pages) of `chunkSize` when given.
     final class Replica: Sendable {
         let stack: StackManager
         let engine: SyncEngine
 
-        init(hub url: URL, folder: URL) async throws {
+        init(hub url: URL, folder: URL, chunkSize: Int? = nil) async throws {
             stack = StackManager()
             try await stack.setup(model: SyncConvergenceReducedTests.model(),
                                   storeURL: folder.appendingPathComponent("\(UUID().uuidString.prefix(8)).sqlite"))
-            engine = try SyncEngine(stack: stack, options: SyncOptions(hub: try PostgreSQLSyncHub(url: url)))
+            var options = SyncOptions(hub: try PostgreSQLSyncHub(url: url))
+            if let chunkSize { options.chunkSize = chunkSize }
+            engine = try SyncEngine(stack: stack, options: options)
         }
 
         func save(_ body: @escaping (ManagedObjectContext) throws -> Void) throws {
@@ -51,6 +54,28 @@ struct SyncConvergenceReducedTests {
 
         func object(_ entity: String, _ key: String, in context: ManagedObjectContext) throws -> ManagedObject? {
             try context.fetch(FetchRequest<ManagedObject>(entityName: entity, predicate: try FetchPredicate(format: "key == %@", key))).first
+        }
+
+        /// The object of `entity` whose key is `key`; a missing one fails the test.
+        func existing(_ entity: String, _ key: String, in context: ManagedObjectContext) throws -> ManagedObject {
+            try #require(try object(entity, key, in: context), "no \(entity) \(key)")
+        }
+
+        /// Every object as `Entity key relationship=keys`, sorted.
+        func dump() throws -> [String] {
+            let context = stack.importerContext()
+            return try context.performAndWait {
+                var lines: [String] = []
+                for company in try context.fetch(FetchRequest<ManagedObject>(entityName: "Company")) {
+                    let staff = (try company.value(forKey: "staff") as? Set<ManagedObject> ?? []).map { try? $0.value(forKey: "key") as? String }
+                    lines.append("Company \(try company.value(forKey: "key") ?? "?") staff=\(staff.compactMap { $0 ?? nil }.sorted())")
+                }
+                for person in try context.fetch(FetchRequest<ManagedObject>(entityName: "Person")) {
+                    let employer = try (person.value(forKey: "employer") as? ManagedObject)?.value(forKey: "key") as? String
+                    lines.append("Person \(try person.value(forKey: "key") ?? "?") employer=\(employer ?? "nil")")
+                }
+                return lines.sorted()
+            }
         }
 
         /// The person's employer's key: nil for none, "?" for a reference to no stored company.
