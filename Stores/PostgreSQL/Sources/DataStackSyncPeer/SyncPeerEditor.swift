@@ -9,8 +9,10 @@ import Foundation
 /// edit the same objects concurrently.
 ///
 /// Every saved edit is written as a ``SyncPeerOutput/Edit`` line; a save the
-/// store refuses (a uniqueness collision, with `--unique`) is rolled back and
-/// written as a `failed` sync line, never as an edit.
+/// store refuses is rolled back and written as a `failed` sync line, never as
+/// an edit. (A local save onto a unique key the store holds already is not
+/// refused: the importer context's `mergeByPropertyObjectTrump` merges it
+/// into the holder, so with `--unique` that count stays 0.)
 struct SyncPeerEditor {
     let stack: StackManager
     let engine: SyncEngine
