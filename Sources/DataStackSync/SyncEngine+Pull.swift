@@ -48,6 +48,17 @@ extension SyncEngine {
         }
     }
 
+    /// The ID of the row `primaryKey` of `entity` in `store`. An entity the
+    /// model lacks means the ledger and the model disagree: an error, never
+    /// "no row" (which would make the object again).
+    static func rowID(entity: String, primaryKey: Int64, in store: any PersistentStore,
+                      model: ManagedObjectModel) throws(SyncError) -> ObjectID {
+        guard let description = model.entitiesByName[entity] else {
+            throw SyncError(.localFailure, message: "the sync ledger names a row of \(entity), which the model lacks")
+        }
+        return store.newObjectID(for: description, primaryKey: primaryKey)
+    }
+
     /// Saves what the effects say through a context on the writer coordinator;
     /// returns the rows of objects that were made or deleted here (nil: deleted).
     func apply(_ effects: [SyncEffect], knownRows: [UUID: (entity: String, primaryKey: Int64?)],
@@ -77,9 +88,8 @@ extension SyncEngine {
                     if deleted.contains(id) { return nil }
                     if let made = objects[id] { return made }
                     let known = try knownRows[id] ?? ledger.value.object(id).map { ($0.entity, $0.primaryKey) }
-                    guard let known, let primaryKey = known.primaryKey,
-                          let uri = URL(string: "x-coredata://\(store.identifier)/\(known.entity)/p\(primaryKey)"),
-                          let objectID = coordinator.managedObjectID(forURIRepresentation: uri) else { return nil }
+                    guard let known, let primaryKey = known.primaryKey else { return nil }
+                    let objectID = try Self.rowID(entity: known.entity, primaryKey: primaryKey, in: store, model: model)
                     do {
                         let found = try context.existingObject(with: objectID)
                         objects[id] = found

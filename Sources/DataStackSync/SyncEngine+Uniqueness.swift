@@ -220,8 +220,8 @@ extension SyncEngine {
     func removeMergedRows(_ rows: [(entity: String, primaryKey: Int64, into: UUID)], in context: ManagedObjectContext,
                           store: any PersistentStore, survivor object: (UUID) throws -> ManagedObject?) throws {
         for row in rows {
-            guard let uri = URL(string: "x-coredata://\(store.identifier)/\(row.entity)/p\(row.primaryKey)"),
-                  let objectID = context.persistentStoreCoordinator?.managedObjectID(forURIRepresentation: uri) else { continue }
+            let objectID = try Self.rowID(entity: row.entity, primaryKey: row.primaryKey, in: store,
+                                          model: stack.writerCoordinator.managedObjectModel)
             let merged: ManagedObject
             do {
                 merged = try context.existingObject(with: objectID)

@@ -7,6 +7,11 @@ import Foundation
 /// A hub never merges: it orders. Every replica folds the same ordered log
 /// with the same policies, so every replica reaches the same state.
 ///
+/// A hub that wraps another (to connect late, count, or cut links) must
+/// forward every requirement: the codec and snapshot calls have defaults —
+/// for hubs that keep values or keep no snapshots — that would otherwise
+/// answer for the inner hub, without its codec or its snapshot.
+///
 /// Calls block (a sync engine makes them on its own queue) and throw
 /// ``SyncError`` — `.offline` when the hub cannot be reached, so the engine
 /// retries later and nothing is lost.

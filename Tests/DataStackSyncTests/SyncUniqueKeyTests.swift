@@ -19,6 +19,15 @@ struct SyncUniqueKeyTests {
         return try SyncEngine(stack: replica.stack, options: options)
     }
 
+    /// ``converged(_:)`` of `replicas` and of a fresh replica that only pulled
+    /// (the hub's state): every replica equals what the log says.
+    static func convergedWithTheHub(_ replicas: [Replica], hub: any SyncHub,
+                                    sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String] {
+        let fresh = try await Replica(hub: hub, unique: true)
+        try fresh.engine.syncNow()
+        return try converged(replicas + [fresh], sourceLocation: sourceLocation)
+    }
+
     /// The dumps of every replica, each checked equal to the first; returns it.
     static func converged(_ replicas: [Replica], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
         let dump = try replicas[0].dump()
@@ -83,9 +92,7 @@ struct SyncUniqueKeyTests {
         let chunked = try Self.engine(b, hub: hub, chunkSize: 2)
         try chunked.syncNow()
         try a.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b], hub: hub)
         let companies = dump.filter { $0.hasPrefix("Company:") }
         #expect(companies.count == 1 && companies.first?.contains("staff=[Person:Bob]") == true, "\(dump)")
     }
@@ -111,9 +118,7 @@ struct SyncUniqueKeyTests {
         try b.engine.syncNow()
         try a.engine.syncNow()
         try c.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, c, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b, c], hub: hub)
         let companies = dump.filter { $0.hasPrefix("Company:") }
         // One company, C's object with B's values merged in (B saved last).
         #expect(companies.count == 1 && companies.first?.contains("employees=5") == true, "\(dump)")
@@ -132,9 +137,7 @@ struct SyncUniqueKeyTests {
         try b.engine.syncNow()
         try a.engine.syncNow()
         try b.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b], hub: hub)
         #expect(dump.filter { $0.hasPrefix("Company:") }.count == 1, "\(dump)")
     }
 
@@ -194,9 +197,7 @@ struct SyncUniqueKeyTests {
         let bEvents = b.engine.events
         try a.engine.syncNow()
         try b.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b], hub: hub)
         #expect(dump.contains { $0.hasPrefix("Company:moving") && $0.contains("symbol=OLD") }, "\(dump)")
         #expect(dump.contains { $0.hasPrefix("Company:inserted") && $0.contains("symbol=NEW") }, "\(dump)")
         for events in [aEvents, bEvents] {
@@ -229,9 +230,7 @@ struct SyncUniqueKeyTests {
         }
         try b.engine.syncNow()
         try a.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b], hub: hub)
         let companies = dump.filter { $0.hasPrefix("Company:") }
         #expect(companies.count == 1 && companies.first?.contains("symbol=NEW") == true, "\(dump)")
         #expect(companies.first?.contains("staff=[Person:Bea]") == true, "\(dump)")
@@ -273,9 +272,7 @@ struct SyncUniqueKeyTests {
         try a.engine.syncNow()
         try b.engine.syncNow()
         try a.engine.syncNow()
-        let fresh = try await Replica(hub: hub, unique: true)
-        try fresh.engine.syncNow()
-        let dump = try Self.converged([a, b, fresh])
+        let dump = try await Self.convergedWithTheHub([a, b], hub: hub)
         #expect(dump.contains { $0.hasPrefix("Company:first") && $0.contains("symbol=SAME") }, "\(dump)")
         #expect(dump.contains { $0.hasPrefix("Company:second") && $0.contains("symbol=TWO") }, "\(dump)")
     }

@@ -111,6 +111,24 @@ import Testing
         #expect(try SyncReplicaSummary.read(storeAt: second.directory.storeURL)?.pulledSequence == pulled.pulledThrough)
     }
 
+    @Test func theDeferredHubForwardsSnapshotsToTheHubItMakes() throws {
+        let hub = InMemorySyncHub()
+        let scheme = "tickersnap-\(UUID().uuidString.prefix(8).lowercased())"
+        SyncHubs.register(scheme: scheme) { _ in hub }
+        let deferred = DeferredSyncHub(url: try #require(URL(string: "\(scheme)://h/hub")))
+        let publisher = UUID()
+        _ = try deferred.register(replica: publisher, modelVersion: "v1")
+        let sequences = try deferred.push([SyncChange(objectID: UUID(), entity: "Company", kind: .insert, values: ["symbol": .string("AAA")],
+                                                      timestamp: HybridTimestamp(milliseconds: 1, counter: 0, replica: publisher),
+                                                      localSequence: 1, baseSequence: 0)])
+        let object = SyncSnapshotObject(objectID: UUID(), entity: "Company", state: nil, numbers: sequences)
+        // Without forwarding, the protocol's defaults answered "this hub keeps no snapshots".
+        try deferred.putSnapshotPage([object], through: sequences[0], publisher: publisher)
+        #expect(try deferred.commitSnapshot(through: sequences[0], publisher: publisher))
+        #expect(try deferred.snapshotPage(after: nil, limit: 10) == SyncSnapshotPage(sequence: sequences[0], objects: [object]))
+        #expect(try hub.snapshotPage(after: nil, limit: 10)?.objects == [object], "the snapshot is the inner hub's")
+    }
+
     @Test func aStackStartedWhileItsHubCannotBeMadeSyncsOnceItCan() async throws {
         let hub = InMemorySyncHub()
         let reachable = Signal()

@@ -56,6 +56,18 @@ final class DeferredSyncHub: SyncHub {
         try hub().acknowledge(replica: replica, through: sequence)
     }
 
+    func putSnapshotPage(_ objects: [SyncSnapshotObject], through sequence: Int64, publisher: UUID) throws {
+        try hub().putSnapshotPage(objects, through: sequence, publisher: publisher)
+    }
+
+    func commitSnapshot(through sequence: Int64, publisher: UUID) throws -> Bool {
+        try hub().commitSnapshot(through: sequence, publisher: publisher)
+    }
+
+    func snapshotPage(after objectID: UUID?, limit: Int) throws -> SyncSnapshotPage? {
+        try hub().snapshotPage(after: objectID, limit: limit)
+    }
+
     /// True: the engine's listener asks ``waitForChanges(after:timeout:)``,
     /// which waits as the hub does once it is made, and throws until then.
     var notifiesChanges: Bool { true }

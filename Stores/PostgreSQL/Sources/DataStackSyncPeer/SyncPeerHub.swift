@@ -83,6 +83,18 @@ final class SyncPeerHub: SyncHub {
         try opened().acknowledge(replica: replica, through: sequence)
     }
 
+    func putSnapshotPage(_ objects: [SyncSnapshotObject], through sequence: Int64, publisher: UUID) throws {
+        try opened().putSnapshotPage(objects, through: sequence, publisher: publisher)
+    }
+
+    func commitSnapshot(through sequence: Int64, publisher: UUID) throws -> Bool {
+        try opened().commitSnapshot(through: sequence, publisher: publisher)
+    }
+
+    func snapshotPage(after objectID: UUID?, limit: Int) throws -> SyncSnapshotPage? {
+        try opened().snapshotPage(after: objectID, limit: limit)
+    }
+
     private func die(_ after: String) -> Never {
         SyncPeerOutput.write(SyncPeerOutput.Synced(sync: "killing after \(after)"))
         kill(getpid(), SIGKILL)

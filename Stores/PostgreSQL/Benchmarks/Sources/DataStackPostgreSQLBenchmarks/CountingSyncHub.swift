@@ -87,6 +87,18 @@ final class CountingSyncHub: SyncHub {
         try base.acknowledge(replica: replica, through: sequence)
     }
 
+    func putSnapshotPage(_ objects: [SyncSnapshotObject], through sequence: Int64, publisher: UUID) throws {
+        try base.putSnapshotPage(objects, through: sequence, publisher: publisher)
+    }
+
+    func commitSnapshot(through sequence: Int64, publisher: UUID) throws -> Bool {
+        try base.commitSnapshot(through: sequence, publisher: publisher)
+    }
+
+    func snapshotPage(after objectID: UUID?, limit: Int) throws -> SyncSnapshotPage? {
+        try base.snapshotPage(after: objectID, limit: limit)
+    }
+
     var notifiesChanges: Bool { notifies && base.notifiesChanges }
 
     func waitForChanges(after sequence: Int64, timeout: Duration) throws -> Bool {
