@@ -10,16 +10,15 @@
 /// by its name's hash (``EntityDescription/nameSeed``), not its identity: IDs
 /// of one row from two copies of a model are equal (see ``ObjectID``).
 ///
-/// A bucket holds the key word of the ID it is filed under and the object,
-/// 16 bytes, not the whole ID (24) beside the object: the entity and store of
-/// an ID whose key matches are read from the object. So an object is filed
+/// A bucket holds the object alone, 8 bytes, not its ID beside it (it was 16
+/// with the ID's key word): the ID a probe compares is read from the object.
+/// Blocks of consecutive keys make the first probe the object sought nearly
+/// always, so the load through the object costs a lookup little, and at
+/// 100,000 objects the table is 1 MB rather than 2. So an object is filed
 /// under its current ``ManagedObject/objectID``: take it out before changing
 /// its ID and file it again after (or call ``rekeyAll()`` once many changed).
 struct ObjectRegistry {
-    private struct Entry {
-        var key: UInt64
-        var object: ManagedObject
-    }
+    private typealias Entry = ManagedObject
 
     /// The buckets, shared between copies until one of them changes (the
     /// sequences of ``objects`` and ``ids`` hold it while they are iterated).
@@ -38,18 +37,18 @@ struct ObjectRegistry {
 
     /// The registered objects, in no particular order.
     var objects: some Sequence<ManagedObject> {
-        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.object }
+        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0] }
     }
 
     /// The registered IDs, in no particular order.
     var ids: some Sequence<ObjectID> {
-        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.object.objectID }
+        (0..<table.count).lazy.compactMap { [table] in table.buckets[$0]?.objectID }
     }
 
     subscript(id: ObjectID) -> ManagedObject? {
         get {
             guard let index = find(id) else { return nil }
-            return table.buckets[index]?.object
+            return table.buckets[index]
         }
         set {
             if let newValue { insert(newValue, for: id) } else { removeValue(forKey: id) }
@@ -81,7 +80,7 @@ struct ObjectRegistry {
         guard var index = find(id) else { return nil }
         makeUnique()
         let buckets = table.buckets
-        guard let removed = buckets[index]?.object else { return nil }
+        guard let removed = buckets[index] else { return nil }
         buckets[index] = nil
         count -= 1
         // Backward shift: pull later entries of the run into the hole, so that
@@ -109,7 +108,7 @@ struct ObjectRegistry {
         let buckets = table.buckets
         var unused: [ObjectID] = []
         for index in 0..<table.count where buckets[index] != nil {
-            if isUnused(&buckets[index]!.object) { unused.append(buckets[index]!.object.objectID) }
+            if isUnused(&buckets[index]!) { unused.append(buckets[index]!.objectID) }
         }
         for id in unused { removeValue(forKey: id) }
     }
@@ -119,17 +118,17 @@ struct ObjectRegistry {
     mutating func object(for id: ObjectID, removingIf isUnused: (inout ManagedObject) -> Bool) -> ManagedObject? {
         guard let index = find(id) else { return nil }
         makeUnique()
-        if isUnused(&table.buckets[index]!.object) {
+        if isUnused(&table.buckets[index]!) {
             removeValue(forKey: id)
             return nil
         }
-        return table.buckets[index]?.object
+        return table.buckets[index]
     }
 
     /// Files every object again under its current ID, after many IDs changed
     /// (a save that gave most of them permanent IDs).
     mutating func rekeyAll() {
-        rehash(to: table.count, rekeying: true)
+        rehash(to: table.count)
     }
 
     // MARK: - Table
@@ -176,7 +175,7 @@ struct ObjectRegistry {
         let size = table.count
         var index = Self.home(of: id, size: size)
         while let entry = buckets[index] {
-            if entry.key == id.rawKey && entry.object.objectID == id { return index }
+            if entry.objectID == id { return index }
             index = Self.next(after: index, size: size)
         }
         return nil
@@ -185,7 +184,7 @@ struct ObjectRegistry {
     private mutating func insert(_ object: ManagedObject, for id: ObjectID) {
         if let index = find(id) {
             makeUnique()
-            table.buckets[index]!.object = object
+            table.buckets[index] = object
             return
         }
         insertUnregistered(object, for: id)
@@ -200,7 +199,7 @@ struct ObjectRegistry {
         } else {
             makeUnique()
         }
-        place(Entry(key: id.rawKey, object: object), in: table)
+        place(object, in: table)
         count += 1
     }
 
@@ -211,7 +210,7 @@ struct ObjectRegistry {
         table.buckets[index] = entry
     }
 
-    private mutating func rehash(to size: Int, rekeying: Bool = false) {
+    private mutating func rehash(to size: Int) {
         var old = table
         table = Table(count: size)
         count = 0
@@ -229,8 +228,7 @@ struct ObjectRegistry {
             } else {
                 taken = bucket.pointee
             }
-            guard var entry = taken else { continue }
-            if rekeying { entry.key = entry.object.objectID.rawKey }
+            guard let entry = taken else { continue }
             place(entry, in: table)
             count += 1
         }
@@ -242,11 +240,10 @@ struct ObjectRegistry {
         home(key: id.rawKey, seed: id.entity.nameSeed, size: size)
     }
 
-    /// The first bucket of an entry's ID: the entity is the object's, which
-    /// never changes (its ID's store and key do, when it is saved).
+    /// The first bucket of an entry: its object's current ID's.
     @inline(__always)
     private static func home(of entry: Entry, size: Int) -> Int {
-        home(key: entry.key, seed: entry.object.entity.nameSeed, size: size)
+        home(of: entry.objectID, size: size)
     }
 
     /// The block is the hash scaled to the number of blocks (the high word of
