@@ -7,7 +7,8 @@ import GRDB
 /// fault task's two ways and a loaded object, beside GRDB's hand-written
 /// record. Measured once, untimed, on stores of their own after the timed
 /// repetitions, as the allocator's bytes in use (`mallinfo2`) before and after
-/// the fetch — RSS moves in pages and keeps what earlier tasks freed.
+/// the fetch — RSS moves in pages and keeps what earlier tasks freed. Each
+/// reader's page cache is warmed first, as GRDB's is.
 enum ObjectMemory {
     struct Row {
         var way: String
@@ -30,6 +31,15 @@ enum ObjectMemory {
             // A stack of its own for each way: no rows cached or objects registered by the one before.
             let (reader, _) = try await DataStackBench.open(directory.file("DataStack.sqlite"))
             let bytes = try await reader.mainContext.perform {
+                // SQLite's page cache fills as the first read goes through the
+                // table — a fixed cost of the connection (2 MB at most by default),
+                // not of each object, which counted 21 bytes an object at 100,000
+                // when the reader was cold. GRDB's connection reads warm (its
+                // insert filled the cache): an ID fetch, which registers no
+                // objects, warms this one alike.
+                var warmUp = FetchRequest<ObjectID>(entityName: BenchModel.entityName)
+                warmUp.resultType = .managedObjectID
+                guard try reader.mainContext.fetch(warmUp).count == rows.count else { throw BenchError("object memory: warm-up read too few rows") }
                 var request = FetchRequest<BenchTicker>()
                 request.returnsObjectsAsFaults = way.returnsFaults
                 request.includesPropertyValues = way.includesValues
