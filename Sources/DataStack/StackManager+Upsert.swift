@@ -59,7 +59,9 @@ extension StackManager {
             // and probe through unspecialized generic code. Every object in it is an `Object`.
             var objects: [PropertyValue: ManagedObject]
             let absent: Set<PropertyValue>
-            (objects, absent) = try Self.stored(Object.self, entity: entity, attribute: keyAttribute, values: values, keyType: Key.self, in: context)
+            let repeats: Bool
+            (objects, absent, repeats) = try Self.stored(Object.self, entity: entity, attribute: keyAttribute, values: values,
+                                                         keyType: Key.self, in: context)
             // The keys no row holds: the save's uniqueness check need not look them up again
             // (a row another writer saves with one now meets the store's unique index, and the
             // save's resolver settles it as the check would).
@@ -74,7 +76,8 @@ extension StackManager {
                 } else {
                     let made = Object(entity: entity, insertInto: context)
                     made.writeSlot(value, at: keyAttribute.index)
-                    objects[value] = made
+                    // Found again only by a later input with the same key: a chunk of distinct keys skips the hash.
+                    if repeats { objects[value] = made }
                     object = made
                 }
                 try body(chunk[position], object, context)
@@ -95,8 +98,8 @@ extension StackManager {
 
     /// The stored objects whose `attribute` holds one of `values`, by value,
     /// all of class `Object`, loaded: one query, its `IN` list built as a
-    /// tree (no format to parse, no argument to cast); and the values no
-    /// object found holds.
+    /// tree (no format to parse, no argument to cast); the values no object
+    /// found holds; and whether `values` holds a key twice.
     ///
     /// - Throws: ``StackError/Code/keyTypeMismatch`` for a stored key that
     ///   reads as another type than `Key`, or that the query matched but that
@@ -104,7 +107,7 @@ extension StackManager {
     private static func stored<Object: ManagedObject, Key>(_ type: Object.Type, entity: EntityDescription, attribute: AttributeDescription,
                                                            values: [PropertyValue], keyType: Key.Type,
                                                            in context: ManagedObjectContext) throws
-        -> (found: [PropertyValue: ManagedObject], absent: Set<PropertyValue>) {
+        -> (found: [PropertyValue: ManagedObject], absent: Set<PropertyValue>, repeats: Bool) {
         var unique = Set<PropertyValue>(minimumCapacity: values.count)
         var list: [PredicateNode] = []
         list.reserveCapacity(values.count)
@@ -125,10 +128,13 @@ extension StackManager {
                 continue
             }
             let stored = object.slotValue(at: attribute.index)
+            // Found, so not absent: one hash finds the key and takes it out of what is left
+            // (a second row holding it, without a unique index, finds it among the objects).
+            let lookedFor = unique.remove(stored) != nil || objects[stored] != nil
             // The key type is checked once, on the first row: every row's value has the attribute's type.
-            if !typeChecked || !unique.contains(stored) {
+            if !typeChecked || !lookedFor {
                 let read = stored.anyValue(for: attribute.type)
-                guard unique.contains(stored), key(read, as: Key.self) != nil else {
+                guard lookedFor, key(read, as: Key.self) != nil else {
                     let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
                     throw StackError(.keyTypeMismatch, message: """
                         \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
@@ -139,9 +145,8 @@ extension StackManager {
             objects[stored] = object
         }
         // What is left of the keys looked for: those no row holds.
-        for found in objects.keys { unique.remove(found) }
         for held in heldByOthers { unique.remove(held) }
-        return (objects, unique)
+        return (objects, unique, list.count < values.count)
     }
 
     /// A stored attribute value as an import key: as it is, or an integer of

@@ -83,6 +83,12 @@ import Foundation
     /// The rows of the elements of a JSON array (a long `IN` list bound as one
     /// value), one column, as numbers or as text.
     func jsonArrayElements(_ array: String, asText: Bool) -> String
+    /// The elements of a JSON array as a `FROM` item named `alias`, one
+    /// column `value`, that a `CROSS JOIN` reads before the table it joins
+    /// (a long `IN` list driving its fetch, `SelectQuery+KeyList.swift`); nil,
+    /// the default, when the database has none or may read the join in
+    /// another order.
+    func jsonArrayTable(_ array: String, alias: String) -> String?
 
     // MARK: Ordering and limits
 
@@ -211,6 +217,7 @@ import Foundation
     public var storesExternalBinaryData: Bool { false }
     public var updatesRowsInBatches: Bool { false }
     public func keyMembership(parameter number: Int) -> String { "IN (\(keyList(parameter: number)))" }
+    public func jsonArrayTable(_ array: String, alias: String) -> String? { nil }
     public func caseInsensitiveOrder(_ expression: String) -> String { expression + " COLLATE NOCASE" }
     public var noLimit: String { "-1" }
     public func nullsFirst(_ ordering: String) -> String { ordering }

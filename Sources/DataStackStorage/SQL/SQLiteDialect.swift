@@ -27,6 +27,11 @@ import Foundation
         "SELECT value FROM json_each(\(array))"
     }
 
+    /// `json_each`: SQLite reads the left table of a `CROSS JOIN` first.
+    public func jsonArrayTable(_ array: String, alias: String) -> String? {
+        "json_each(\(array)) \(alias)"
+    }
+
     /// `?`: parameters numbered in order of appearance need no number.
     public func orderedPlaceholder(_ number: Int) -> String { "?" }
 

@@ -22,7 +22,13 @@ package struct SelectQuery {
         guard let table = schema.table(named: mapping.table) else { throw ObjectGraphError.noStore(entity: fetch.entity.name) }
 
         var conditions = Self.entityConditions(for: fetch, schema: schema)
-        if let predicate = fetch.predicate, let compiled = try predicate.sqlCondition(for: fetch.entity, schema: schema) {
+        var from = "\(table.name) t0"
+        if let predicate = fetch.predicate, let list = Self.keyListJoin(of: predicate, entity: fetch.entity, mapping: mapping, schema: schema) {
+            // The list drives the query (see keyListJoin): its JSON array is the first parameter.
+            bindings.append(.string(list.json))
+            from = "\(list.rows) CROSS JOIN \(table.name) t0"
+            conditions.append("t0.\(list.column) = \(list.value)")
+        } else if let predicate = fetch.predicate, let compiled = try predicate.sqlCondition(for: fetch.entity, schema: schema) {
             conditions.append("(\(compiled.where))")
             for join in compiled.joins where !joins.contains(join) { joins.append(join) }
             bindings.append(contentsOf: compiled.bindings)
@@ -78,7 +84,7 @@ package struct SelectQuery {
             selectList = (fetch.returnsDistinctResults ? "DISTINCT " : "") + (columns.isEmpty ? "t0.Z_PK" : columns.joined(separator: ", "))
         }
 
-        var sql = "SELECT \(selectList) FROM \(table.name) t0"
+        var sql = "SELECT \(selectList) FROM \(from)"
         for join in joins { sql += " " + join }
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         if !orderings.isEmpty { sql += " ORDER BY " + orderings.joined(separator: ", ") }
@@ -88,7 +94,7 @@ package struct SelectQuery {
             let noLimit = fetch.fetchLimit > 0 ? "" : " LIMIT \(schema.dialect.noLimit)"
             if fetch.fetchOffset > 0 { sql += noLimit + " OFFSET \(fetch.fetchOffset)" }
         } else if fetch.fetchLimit > 0 || fetch.fetchOffset > 0 {
-            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(table.name) t0"
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM \(from)"
                 + joins.map { " " + $0 }.joined()
                 + (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND "))
                 + " LIMIT \(fetch.fetchLimit > 0 ? String(fetch.fetchLimit) : schema.dialect.noLimit)"

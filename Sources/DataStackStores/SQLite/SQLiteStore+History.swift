@@ -186,18 +186,20 @@ extension SQLiteStore: PersistentHistoryStore {
         }
         next = try recordInsertions(of: request.insertedObjects, keys: insertedKeys, firstKey: next, transaction: transaction,
                                     schema: schema, connection: connection)
-        for (position, node) in request.updatedObjects.enumerated() {
-            guard let entity = layout.entities[ObjectIdentifier(node.objectID.entity)] else {
-                throw PersistentStoreError(.ioFailure, url: url, message: "the history cannot record \(node.objectID): no history layout for entity \(node.objectID.entity.name)")
+        // Updates changed the same way, a statement per run of keys as for inserts; a lone row, one of its own.
+        for group in try historyUpdateGroups(of: request, before: before, writtenSlots: writtenSlots, permanentIDs: permanentIDs, layout: layout) {
+            var start = group.rows.startIndex
+            while start < group.rows.endIndex {
+                var end = start + 1
+                while end < group.rows.endIndex, group.rows[end].key == group.rows[end - 1].key + 1 { end += 1 }
+                if end - start == 1 {
+                    try insert(group.rows[start].id, .update, columns: group.columns, tombstone: [])
+                } else {
+                    next = try recordChangeRuns([(try schema.mapping(for: group.entity), [group.rows[start].key...group.rows[end - 1].key])],
+                                                as: .update, columns: group.columns, firstKey: next, transaction: transaction, connection: connection)
+                }
+                start = end
             }
-            let changed: [Int]
-            if let snapshotChanges = request.snapshotChanges(ofUpdatedAt: position) {
-                // Slots without a bit set none (columnsMask); `written` slots always count.
-                changed = writtenSlots.isEmpty ? snapshotChanges.slots : snapshotChanges.slots + writtenSlots.filter { !snapshotChanges.contains($0) }
-            } else {
-                changed = entity.changedSlots(of: node, before: before[node.objectID], written: writtenSlots) { permanentIDs[$0] ?? $0 }
-            }
-            try insert(node.objectID, .update, columns: entity.columnsMask(slots: changed), tombstone: [])
         }
         for node in request.deletedObjects {
             let slots = layout.entities[ObjectIdentifier(node.objectID.entity)]?.tombstoneSlots ?? []

@@ -129,14 +129,35 @@ public struct FetchPredicate: Sendable {
         if let outOfBounds { throw outOfBounds }
     }
 
+    /// A walk that rebuilds nothing: `rewritten` made the tree again to visit
+    /// it, 600 instructions a key for the 10,000 constants of an upsert's `IN` list.
     private static func searchQueries(in expression: PredicateNode) -> [String: SearchQuery] {
         var queries: [String: SearchQuery] = [:]
-        _ = expression.rewritten { node in
-            if case .comparison(_, .textSearch, .constant(.string(let text)), _, _) = node, queries[text] == nil {
-                // An invalid query is left out on purpose: evaluating or compiling it throws its error.
-                queries[text] = try? SearchQuery(text)
+        var pending = [expression]
+        while let node = pending.popLast() {
+            switch node {
+            case .truePredicate, .falsePredicate, .keyPath, .variable, .constant:
+                break
+            case .and(let children), .or(let children), .collection(let children):
+                for child in children {
+                    if case .constant = child { continue }
+                    pending.append(child)
+                }
+            case .not(let child):
+                pending.append(child)
+            case .comparison(let lhs, let op, let rhs, _, _):
+                if op == .textSearch, case .constant(.string(let text)) = rhs, queries[text] == nil {
+                    // An invalid query is left out on purpose: evaluating or compiling it throws its error.
+                    queries[text] = try? SearchQuery(text)
+                }
+                pending.append(lhs)
+                pending.append(rhs)
+            case .aggregate(_, let collection, _):
+                pending.append(collection)
+            case .subquery(let collection, _, let predicate):
+                pending.append(collection)
+                pending.append(predicate)
             }
-            return nil
         }
         return queries
     }

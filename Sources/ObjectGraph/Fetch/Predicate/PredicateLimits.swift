@@ -70,7 +70,12 @@ enum PredicateLimits {
             case .keyPath(let keys), .variable(_, let keys):
                 if keys.count > FetchPredicate.maximumKeyPathLength { return PredicateProblem(keyPathReason()) }
             case .and(let children), .or(let children), .collection(let children):
-                pending += children.lazy.map { ($0, depth + 1) }
+                for child in children {
+                    // A constant has nothing below it: within the depth limit it is no problem
+                    // (a long `IN` list's constants are not pushed one by one).
+                    if case .constant = child, depth + 1 <= FetchPredicate.maximumDepth { continue }
+                    pending.append((child, depth + 1))
+                }
             case .not(let child):
                 pending.append((child, depth + 1))
             case .comparison(let lhs, _, let rhs, _, _):
