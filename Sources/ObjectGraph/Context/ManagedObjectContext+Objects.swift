@@ -58,24 +58,6 @@ extension ManagedObjectContext {
         return ObjectID(entity: entity, store: store, primaryKey: primaryKey)
     }
 
-    /// The entity of the context's model bound to `type`, for
-    /// ``ManagedObject/init(context:)``; nil without a coordinator, or if no
-    /// single entity is bound to the class.
-    ///
-    /// The last class's entity is kept: an import makes object after object
-    /// of one class, and the model's table is a hashed lookup (~180
-    /// instructions an object). Kept only for a frozen model, whose classes
-    /// cannot be bound anew, and with the model it came from, so a context
-    /// given another coordinator looks again.
-    func entity(forNew type: ManagedObject.Type) -> EntityDescription? {
-        guard let model = persistentStoreCoordinator?.managedObjectModel else { return nil }
-        let key = ObjectIdentifier(type)
-        if let last = lastClassEntity, last.type == key, last.model === model { return last.entity }
-        guard let entity = model.entity(for: type) else { return nil }
-        if model.isFrozen { lastClassEntity = ClassEntity(type: key, model: model, entity: entity) }
-        return entity
-    }
-
     /// Registers a new object, to be saved with the next save.
     ///
     /// Calls ``ManagedObject/awakeFromInsert()`` the first time. Inserting an
@@ -270,13 +252,4 @@ extension ManagedObjectContext {
         if registry.count >= sweepThreshold { sweepRegistry() }
         return object
     }
-}
-
-/// A class and the entity its context's model binds to it (see
-/// ``ManagedObjectContext/entity(forNew:)``).
-struct ClassEntity {
-    let type: ObjectIdentifier
-    /// Held, so that the identity compared is never a later model's at the same address.
-    let model: ManagedObjectModel
-    let entity: EntityDescription
 }

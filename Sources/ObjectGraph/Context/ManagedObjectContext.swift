@@ -187,9 +187,6 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var hasChildContexts: Bool { childContextsExist.withLock { $0 } }
     /// For a parent: the permanent IDs its saves gave to objects its children know by temporary ID.
     @exclusivity(unchecked) var permanentIDsByTemporaryID: [ObjectID: ObjectID] = [:]
-    /// The entity ``ManagedObject/init(context:)`` last found for a class,
-    /// in a frozen model (see `entity(forNew:)`).
-    @exclusivity(unchecked) var lastClassEntity: ClassEntity?
     #if DEBUG
     /// Members of to-many lists that changing one member at a time visited,
     /// moved or copied in this context (see ``ToManyMemberIndex``): a

@@ -300,7 +300,7 @@ open class ManagedObject {
     /// this class. A class bound to no entity, or to several, is a programmer
     /// error, as in Core Data; use ``init(entity:insertInto:)`` to choose.
     public convenience init(context: ManagedObjectContext) {
-        guard let entity = context.entity(forNew: Self.self) else {
+        guard let entity = context.persistentStoreCoordinator?.managedObjectModel.entity(for: Self.self) else {
             preconditionFailure("\(Self.self) is bound to no single entity of the context's model; set the entity's managedObjectClass or use init(entity:insertInto:)")
         }
         self.init(entity: entity, insertInto: context)
@@ -536,19 +536,12 @@ open class ManagedObject {
         // A copy the object owns, made by a loop specialized for the values:
         // sharing the entity's array made the first write copy it through
         // the runtime's generic array copy (~640 instructions an insert).
-        // Initialized in place rather than appended: an append checks the
-        // buffer's uniqueness and capacity per value, and `reserveCapacity`
-        // on an empty array goes through the array's growth path (together
-        // ~500 of this function's ~735 instructions an insert).
+        // (`ContiguousArray(unsafeUninitializedCapacity:)` is no better: its
+        // allocation is an unspecialized call, ~690 instructions.)
         let initial = entity.initialSlots
-        let values = initial.withUnsafeBufferPointer { initial in
-            ContiguousArray<PropertyValue>(unsafeUninitializedCapacity: initial.count) { buffer, count in
-                // One value at a time: `initialize(from:count:)` is the
-                // runtime's generic copy again (a value-witness call a value).
-                for index in initial.indices { (buffer.baseAddress! + index).initialize(to: initial[index]) }
-                count = initial.count
-            }
-        }
+        var values = ContiguousArray<PropertyValue>()
+        values.reserveCapacity(initial.count)
+        for value in initial { values.append(value) }
         if storedSlots.isEmpty, !snapshotIsSlots, box == nil {
             // A new object (the common case): no snapshot to keep, no member
             // index to forget and no observer to tell, which `slots`' setter checks.
