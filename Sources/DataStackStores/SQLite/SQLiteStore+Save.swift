@@ -170,14 +170,29 @@ extension SQLiteStore {
             }
             if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
 
+            // The entity's statement, mapping and columns taken once per run of
+            // its rows (an import's whole chunk), not copied out for each row.
+            var runEntity: ObjectIdentifier?
+            var externalMapping: TableLayout.EntityMapping?
+            var runStatement: Statement?
+            var writable: [EntityStatements.WritableSlot] = []
+            var number: Int64 = 0
             for (position, node) in request.insertedObjects.enumerated() {
-                let (mapping, statement) = try inserts.entry(for: node.objectID.entity)
-                let writable = mapping.statements.writable
-                let external = try files.map { files in
-                    try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
-                } ?? [:]
+                if runEntity != ObjectIdentifier(node.objectID.entity) {
+                    let entry = try inserts.entry(for: node.objectID.entity)
+                    runEntity = ObjectIdentifier(node.objectID.entity)
+                    runStatement = entry.statement
+                    writable = entry.mapping.statements.writable
+                    number = entry.mapping.number
+                    externalMapping = entry.mapping.externalSlots.isEmpty ? nil : entry.mapping
+                }
+                guard let statement = runStatement else { continue }
+                var external: [Int: PropertyValue] = [:]
+                if let files, let mapping = externalMapping {
+                    external = try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
+                }
                 try statement.bind(insertedKeys[position], at: 1)
-                try statement.bind(mapping.number, at: 2)
+                try statement.bind(number, at: 2)
                 try statement.bind(Int64(1), at: 3)
                 var index: Int32 = 4
                 try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
