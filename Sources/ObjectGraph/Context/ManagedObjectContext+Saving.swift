@@ -287,10 +287,13 @@ extension ManagedObjectContext {
             mapping = made
             return made
         }
+        // Taken out of the result once, not per object (a copy of the pair
+        // of arrays: two retains and two releases an object).
+        let byPosition = stored.inserted
         func permanentID(ofInsertedAt position: Int, _ id: ObjectID) -> ObjectID? {
             guard id.isTemporaryID else { return nil }
-            if let inserted = stored.inserted, position < inserted.nodes.count, inserted.nodes[position].objectID == id {
-                return inserted.permanentIDs[position]
+            if let byPosition, position < byPosition.nodes.count, byPosition.nodes[position].objectID == id {
+                return byPosition.permanentIDs[position]
             }
             return permanentIDs()[id]
         }
@@ -306,6 +309,9 @@ extension ManagedObjectContext {
         // Re-keying an entry costs a removal from the registry; when most of it
         // changes keys (an import), building it again from the IDs is cheaper.
         let rebuildsRegistry = (stored.inserted?.nodes.count ?? permanentIDs().count) * 2 > registry.count
+        // Read once, not per object: it is read under a lock. A child made
+        // while this runs (on another queue) knows none of these objects yet.
+        let remembersTemporaryIDs = hasChildContexts
         for (position, object) in saved.inserted.enumerated() {
             let temporaryID = object.objectID
             if let permanentID = permanentID(ofInsertedAt: position, temporaryID) {
@@ -314,7 +320,7 @@ extension ManagedObjectContext {
                 object.objectID = permanentID
                 if !rebuildsRegistry { registry[permanentID] = object }
                 // Only children know objects by temporary IDs their parent has since replaced.
-                if hasChildContexts { permanentIDsByTemporaryID[temporaryID] = permanentID }
+                if remembersTemporaryIDs { permanentIDsByTemporaryID[temporaryID] = permanentID }
             }
             object.snapshotVersion = isRoot ? 1 : 0
             insertedIDs.append(object.objectID)

@@ -536,11 +536,19 @@ open class ManagedObject {
         // A copy the object owns, made by a loop specialized for the values:
         // sharing the entity's array made the first write copy it through
         // the runtime's generic array copy (~640 instructions an insert).
+        // (`ContiguousArray(unsafeUninitializedCapacity:)` is no better: its
+        // allocation is an unspecialized call, ~690 instructions.)
         let initial = entity.initialSlots
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(initial.count)
         for value in initial { values.append(value) }
-        slots = values
+        if storedSlots.isEmpty, !snapshotIsSlots, box == nil {
+            // A new object (the common case): no snapshot to keep, no member
+            // index to forget and no observer to tell, which `slots`' setter checks.
+            storedSlots = values
+        } else {
+            slots = values
+        }
         state = .loaded
     }
 
