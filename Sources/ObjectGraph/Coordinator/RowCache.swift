@@ -44,7 +44,13 @@ package final class RowCache: Sendable {
 
     package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
         self.capacity = max(1, capacity)
-        state = Locked(State(rows: ClockCache(capacity: capacity)))
+        var rows = ClockCache<RowKey, Row>(capacity: capacity)
+        // Storage made now, so that the table's type is made now: its first
+        // storage looks up `RowKey`'s `Hashable` conformance among every
+        // conformance the process has (~400,000 instructions, once per
+        // process), which the first fetch of faults paid otherwise.
+        rows.reserveCapacity(1)
+        state = Locked(State(rows: rows))
     }
 
     /// Keeps rows for faults to fire from.
