@@ -41,6 +41,7 @@ extension Statement {
     /// ``attributeValue(at:type:)`` into a row kept as bytes: text and blobs
     /// are copied as they are, not made into strings and data; what has no
     /// compact form is kept as the value `attributeValue` gives.
+    @inline(__always)   // once per column of every row a fetch of faults reads
     func encodeAttribute(at index: Int32, type: AttributeType, into row: EncodedStoreNode.Builder) {
         // One column lookup per column (``ColumnValue``): its type and its contents from one value.
         let column = column(at: index)
@@ -68,6 +69,7 @@ extension Statement {
         }
     }
 
+    @inline(__always)   // once per column of every row a fetch of values reads
     func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
         // Text tells NULL apart by itself (`withText`), without a type check
         // first: strings are the most common attribute. One column lookup

@@ -37,12 +37,12 @@ public struct EncodedStoreNode: @unchecked Sendable {
     /// The row's version (`Z_OPT`).
     public var version: Int64 { Int64(bitPattern: chunk.load(UInt64.self, at: trailer)) }
 
-    fileprivate enum Tag: UInt8 {
+    @usableFromInline enum Tag: UInt8 {
         case null, integer, double, boolFalse, boolTrue, string, date, data, uri, other
     }
 
     /// Bytes after a row's values: its version, the values' byte count, its first kept value.
-    fileprivate static let trailerSize = 16
+    @usableFromInline static let trailerSize = 16
 
     /// The row as values, as an ``IncrementalStoreNode`` of the same row.
     public var node: IncrementalStoreNode {
@@ -90,13 +90,13 @@ public struct EncodedStoreNode: @unchecked Sendable {
 
     /// Consecutive rows' bytes, and their values without a compact form.
     /// Written by one builder while it fills it; never changed after.
-    private final class Chunk {
+    @usableFromInline final class Chunk {
         /// The usual size: a large row gets a chunk of its own size.
         static let size = 1024
 
-        let bytes: UnsafeMutableRawPointer
-        let capacity: Int
-        @exclusivity(unchecked) var others = ContiguousArray<PropertyValue>()
+        @usableFromInline let bytes: UnsafeMutableRawPointer
+        @usableFromInline let capacity: Int
+        @usableFromInline @exclusivity(unchecked) var others = ContiguousArray<PropertyValue>()
 
         init(capacity: Int) {
             self.capacity = capacity
@@ -117,14 +117,17 @@ public struct EncodedStoreNode: @unchecked Sendable {
     }
 
     /// Builds encoded rows one at a time, into chunks it fills one after another.
+    ///
+    /// The appends are inlinable: a store calls one per column of every row
+    /// it reads, from another module, where a call cost more than the append.
     public final class Builder {
         // `@exclusivity(unchecked)`: a builder belongs to the one decoder that
         // made it, and each value appended reads and writes these several
         // times; checked, each access was a call into the runtime.
-        @exclusivity(unchecked) private var chunk: Chunk
+        @usableFromInline @exclusivity(unchecked) var chunk: Chunk
         /// Where the row being built starts in the chunk, and where its next byte goes.
         @exclusivity(unchecked) private var start = 0
-        @exclusivity(unchecked) private var end = 0
+        @usableFromInline @exclusivity(unchecked) var end = 0
         /// The index of the row's first kept value in the chunk's `others`.
         @exclusivity(unchecked) private var firstOther = 0
 
@@ -132,25 +135,25 @@ public struct EncodedStoreNode: @unchecked Sendable {
             chunk = Chunk(capacity: Chunk.size)
         }
 
-        public func appendNull() { put(.null) }
+        @inlinable public func appendNull() { put(.null) }
 
-        public func appendInteger(_ value: Int64) { put(.integer, word: UInt64(bitPattern: value)) }
+        @inlinable public func appendInteger(_ value: Int64) { put(.integer, word: UInt64(bitPattern: value)) }
 
-        public func appendDouble(_ value: Double) { put(.double, word: value.bitPattern) }
+        @inlinable public func appendDouble(_ value: Double) { put(.double, word: value.bitPattern) }
 
-        public func appendBool(_ value: Bool) { put(value ? .boolTrue : .boolFalse) }
+        @inlinable public func appendBool(_ value: Bool) { put(value ? .boolTrue : .boolFalse) }
 
         /// A date as its seconds since the reference date, as the store keeps it.
-        public func appendDate(secondsSinceReferenceDate value: Double) { put(.date, word: value.bitPattern) }
+        @inlinable public func appendDate(secondsSinceReferenceDate value: Double) { put(.date, word: value.bitPattern) }
 
         /// Text as the store read it: checked as UTF-8 (and repaired, as
         /// `String(decoding:as:)` does) only when the row is decoded.
-        public func appendString(utf8 text: UnsafeRawBufferPointer) { put(.string, run: text) }
+        @inlinable public func appendString(utf8 text: UnsafeRawBufferPointer) { put(.string, run: text) }
 
-        public func appendData(_ data: UnsafeRawBufferPointer) { put(.data, run: data) }
+        @inlinable public func appendData(_ data: UnsafeRawBufferPointer) { put(.data, run: data) }
 
         /// A URL's text: the value is `URL(string:)` of it, or null if it is not one.
-        public func appendURI(utf8 text: UnsafeRawBufferPointer) { put(.uri, run: text) }
+        @inlinable public func appendURI(utf8 text: UnsafeRawBufferPointer) { put(.uri, run: text) }
 
         /// Any value, kept as it is.
         public func append(_ value: PropertyValue) {
@@ -173,13 +176,13 @@ public struct EncodedStoreNode: @unchecked Sendable {
             return node
         }
 
-        @inline(__always)
-        private func reserve(_ more: Int) {
+        @inlinable @inline(__always)
+        func reserve(_ more: Int) {
             if end + more > chunk.capacity { startChunk(more) }
         }
 
         /// Moves the row being built into a new chunk with room for `more` bytes after it.
-        private func startChunk(_ more: Int) {
+        @usableFromInline func startChunk(_ more: Int) {
             let row = end - start
             let next = Chunk(capacity: max(Chunk.size, row + more + EncodedStoreNode.trailerSize))
             next.bytes.copyMemory(from: chunk.bytes + start, byteCount: row)
@@ -193,15 +196,15 @@ public struct EncodedStoreNode: @unchecked Sendable {
             firstOther = 0
         }
 
-        @inline(__always)
-        private func put(_ tag: Tag) {
+        @inlinable @inline(__always)
+        func put(_ tag: Tag) {
             reserve(1)
             chunk.bytes.storeBytes(of: tag.rawValue, toByteOffset: end, as: UInt8.self)
             end += 1
         }
 
-        @inline(__always)
-        private func put(_ tag: Tag, word: UInt64) {
+        @inlinable @inline(__always)
+        func put(_ tag: Tag, word: UInt64) {
             reserve(9)
             let bytes = chunk.bytes
             bytes.storeBytes(of: tag.rawValue, toByteOffset: end, as: UInt8.self)
@@ -209,8 +212,8 @@ public struct EncodedStoreNode: @unchecked Sendable {
             end += 9
         }
 
-        @inline(__always)
-        private func put(_ tag: Tag, run: UnsafeRawBufferPointer) {
+        @inlinable @inline(__always)
+        func put(_ tag: Tag, run: UnsafeRawBufferPointer) {
             reserve(5 + run.count)
             let bytes = chunk.bytes
             bytes.storeBytes(of: tag.rawValue, toByteOffset: end, as: UInt8.self)
