@@ -119,6 +119,9 @@
     /// bounded by ``capacity``.
     @inlinable public mutating func reserveCapacity(_ count: Int) {
         entries.reserveCapacity(min(capacity, count))
+        // Only into an empty clock: `Array` reserves exactly what it is asked,
+        // so growing it a little per call would copy it every time.
+        if slots.isEmpty { slots.reserveCapacity(min(capacity, count)) }
     }
 }
 

@@ -17,8 +17,6 @@ struct RowDecoder {
     private var lastLayout: RowLayout?
     private var lastEntity: EntityDescription?
     private var scopes: ObjectIDScopeCache
-    /// Made by the first encoded row: most decoders never encode one.
-    private var encoder: EncodedStoreNode.Builder?
 
     init(schema: TableLayout, identity: StoreIdentity, url: URL?) {
         self.schema = schema
@@ -44,21 +42,51 @@ struct RowDecoder {
                                     values: values, version: statement.int64(at: 2))
     }
 
-    /// The row as bytes, for a fetch of faults (see ``EncodedStoreNode``): the
-    /// same values as ``node(from:)``, decoded when a fault fires.
-    mutating func encodedNode(from statement: Statement) throws -> EncodedStoreNode {
-        let layout = try self.layout(of: statement)
-        let encoder = self.encoder ?? EncodedStoreNode.Builder()
-        self.encoder = encoder
-        for (slot, step) in layout.steps.enumerated() {
-            if case .attribute(let position, let type) = step {
-                statement.encodeAttribute(at: position, type: type, into: encoder)
-            } else {
-                encoder.append(try value(of: step, in: statement, slot: slot, layout: layout))
+    /// Every row left in a full-row select, for ``node(from:)``'s callers
+    /// that read them all: the layout is resolved when the entity changes,
+    /// not looked up (and retained) per row.
+    mutating func nodes(from statement: Statement) throws -> [IncrementalStoreNode] {
+        var nodes: [IncrementalStoreNode] = []
+        var current: (number: Int64, layout: RowLayout)?
+        while try statement.step() {
+            let number = statement.int64(at: 1)
+            if current?.number != number { current = (number, try layout(of: statement)) }
+            let layout = current.unsafelyUnwrapped.layout
+            let steps = layout.steps
+            var values = ContiguousArray<PropertyValue>()
+            values.reserveCapacity(steps.count)
+            for (slot, step) in steps.enumerated() {
+                values.append(try value(of: step, in: statement, slot: slot, layout: layout))
             }
+            nodes.append(IncrementalStoreNode(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
+                                              values: values, version: statement.int64(at: 2)))
         }
-        return encoder.finish(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
-                              version: statement.int64(at: 2))
+        return nodes
+    }
+
+    /// Every row left in a full-row select as bytes, for a fetch of faults
+    /// (see ``EncodedStoreNode``): the same values as ``node(from:)``,
+    /// decoded when a fault fires. The layout is resolved when the entity
+    /// changes, not looked up (and retained) per row.
+    mutating func encodedNodes(from statement: Statement) throws -> [EncodedStoreNode] {
+        var rows: [EncodedStoreNode] = []
+        let encoder = EncodedStoreNode.Builder()
+        var current: (number: Int64, layout: RowLayout)?
+        while try statement.step() {
+            let number = statement.int64(at: 1)
+            if current?.number != number { current = (number, try layout(of: statement)) }
+            let layout = current.unsafelyUnwrapped.layout
+            for (slot, step) in layout.steps.enumerated() {
+                if case .attribute(let position, let type) = step {
+                    statement.encodeAttribute(at: position, type: type, into: encoder)
+                } else {
+                    encoder.append(try value(of: step, in: statement, slot: slot, layout: layout))
+                }
+            }
+            rows.append(encoder.finish(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
+                                       version: statement.int64(at: 2)))
+        }
+        return rows
     }
 
     /// The row's ID, for a select of `Z_PK, Z_ENT` first.

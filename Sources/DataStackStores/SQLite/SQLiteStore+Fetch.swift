@@ -37,18 +37,10 @@ extension SQLiteStore {
             case .managedObject where fetch.returnsObjectsAsFaults:
                 // Rows for the row cache, most never read: kept as bytes.
                 var decoder = RowDecoder(schema: schema, identity: identity, url: url)
-                var rows: [EncodedStoreNode] = []
-                while try statement.step() {
-                    rows.append(try decoder.encodedNode(from: statement))
-                }
-                return .encodedNodes(rows)
+                return .encodedNodes(try decoder.encodedNodes(from: statement))
             case .managedObject:
                 var decoder = RowDecoder(schema: schema, identity: identity, url: url)
-                var nodes: [IncrementalStoreNode] = []
-                while try statement.step() {
-                    nodes.append(try decoder.node(from: statement))
-                }
-                return .nodes(nodes)
+                return .nodes(try decoder.nodes(from: statement))
             case .dictionary:
                 var rows = try Self.dictionaries(from: statement, columns: query.dictionaryColumns)
                 try resolveExternalData(in: &rows, columns: query.externalDictionaryColumns, of: fetch.entity)
@@ -94,9 +86,7 @@ extension SQLiteStore {
                     "SELECT \(schema.selectColumns(of: table, alias: "t0")) FROM \(table.name) t0 WHERE t0.Z_PK \(placeholders)")
                 defer { statement.reset() }
                 for (offset, pk) in chunk.enumerated() { try statement.bind(pk, at: Int32(offset + 1)) }
-                while try statement.step() {
-                    nodes.append(try decoder.node(from: statement))
-                }
+                nodes += try decoder.nodes(from: statement)
             }
         }
         return nodes

@@ -41,43 +41,53 @@ extension Statement {
     /// ``attributeValue(at:type:)`` into a row kept as bytes: text and blobs
     /// are copied as they are, not made into strings and data; what has no
     /// compact form is kept as the value `attributeValue` gives.
+    @inline(__always)   // once per column of every row a fetch of faults reads
     func encodeAttribute(at index: Int32, type: AttributeType, into row: EncodedStoreNode.Builder) {
+        // One column lookup per column (``ColumnValue``): its type and its contents from one value.
+        let column = column(at: index)
         switch type {
         case .string:
-            withText(at: index) { text in if let text { row.appendString(utf8: text) } else { row.appendNull() } }
+            column.withText { text in if let text { row.appendString(utf8: text) } else { row.appendNull() } }
         case .uri:
-            withText(at: index) { text in if let text { row.appendURI(utf8: text) } else { row.appendNull() } }
+            column.withText { text in if let text { row.appendURI(utf8: text) } else { row.appendNull() } }
         case .binaryData, .transformable:
             withBlob(at: index) { bytes in if let bytes { row.appendData(bytes) } else { row.appendNull() } }
         case .double, .float, .date, .boolean, .integer16, .integer32, .integer64:
             // As `attributeValue`: SQLite converts what the column holds.
             // A date column has NUMERIC affinity, so a whole date is stored as an integer.
-            let storage = columnType(at: index)
+            let storage = column.type
             switch type {
             case _ where storage == .null: row.appendNull()
-            case .double, .float: row.appendDouble(double(at: index))
-            case .date: row.appendDate(secondsSinceReferenceDate: double(at: index))
-            case .boolean: row.appendBool(int64(at: index) != 0)
+            case .double, .float: row.appendDouble(column.double)
+            case .date: row.appendDate(secondsSinceReferenceDate: column.double)
+            case .boolean: row.appendBool(column.int64 != 0)
             case _ where storage == .double: row.append(attributeValue(at: index, type: type))
-            default: row.appendInteger(int64(at: index))
+            default: row.appendInteger(column.int64)
             }
         case .decimal, .uuid:
             row.append(attributeValue(at: index, type: type))
         }
     }
 
+    @inline(__always)   // once per column of every row a fetch of values reads
     func attributeValue(at index: Int32, type: AttributeType) -> PropertyValue {
-        // Text tells NULL apart by itself (`string(at:)`), without a type
-        // check first: strings are the most common attribute.
-        let storage: ColumnType = type == .string || type == .uri ? .text : columnType(at: index)
+        // Text tells NULL apart by itself (`withText`), without a type check
+        // first: strings are the most common attribute. One column lookup
+        // (``ColumnValue``), not the text's and then its length's.
+        if type == .string {
+            return column(at: index).withText { text in text.map { .string(String(decoding: $0, as: UTF8.self)) } } ?? .null
+        }
+        // Numbers read their type and value from one column lookup (``ColumnValue``).
+        let column = column(at: index)
+        let storage: ColumnType = type == .uri ? .text : column.type
         if storage == .null { return .null }
         switch type {
         case .integer16, .integer32, .integer64:
-            return storage == .double ? .integer(truncating: double(at: index)) : .integer(int64(at: index))
+            return storage == .double ? .integer(truncating: column.double) : .integer(column.int64)
         case .boolean:
-            return .bool(int64(at: index) != 0)
+            return .bool(column.int64 != 0)
         case .double, .float:
-            return .double(double(at: index))
+            return .double(column.double)
         case .decimal:
             if storage == .text, let text = string(at: index), let decimal = Decimal(string: text) { return .decimal(decimal) }
             return .decimal(fromStored: double(at: index))
@@ -86,7 +96,7 @@ extension Statement {
         case .uri:
             return string(at: index).flatMap(URL.init(string:)).map(PropertyValue.uri) ?? .null
         case .date:
-            return .date(Date(timeIntervalSinceReferenceDate: double(at: index)))
+            return .date(Date(timeIntervalSinceReferenceDate: column.double))
         case .binaryData, .transformable:
             return data(at: index).map(PropertyValue.data) ?? .null
         case .uuid:

@@ -33,7 +33,7 @@ package final class RowCache: Sendable {
     }
 
     private struct State {
-        var rows: ClockCache<ObjectID, Row>
+        var rows: ClockCache<RowKey, Row>
         var hits = 0
         var misses = 0
     }
@@ -44,27 +44,39 @@ package final class RowCache: Sendable {
 
     package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
         self.capacity = max(1, capacity)
-        state = Locked(State(rows: ClockCache(capacity: capacity)))
+        var rows = ClockCache<RowKey, Row>(capacity: capacity)
+        // Storage made now, so that the table's type is made now: its first
+        // storage looks up `RowKey`'s `Hashable` conformance among every
+        // conformance the process has (~400,000 instructions, once per
+        // process), which the first fetch of faults paid otherwise.
+        rows.reserveCapacity(1)
+        state = Locked(State(rows: rows))
     }
 
     /// Keeps rows for faults to fire from.
     package func store(_ nodes: [IncrementalStoreNode]) {
-        store(nodes, id: \.objectID, values: Values.node)
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.withLock { state in
+            state.rows.reserveCapacity(state.rows.count + nodes.count)
+            for node in nodes.suffix(capacity) {
+                state.rows.updateValue(Row(values: .node(node), storedAt: now), forKey: RowKey(node.objectID))
+            }
+        }
     }
 
     /// Keeps rows as bytes for faults to fire from.
+    ///
+    /// Written out rather than shared with the other `store` through closures
+    /// that pick the ID and the values: it runs once per row of every fetch
+    /// of faults, and this way nothing stands between the loop and the insert.
     package func store(_ nodes: [EncodedStoreNode]) {
-        store(nodes, id: \.objectID, values: Values.encoded)
-    }
-
-    private func store<Node>(_ nodes: [Node], id: (Node) -> ObjectID, values: (Node) -> Values) {
         let now = DispatchTime.now().uptimeNanoseconds
         state.withLock { state in
             // One resize for a large fetch, not one per doubling on the way.
             state.rows.reserveCapacity(state.rows.count + nodes.count)
             // Rows past the capacity would only evict the fetch's own first rows.
             for node in nodes.suffix(capacity) {
-                state.rows.updateValue(Row(values: values(node), storedAt: now), forKey: id(node))
+                state.rows.updateValue(Row(values: .encoded(node), storedAt: now), forKey: RowKey(node.objectID))
             }
         }
     }
@@ -72,7 +84,7 @@ package final class RowCache: Sendable {
     /// The cached row, if it is younger than `maxAge` seconds (negative: any age).
     package func node(for objectID: ObjectID, maxAge: TimeInterval) -> IncrementalStoreNode? {
         let row = state.withLock { state -> Row? in
-            let row = state.rows.value(forKey: objectID)
+            let row = state.rows.value(forKey: RowKey(objectID))
             if row == nil { state.misses += 1 } else { state.hits += 1 }
             return row
         }
@@ -91,10 +103,10 @@ package final class RowCache: Sendable {
         state.withLock { state in
             if state.rows.isEmpty { return }
             if state.rows.count < first.count + second.count {
-                state.rows.removeValues { first.contains($0) || second.contains($0) }
+                state.rows.removeValues { first.contains($0.id) || second.contains($0.id) }
             } else {
-                for id in first { state.rows.removeValue(forKey: id) }
-                for id in second { state.rows.removeValue(forKey: id) }
+                for id in first { state.rows.removeValue(forKey: RowKey(id)) }
+                for id in second { state.rows.removeValue(forKey: RowKey(id)) }
             }
         }
     }
@@ -105,7 +117,7 @@ package final class RowCache: Sendable {
         state.withLock { state in
             if state.rows.isEmpty { return }
             for list in nodes {
-                for node in list { state.rows.removeValue(forKey: node.objectID) }
+                for node in list { state.rows.removeValue(forKey: RowKey(node.objectID)) }
             }
         }
     }
@@ -121,6 +133,32 @@ package final class RowCache: Sendable {
     /// Lookups that found their row and lookups that did not since the cache was made, and the rows it holds.
     package var statistics: RowCacheStatistics {
         state.withLock { RowCacheStatistics(hits: $0.hits, misses: $0.misses, rows: $0.rows.count, capacity: capacity) }
+    }
+}
+
+/// An object ID as the row cache's key: equal as IDs are, hashed by a
+/// multiply and a shift instead of SipHash.
+///
+/// A fetch of faults stores every row it reads, so the key's hash is paid
+/// per row: SipHash of the ID's bits was ~200 instructions of the ~630 a row
+/// cost to cache. The bits hashed are the ones `ObjectID` hashes (the key,
+/// whether it is temporary and the entity name's seed), so equal IDs hash
+/// alike. The keys are a store's primary keys, not input an attacker picks
+/// to collide, so the seeded hash's resistance to flooding buys nothing here.
+struct RowKey: Hashable {
+    let id: ObjectID
+
+    @inline(__always) init(_ id: ObjectID) { self.id = id }
+
+    static func == (lhs: RowKey, rhs: RowKey) -> Bool { lhs.id == rhs.id }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    func _rawHashValue(seed: Int) -> Int {
+        let bits = (id.rawKey &<< 1 | (id.scope.storeReference == nil ? 1 : 0)) ^ id.scope.entity.nameSeed
+        // Fibonacci hashing: the product's high half, folded into the low bits the table's mask keeps.
+        let product = (bits ^ UInt64(UInt(bitPattern: seed))) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: product ^ (product &>> 32))
     }
 }
 

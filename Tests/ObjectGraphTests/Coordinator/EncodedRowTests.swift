@@ -124,4 +124,50 @@ import Testing
             #expect(empty.gadgets.isEmpty)
         }
     }
+
+    /// Rows share chunks of about a kilobyte: rows that straddle a chunk's
+    /// end, rows larger than a chunk, and kept values (decimals, IDs) moved
+    /// with a row into the next chunk all decode as they were built.
+    @Test func rowsBuiltAcrossManyChunksDecodeAsBuilt() throws {
+        let entity = try #require(stack.model.entitiesByName["Gadget"])
+        let identity = StoreIdentity.named("EncodedRowTests.chunks")
+        let builder = EncodedStoreNode.Builder()
+        var expected: [(ObjectID, Int64, ContiguousArray<PropertyValue>)] = []
+        var rows: [EncodedStoreNode] = []
+        for row in 0..<300 {
+            let id = ObjectID(entity: entity, store: identity, primaryKey: Int64(row + 1))
+            var text = String(repeating: "é", count: row % 7 == 0 ? 1_500 : row % 40)
+            let data = Data(repeating: UInt8(row % 256), count: row % 5)
+            var values: ContiguousArray<PropertyValue> = [.integer(Int64(row) - 150)]
+            builder.appendInteger(Int64(row) - 150)
+            if row % 3 == 0 {
+                values.append(.decimal(Decimal(row)))
+                builder.append(.decimal(Decimal(row)))
+            }
+            values.append(.string(text))
+            text.withUTF8 { builder.appendString(utf8: UnsafeRawBufferPointer($0)) }
+            values.append(.null)
+            builder.appendNull()
+            values.append(.double(Double(row) / 3))
+            builder.appendDouble(Double(row) / 3)
+            values.append(.bool(row % 2 == 0))
+            builder.appendBool(row % 2 == 0)
+            values.append(.date(Date(timeIntervalSinceReferenceDate: Double(row) * 1.5)))
+            builder.appendDate(secondsSinceReferenceDate: Double(row) * 1.5)
+            values.append(.data(data))
+            data.withUnsafeBytes { builder.appendData($0) }
+            if row % 4 == 0 {
+                values.append(.object(id))
+                builder.append(.object(id))
+            }
+            let version = Int64(row) * 1_000_000_007
+            rows.append(builder.finish(objectID: id, version: version))
+            expected.append((id, version, values))
+        }
+        for (row, (id, version, values)) in zip(rows, expected) {
+            #expect(row.objectID == id)
+            #expect(row.version == version)
+            #expect(row.values == values, "row \(id)")
+        }
+    }
 }
