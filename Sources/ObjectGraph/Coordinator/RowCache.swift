@@ -6,16 +6,23 @@ import Foundation
 /// them without another query (Core Data's row cache).
 ///
 /// The cache is bounded: past ``capacity`` rows it evicts by the CLOCK
-/// algorithm (``ClockCache``) — a hand sweeps the slots, sparing once each
+/// algorithm (``RowTable``) — a hand sweeps the table, sparing once each
 /// row read since it last passed and evicting the first that was not — so memory stays flat
 /// however much is fetched, and rows in use outlive a large fetch that is
 /// never read. A missed row is read from the store. Only its coordinator
 /// stores and removes rows: those its own saves make stale, and those others
 /// tell it changed (a merge, a batch request, a history transaction).
 package final class RowCache: Sendable {
-    private struct Row {
+    private struct Row: RowTableElement {
         var values: Values
         var storedAt: UInt64
+
+        var objectID: ObjectID {
+            switch values {
+            case .node(let node): node.objectID
+            case .encoded(let encoded): encoded.objectID
+            }
+        }
     }
 
     /// A row as the store gave it: values, or bytes decoded when a fault
@@ -33,7 +40,7 @@ package final class RowCache: Sendable {
     }
 
     private struct State {
-        var rows: ClockCache<RowKey, Row>
+        var rows: RowTable<Row>
         var hits = 0
         var misses = 0
     }
@@ -44,13 +51,7 @@ package final class RowCache: Sendable {
 
     package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
         self.capacity = max(1, capacity)
-        var rows = ClockCache<RowKey, Row>(capacity: capacity)
-        // Storage made now, so that the table's type is made now: its first
-        // storage looks up `RowKey`'s `Hashable` conformance among every
-        // conformance the process has (~400,000 instructions, once per
-        // process), which the first fetch of faults paid otherwise.
-        rows.reserveCapacity(1)
-        state = Locked(State(rows: rows))
+        state = Locked(State(rows: RowTable(capacity: capacity)))
     }
 
     /// Keeps rows for faults to fire from.
@@ -59,7 +60,7 @@ package final class RowCache: Sendable {
         state.withLock { state in
             state.rows.reserveCapacity(state.rows.count + nodes.count)
             for node in nodes.suffix(capacity) {
-                state.rows.updateValue(Row(values: .node(node), storedAt: now), forKey: RowKey(node.objectID))
+                state.rows.update(Row(values: .node(node), storedAt: now))
             }
         }
     }
@@ -76,7 +77,7 @@ package final class RowCache: Sendable {
             state.rows.reserveCapacity(state.rows.count + nodes.count)
             // Rows past the capacity would only evict the fetch's own first rows.
             for node in nodes.suffix(capacity) {
-                state.rows.updateValue(Row(values: .encoded(node), storedAt: now), forKey: RowKey(node.objectID))
+                state.rows.update(Row(values: .encoded(node), storedAt: now))
             }
         }
     }
@@ -84,7 +85,7 @@ package final class RowCache: Sendable {
     /// The cached row, if it is younger than `maxAge` seconds (negative: any age).
     package func node(for objectID: ObjectID, maxAge: TimeInterval) -> IncrementalStoreNode? {
         let row = state.withLock { state -> Row? in
-            let row = state.rows.value(forKey: RowKey(objectID))
+            let row = state.rows.element(for: objectID)
             if row == nil { state.misses += 1 } else { state.hits += 1 }
             return row
         }
@@ -103,10 +104,10 @@ package final class RowCache: Sendable {
         state.withLock { state in
             if state.rows.isEmpty { return }
             if state.rows.count < first.count + second.count {
-                state.rows.removeValues { first.contains($0.id) || second.contains($0.id) }
+                state.rows.removeElements { first.contains($0) || second.contains($0) }
             } else {
-                for id in first { state.rows.removeValue(forKey: RowKey(id)) }
-                for id in second { state.rows.removeValue(forKey: RowKey(id)) }
+                for id in first { state.rows.removeElement(for: id) }
+                for id in second { state.rows.removeElement(for: id) }
             }
         }
     }
@@ -117,7 +118,7 @@ package final class RowCache: Sendable {
         state.withLock { state in
             if state.rows.isEmpty { return }
             for list in nodes {
-                for node in list { state.rows.removeValue(forKey: RowKey(node.objectID)) }
+                for node in list { state.rows.removeElement(for: node.objectID) }
             }
         }
     }
@@ -133,32 +134,6 @@ package final class RowCache: Sendable {
     /// Lookups that found their row and lookups that did not since the cache was made, and the rows it holds.
     package var statistics: RowCacheStatistics {
         state.withLock { RowCacheStatistics(hits: $0.hits, misses: $0.misses, rows: $0.rows.count, capacity: capacity) }
-    }
-}
-
-/// An object ID as the row cache's key: equal as IDs are, hashed by a
-/// multiply and a shift instead of SipHash.
-///
-/// A fetch of faults stores every row it reads, so the key's hash is paid
-/// per row: SipHash of the ID's bits was ~200 instructions of the ~630 a row
-/// cost to cache. The bits hashed are the ones `ObjectID` hashes (the key,
-/// whether it is temporary and the entity name's seed), so equal IDs hash
-/// alike. The keys are a store's primary keys, not input an attacker picks
-/// to collide, so the seeded hash's resistance to flooding buys nothing here.
-struct RowKey: Hashable {
-    let id: ObjectID
-
-    @inline(__always) init(_ id: ObjectID) { self.id = id }
-
-    static func == (lhs: RowKey, rhs: RowKey) -> Bool { lhs.id == rhs.id }
-
-    func hash(into hasher: inout Hasher) { hasher.combine(id) }
-
-    func _rawHashValue(seed: Int) -> Int {
-        let bits = (id.rawKey &<< 1 | (id.scope.storeReference == nil ? 1 : 0)) ^ id.scope.entity.nameSeed
-        // Fibonacci hashing: the product's high half, folded into the low bits the table's mask keeps.
-        let product = (bits ^ UInt64(UInt(bitPattern: seed))) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: product ^ (product &>> 32))
     }
 }
 
