@@ -22,7 +22,10 @@ protocol RowTableElement {
 /// object and its row together. Here a bucket is the row and a mark, the ID
 /// is the row's own, the table is sized at a load of 3/4 in any multiple of
 /// four buckets (the home is the hash scaled to the bucket count), and the
-/// hand sweeps the buckets themselves: ~60 bytes a row.
+/// hand sweeps the buckets themselves: ~100 bytes a row. A probe reads a
+/// word of hash per bucket, in an array of its own, and the row's ID only
+/// when that matches: reading an optional row to compare would copy it
+/// (retaining what it holds) at every probe.
 ///
 /// Open addressing with linear probing; removal shifts later entries of a
 /// run back into the hole, so lookups stop at the first empty bucket. An
@@ -42,42 +45,45 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     /// The most elements kept.
     let capacity: Int
     private(set) var count = 0
-    private var buckets: UnsafeMutablePointer<Bucket?>
+    /// Per bucket, 0 when empty, else its element's ID's hash with the low
+    /// bit set.
+    private var tags: UnsafeMutablePointer<UInt64>
+    /// Initialized where the tag is not 0.
+    private var buckets: UnsafeMutablePointer<Bucket>
     private var size: Int
     private var hand = 0
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
         size = 4
-        buckets = .allocate(capacity: size)
-        buckets.initialize(repeating: nil, count: size)
+        (tags, buckets) = Self.allocate(size)
     }
 
     deinit {
-        buckets.deinitialize(count: size)
-        buckets.deallocate()
+        Self.deallocate(tags, buckets, size: size)
     }
 
     var isEmpty: Bool { count == 0 }
 
-    /// The element for `id`, marked as read so that the hand spares it once.
+    /// The element for `id`, marked as read so that the hand spares it twice.
     func element(for id: ObjectID) -> Element? {
         guard let index = find(id) else { return nil }
-        buckets[index]!.credit = 2
-        return buckets[index]!.element
+        buckets[index].credit = 2
+        return buckets[index].element
     }
 
     /// Stores `element` under its object ID. One already there is replaced and
-    /// keeps its mark; a new one evicts another when the table is full.
+    /// keeps its credit; a new one evicts another when the table is full.
     func update(_ element: Element) {
         let id = element.objectID
-        if let index = find(id) {
-            buckets[index]!.element = element
+        let hash = Self.hash(of: id)
+        if let index = find(id, hash: hash) {
+            buckets[index].element = element
             return
         }
         if count == capacity { evictOne() }
         if count + 1 > Self.maximumCount(size: size) { rehash(to: max(size * 2, 8)) }
-        place(Bucket(element: element, credit: 1))
+        place(Bucket(element: element, credit: 1), hash: hash)
         count += 1
     }
 
@@ -100,67 +106,93 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     /// back, or wrapped ones it has reached forward).
     func removeElements(where isRemoved: (ObjectID) throws -> Bool) rethrows {
         var removed: [ObjectID] = []
-        for index in 0..<size {
-            if let bucket = buckets[index], try isRemoved(bucket.element.objectID) { removed.append(bucket.element.objectID) }
+        for index in 0..<size where tags[index] != 0 {
+            let id = buckets[index].element.objectID
+            if try isRemoved(id) { removed.append(id) }
         }
         for id in removed { removeElement(for: id) }
     }
 
     /// Removes every element.
     func removeAll() {
-        buckets.deinitialize(count: size)
-        buckets.deallocate()
+        Self.deallocate(tags, buckets, size: size)
         size = 4
-        buckets = .allocate(capacity: size)
-        buckets.initialize(repeating: nil, count: size)
+        (tags, buckets) = Self.allocate(size)
         count = 0
         hand = 0
     }
 
     // MARK: - The table
 
+    private static func allocate(_ size: Int) -> (UnsafeMutablePointer<UInt64>, UnsafeMutablePointer<Bucket>) {
+        let tags = UnsafeMutablePointer<UInt64>.allocate(capacity: size)
+        tags.initialize(repeating: 0, count: size)
+        return (tags, .allocate(capacity: size))
+    }
+
+    private static func deallocate(_ tags: UnsafeMutablePointer<UInt64>, _ buckets: UnsafeMutablePointer<Bucket>, size: Int) {
+        for index in 0..<size where tags[index] != 0 { (buckets + index).deinitialize(count: 1) }
+        tags.deallocate()
+        buckets.deallocate()
+    }
+
     private static func maximumCount(size: Int) -> Int { size / 4 * 3 }
 
+    @inline(__always)
     private static func next(after index: Int, size: Int) -> Int {
         index + 1 == size ? 0 : index + 1
     }
 
-    /// The hash of an ID's bits as `ObjectID` hashes them (its key, whether it
-    /// is temporary and its entity name's seed), scaled to the bucket count.
+    /// The bits `ObjectID` hashes (its key, whether it is temporary and its
+    /// entity name's seed), mixed; never 0.
     @inline(__always)
-    private static func home(of id: ObjectID, size: Int) -> Int {
+    private static func hash(of id: ObjectID) -> UInt64 {
         let bits = (id.rawKey &<< 1 | (id.scope.storeReference == nil ? 1 : 0)) ^ id.scope.entity.nameSeed
-        let hash = bits &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(truncatingIfNeeded: size)).high)
+        return bits &* 0x9E37_79B9_7F4A_7C15 | 1
+    }
+
+    /// The first bucket for a hash: the hash scaled to the bucket count.
+    @inline(__always)
+    private static func home(of hash: UInt64, size: Int) -> Int {
+        Int(truncatingIfNeeded: hash.multipliedFullWidth(by: UInt64(truncatingIfNeeded: size)).high)
     }
 
     private func find(_ id: ObjectID) -> Int? {
-        var index = Self.home(of: id, size: size)
-        while let bucket = buckets[index] {
-            if bucket.element.objectID == id { return index }
-            index = Self.next(after: index, size: size)
-        }
-        return nil
+        find(id, hash: Self.hash(of: id))
     }
 
-    private func place(_ bucket: Bucket) {
-        var index = Self.home(of: bucket.element.objectID, size: size)
-        while buckets[index] != nil { index = Self.next(after: index, size: size) }
-        buckets[index] = bucket
+    @inline(__always)
+    private func find(_ id: ObjectID, hash: UInt64) -> Int? {
+        var index = Self.home(of: hash, size: size)
+        while true {
+            let tag = tags[index]
+            if tag == 0 { return nil }
+            if tag == hash && buckets[index].element.objectID == id { return index }
+            index = Self.next(after: index, size: size)
+        }
+    }
+
+    private func place(_ bucket: consuming Bucket, hash: UInt64) {
+        var index = Self.home(of: hash, size: size)
+        while tags[index] != 0 { index = Self.next(after: index, size: size) }
+        tags[index] = hash
+        (buckets + index).initialize(to: bucket)
     }
 
     private func remove(at start: Int) {
         var index = start
-        buckets[index] = nil
+        tags[index] = 0
+        (buckets + index).deinitialize(count: 1)
         count -= 1
         var next = Self.next(after: index, size: size)
-        while let bucket = buckets[next] {
-            let home = Self.home(of: bucket.element.objectID, size: size)
+        while tags[next] != 0 {
+            let home = Self.home(of: tags[next], size: size)
             // Move the entry unless its home lies cyclically in (index, next].
             let stays = index <= next ? (home > index && home <= next) : (home > index || home <= next)
             if !stays {
-                buckets[index] = (buckets + next).move()
-                (buckets + next).initialize(to: nil)
+                tags[index] = tags[next]
+                tags[next] = 0
+                (buckets + index).moveInitialize(from: buckets + next, count: 1)
                 index = next
             }
             next = Self.next(after: next, size: size)
@@ -173,9 +205,9 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
         while true {
             let index = hand
             hand = Self.next(after: hand, size: size)
-            guard buckets[index] != nil else { continue }
-            if buckets[index]!.credit > 0 {
-                buckets[index]!.credit -= 1
+            guard tags[index] != 0 else { continue }
+            if buckets[index].credit > 0 {
+                buckets[index].credit -= 1
             } else {
                 remove(at: index)
                 return
@@ -184,16 +216,15 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     }
 
     private func rehash(to newSize: Int) {
-        let old = buckets
+        let (oldTags, oldBuckets) = (tags, buckets)
         let oldSize = size
         size = newSize
-        buckets = .allocate(capacity: newSize)
-        buckets.initialize(repeating: nil, count: newSize)
+        (tags, buckets) = Self.allocate(newSize)
         hand = 0
-        for index in 0..<oldSize {
-            guard let bucket = (old + index).move() else { continue }
-            place(bucket)
+        for index in 0..<oldSize where oldTags[index] != 0 {
+            place((oldBuckets + index).move(), hash: oldTags[index])
         }
-        old.deallocate()
+        oldTags.deallocate()
+        oldBuckets.deallocate()
     }
 }
