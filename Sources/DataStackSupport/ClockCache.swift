@@ -8,10 +8,12 @@
 /// (a large fetch, SQL built for one request), where emptying the whole
 /// cache when it is full would drop them too.
 ///
-/// The one eviction policy of the package's caches: a connection's prepared
-/// statements, a coordinator's rows and the compiled regular expressions of
-/// `MATCHES`. It is a value type without a lock; each owner confines or
-/// locks it as it does its other state.
+/// The eviction policy of a connection's prepared statements and the
+/// compiled regular expressions of `MATCHES`. A coordinator's row cache,
+/// which holds a row per fetched object, has a table of its own that keeps
+/// no key beside the row (`RowTable`, the same policy over its buckets). It
+/// is a value type without a lock; each owner confines or locks it as it
+/// does its other state.
 @_spi(DataStackInternal) public struct ClockCache<Key: Hashable, Value> {
     @usableFromInline struct Entry {
         @usableFromInline var value: Value
@@ -64,7 +66,6 @@
     ///
     /// - Complexity: One hash of a new key while the cache has room (a large
     ///   fetch filling it); past capacity, amortized O(1) steps of the hand.
-    @inline(__always)   // a row cache calls it per fetched row: specialized in place, it costs a dictionary insert
     @inlinable public mutating func updateValue(_ value: consuming Value, forKey key: Key) {
         let room = slots.count < capacity
         let newSlot = room ? slots.count : -1
@@ -101,11 +102,6 @@
     /// Removes the value for `key`; its slot goes stale, for the hand to reuse.
     @inlinable public mutating func removeValue(forKey key: Key) {
         entries[key] = nil
-    }
-
-    /// Removes the values whose keys satisfy `isRemoved`, in one pass over the cache.
-    @inlinable public mutating func removeValues(where isRemoved: (Key) throws -> Bool) rethrows {
-        entries = try entries.filter { try !isRemoved($0.key) }
     }
 
     /// Removes every value.

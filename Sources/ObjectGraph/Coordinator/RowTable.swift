@@ -19,7 +19,7 @@ protocol RowTableElement {
 /// the dictionary's power-of-two buckets, each holding the ID again as its
 /// key beside an entry with its slot number, and the slots array holding it a
 /// third time, came to ~250 bytes a row at 100,000 rows — more than the
-/// object and its row together. Here a bucket is the row and a mark, the ID
+/// object and its row together. Here a bucket is the row and its credit, the ID
 /// is the row's own, the table is sized at a load of 3/4 in any multiple of
 /// four buckets (the home is the hash scaled to the bucket count), and the
 /// hand sweeps the buckets themselves: ~100 bytes a row. A probe reads a

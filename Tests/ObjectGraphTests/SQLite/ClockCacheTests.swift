@@ -39,7 +39,7 @@ import DataStackSQLite
         var cache = ClockCache<Int, String>(capacity: 3)
         for key in 1...3 { cache.updateValue("\(key)", forKey: key) }
         cache.removeValue(forKey: 2)
-        cache.removeValues { $0 == 3 }
+        cache.removeValue(forKey: 3)
         #expect(cache.count == 1)
         _ = cache.value(forKey: 1)
         cache.updateValue("4", forKey: 4)
