@@ -27,7 +27,11 @@ struct RowDecoder {
 
     /// The row's values, for a full-row select.
     mutating func node(from statement: Statement) throws -> IncrementalStoreNode {
-        let layout = try self.layout(of: statement)
+        try node(from: statement, layout: layout(of: statement))
+    }
+
+    @inline(__always)   // into `nodes(from:)`'s row loop: the fetch phase 59.9 M as a call, 59.2 M inlined
+    private mutating func node(from statement: Statement, layout: RowLayout) throws -> IncrementalStoreNode {
         let steps = layout.steps
         // `reserveCapacity` and `append` are specialized here; the standard
         // library's `init(unsafeUninitializedCapacity:)` allocates through an
@@ -51,15 +55,7 @@ struct RowDecoder {
         while try statement.step() {
             let number = statement.int64(at: 1)
             if current?.number != number { current = (number, try layout(of: statement)) }
-            let layout = current.unsafelyUnwrapped.layout
-            let steps = layout.steps
-            var values = ContiguousArray<PropertyValue>()
-            values.reserveCapacity(steps.count)
-            for (slot, step) in steps.enumerated() {
-                values.append(try value(of: step, in: statement, slot: slot, layout: layout))
-            }
-            nodes.append(IncrementalStoreNode(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
-                                              values: values, version: statement.int64(at: 2)))
+            nodes.append(try node(from: statement, layout: current.unsafelyUnwrapped.layout))
         }
         return nodes
     }

@@ -170,13 +170,17 @@ extension SQLiteStore {
             }
             if !conflicts.isEmpty { throw ObjectGraphError.mergeConflict(conflicts) }
 
+            // Every parameter of the INSERT is bound for every row: its bindings
+            // are cleared once, after the last row or the one that failed.
+            defer { inserts.clearBindings() }
             // The entity's statement, mapping and columns taken once per run of
-            // its rows (an import's whole chunk), not copied out for each row.
+            // its rows (an import's whole chunk), held in locals: a struct of
+            // them copied per row cost ~180 instructions a row in retains.
             var runEntity: ObjectIdentifier?
-            var externalMapping: TableLayout.EntityMapping?
             var runStatement: Statement?
             var writable: [EntityStatements.WritableSlot] = []
             var number: Int64 = 0
+            var externalMapping: TableLayout.EntityMapping?
             for (position, node) in request.insertedObjects.enumerated() {
                 if runEntity != ObjectIdentifier(node.objectID.entity) {
                     let entry = try inserts.entry(for: node.objectID.entity)
@@ -186,7 +190,7 @@ extension SQLiteStore {
                     number = entry.mapping.number
                     externalMapping = entry.mapping.externalSlots.isEmpty ? nil : entry.mapping
                 }
-                guard let statement = runStatement else { continue }
+                guard let statement = runStatement else { preconditionFailure("a run's statement is taken before its first row") }
                 var external: [Int: PropertyValue] = [:]
                 if let files, let mapping = externalMapping {
                     external = try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
@@ -197,11 +201,8 @@ extension SQLiteStore {
                 var index: Int32 = 4
                 try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
                                permanentIDs: permanentIDs, external: external)
-                // Every parameter of the INSERT is bound for every row: its
-                // bindings are cleared once, after the last row, not row by row.
                 try Self.executeCheckingUniqueness(statement, node: node, rebindsEveryParameter: true)
             }
-            inserts.clearBindings()
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try search.afterWritingRows()
             return (result, insertedKeys, permanentIDs)
