@@ -27,6 +27,12 @@ extension StackManager {
     /// ``didMergeNotification`` with ``StackDidMerge/Source/otherProcess(author:processID:)``.
     /// When that history was deleted meanwhile, the main context refreshes all
     /// its objects and the payload says ``StackDidMerge/Source/expiredHistory``.
+    /// The stack starts reading after the store's last transaction when it
+    /// opens an existing store (what came before is in what the main context
+    /// fetches), and before the first one when its setup created the file: then
+    /// every save another process makes there is merged and reported, however
+    /// early in the setup it came. Once its observer is in place it reads
+    /// once, so a save made while it set up does not wait for the next one.
     /// A history read that fails (the file busy for longer than the busy mode
     /// waits, an I/O error, a damaged page) keeps the bookmark and is tried
     /// again on its own — after 50 ms, then twice as long after each failure,
@@ -128,8 +134,15 @@ extension StackManager {
 
     /// Sets the bookmarks to the store's last transaction: history written
     /// before the main context registered anything holds nothing to merge.
-    func resetHistoryBookmark(for setup: Setup) throws {
-        let token = setup.followsPersistentHistory ? try setup.mainCoordinator.currentPersistentHistoryToken() : nil
+    ///
+    /// - Parameter fromStart: true for a store this setup created: every
+    ///   transaction in it was saved after the stack began, so the bookmarks
+    ///   go before the first one and each is merged and reported — however
+    ///   early another process saved it, which the token read now, after the
+    ///   store opened, would not tell apart from history that came before.
+    func resetHistoryBookmark(for setup: Setup, fromStart: Bool = false) throws {
+        var token = setup.followsPersistentHistory ? try setup.mainCoordinator.currentPersistentHistoryToken() : nil
+        if fromStart, let current = token { token = PersistentHistoryToken(storeIdentifier: current.storeIdentifier, transactionNumber: 0) }
         state.withLock { state in
             state.lastReadHistoryToken = token
             state.lastMergedHistoryToken = token
@@ -149,6 +162,9 @@ extension StackManager {
             self.historyQueue.async { self.readHistory(upTo: change.historyToken, of: setup) }
         }
         state.withLock { $0.observers.append(token) }
+        // A writer's commits since the bookmark was set raised notifications no observer
+        // heard; its last save would wait for its next one. One read now merges them.
+        historyQueue.async { [weak self] in self?.readHistory(upTo: nil, of: setup) }
     }
 
     /// Moves a bookmark past an importer's save, which the stack merges

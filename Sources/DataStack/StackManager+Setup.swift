@@ -50,8 +50,9 @@ extension StackManager {
             storeOptions.seedDatabaseURL = seedDatabaseURL ?? options.seedDatabaseURL
             storeOptions.migrationProgress = reportingMigrationProgress(to: options.migrationProgress)
             let setup = try await Self.onSetupQueue { [self, storeOptions] in
+                let createsStore = Self.createsStore(at: storeURL, options: storeOptions)
                 let setup = try makeSetup(model: model, storeURL: storeURL, storeType: storeType, options: storeOptions)
-                try resetHistoryBookmark(for: setup)
+                try resetHistoryBookmark(for: setup, fromStart: createsStore)
                 return setup
             }
             state.withLock { state in
@@ -174,6 +175,12 @@ extension StackManager {
                              + "for PostgreSQL, import DataStackPostgreSQL and call PostgreSQLStore.register() before setup")
         }
         return registered
+    }
+
+    /// Whether setting up creates the store file: none is at the location, and no seed is copied there.
+    static func createsStore(at storeURL: URL?, options: StoreOptions) -> Bool {
+        let url = storeURL ?? defaultStoreURL
+        return url.isFileURL && options.seedDatabaseURL == nil && !FileManager.default.fileExists(atPath: url.path)
     }
 
     func makeSetup(model: ManagedObjectModel, storeURL: URL?, storeType requestedType: StoreType, options: StoreOptions) throws -> Setup {

@@ -132,7 +132,8 @@ import DataStack
         let directory = StackDirectory()
         let store = ["--json", "--tickers", "30", "--store", directory.storeURL.path]
         let viewer = try TickerImportChild(arguments: ["--view-only"] + store, stderr: directory.url.appendingPathComponent("viewer.txt"))
-        // No event says the file was made: the target's one poll watches for it.
+        // No event says the file was made: the target's one poll watches for it. The viewer
+        // created the store, so it merges every save made there, even one made while it sets up.
         try #require(await waitUntil("the viewer creating the store", deadline: .seconds(30)) {
             FileManager.default.fileExists(atPath: directory.storeURL.path)
         }, "stderr: \(viewer.stderrText)")
@@ -149,8 +150,13 @@ import DataStack
         #expect(imported.stockUpdates == (imported.saved - 1) * 50, "the companies' save, then saves of 50 stock updates")
 
         // The viewer merged every save: its counters reach the importer's totals.
-        #expect(viewer.waitForReported(timeout: .seconds(30)) { $0.last?.saved == imported.saved },
-                "the viewer reported the importer's last save")
+        let caughtUp = viewer.waitForReported(timeout: .seconds(30)) { $0.last?.saved == imported.saved }
+        // What the viewer last said, and its stderr: a viewer stuck on an earlier save says why here.
+        #expect(caughtUp, """
+            the viewer reported the importer's last save (\(imported.saved)); its last lines: \
+            \(viewer.reported.suffix(3).map { "saved \($0.saved), source \($0.source ?? "-"), read error \($0.readError ?? "-")" }); \
+            stderr: \(viewer.stderrText)
+            """)
         viewer.send(SIGINT)
         try #require(viewer.waitForExit(timeout: .seconds(5)))
         #expect(viewer.exitStatus == 0, "stderr: \(viewer.stderrText)")
