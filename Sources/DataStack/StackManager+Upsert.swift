@@ -55,6 +55,38 @@ extension StackManager {
             // (throwing its error for a key the attribute cannot take): the lookup binds it, a
             // new object takes it, and inputs find their objects by it without a dynamic cast.
             let values = try Self.slotValues(chunk.map(key), for: keyAttribute, entity: entity.name)
+            let unique = entity.uniquenessConstraints.contains([keyAttribute.name])
+            // Distinct keys (most feeds' chunks) find their objects by position, without a hash.
+            if KeyDistinctness.areDistinct(values) {
+                let found = try Self.stored(byPosition: Object.self, entity: entity, attribute: keyAttribute, values: values,
+                                            keyType: Key.self, in: context)
+                var absent: [PropertyValue] = []
+                var holders: [(object: ManagedObject, value: PropertyValue)] = []
+                if unique { holders.reserveCapacity(values.count) }
+                for position in chunk.indices {
+                    let value = values[position]
+                    let object: Object
+                    if let existing = found.objects[position] {
+                        object = unsafeDowncast(existing, to: Object.self)
+                    } else {
+                        object = Object(entity: entity, insertInto: context)
+                        object.writeSlot(value, at: keyAttribute.index)
+                        if unique && !found.heldByOthers[position] { absent.append(value) }
+                    }
+                    if unique { holders.append((object, value)) }
+                    try body(chunk[position], object, context)
+                }
+                // The keys no row holds, and every object of the chunk by its distinct key: the
+                // save's uniqueness check need neither look them up nor group them (a row another
+                // writer saves with one now meets the store's unique index, and the save's resolver
+                // settles it as the check would). Vouched for only when no row of another class
+                // holds a key: the object made for it must be looked up.
+                if unique {
+                    context.uniqueValuesFoundAbsent = UniqueValuesFoundAbsent(entity: entity, key: keyAttribute.name, absent: absent,
+                                                                              holders: found.heldByOthers.contains(true) ? [] : holders)
+                }
+                return
+            }
             // By value, of the concrete class: a dictionary of the generic `Object` would hash
             // and probe through unspecialized generic code. Every object in it is an `Object`.
             var objects: [PropertyValue: ManagedObject]
@@ -65,7 +97,7 @@ extension StackManager {
             // The keys no row holds: the save's uniqueness check need not look them up again
             // (a row another writer saves with one now meets the store's unique index, and the
             // save's resolver settles it as the check would).
-            if entity.uniquenessConstraints.contains([keyAttribute.name]) {
+            if unique {
                 context.uniqueValuesFoundAbsent = UniqueValuesFoundAbsent(entity: entity, key: keyAttribute.name, values: absent)
             }
             for position in chunk.indices {
@@ -147,6 +179,85 @@ extension StackManager {
         // What is left of the keys looked for: those no row holds.
         for held in heldByOthers { unique.remove(held) }
         return (objects, unique, list.count < values.count)
+    }
+
+    /// The stored objects whose `attribute` holds one of `values`, which are
+    /// distinct (``KeyDistinctness``), by the position of the value each
+    /// holds, all of class `Object`, loaded; and by position, whether a row of
+    /// another class holds the value (not this import's object, but not absent).
+    /// One query, as ``stored(_:entity:attribute:values:keyType:in:)`` makes it,
+    /// its list said to be distinct (``FetchPredicate/listIsDistinct``).
+    ///
+    /// Why by position: the query's list drives it (`SelectQuery+KeyList.swift`),
+    /// so its rows come in the list's order, and each row is matched to its
+    /// key by walking the list with it — an equality test, no hash. Rows in
+    /// another order (another plan), or two rows of one key, are matched
+    /// through a dictionary of the positions instead.
+    ///
+    /// - Throws: ``StackError/Code/keyTypeMismatch``, as `stored` throws it.
+    private static func stored<Object: ManagedObject, Key>(byPosition type: Object.Type, entity: EntityDescription,
+                                                           attribute: AttributeDescription, values: [PropertyValue],
+                                                           keyType: Key.Type, in context: ManagedObjectContext) throws
+        -> (objects: [ManagedObject?], heldByOthers: [Bool]) {
+        var request = FetchRequest<ManagedObject>(entityName: entity.name)
+        var predicate = FetchPredicate(expression: .comparison(lhs: .keyPath([attribute.name]), op: .in,
+                                                               rhs: .collection(values.map(PredicateNode.constant)),
+                                                               options: [], modifier: .direct))
+        predicate.listIsDistinct = true
+        request.predicate = predicate
+        request.returnsObjectsAsFaults = false
+        let rows = try context.fetch(request)
+        var objects = [ManagedObject?](repeating: nil, count: values.count)
+        var heldByOthers = [Bool](repeating: false, count: values.count)
+        var typeChecked = false
+        // The key type is checked once, on the first row of the class: every row's value has the attribute's type.
+        func checkType(_ stored: PropertyValue, lookedFor: Bool) throws {
+            let read = stored.anyValue(for: attribute.type)
+            guard lookedFor, key(read, as: Key.self) != nil else {
+                let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
+                throw StackError(.keyTypeMismatch, message: """
+                    \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
+                    """)
+            }
+            typeChecked = true
+        }
+        var next = 0
+        walk: for fetched in rows {
+            let stored = fetched.slotValue(at: attribute.index)
+            var position = next
+            while position < values.count, values[position] != stored { position += 1 }
+            guard position < values.count else {
+                // Not in the list's order: start again with the positions hashed.
+                objects = [ManagedObject?](repeating: nil, count: values.count)
+                heldByOthers = [Bool](repeating: false, count: values.count)
+                next = -1
+                break walk
+            }
+            next = position + 1
+            if let object = fetched as? Object {
+                if !typeChecked { try checkType(stored, lookedFor: true) }
+                objects[position] = object
+            } else {
+                heldByOthers[position] = true
+            }
+        }
+        if next < 0 {
+            var positions: [PropertyValue: Int] = [:]
+            positions.reserveCapacity(values.count)
+            for (position, value) in values.enumerated() { positions[value] = position }
+            for fetched in rows {
+                let stored = fetched.slotValue(at: attribute.index)
+                let position = positions[stored]
+                guard let object = fetched as? Object else {
+                    if let position { heldByOthers[position] = true }
+                    continue
+                }
+                if !typeChecked || position == nil { try checkType(stored, lookedFor: position != nil) }
+                // A second row holding a key (without a unique index): the later one, as `stored` keeps it.
+                if let position { objects[position] = object }
+            }
+        }
+        return (objects, heldByOthers)
     }
 
     /// A stored attribute value as an import key: as it is, or an integer of

@@ -36,7 +36,9 @@ extension SelectQuery {
     ///   them, with the column's affinity and collation (the column is the
     ///   left operand of `=`, as of `IN`);
     /// - its elements are distinct: the join would return a row once per
-    ///   element that matches it (a list with repeats keeps `IN`).
+    ///   element that matches it (a list with repeats keeps `IN`); tested
+    ///   here unless the predicate's builder vouches for it
+    ///   (``FetchPredicate/listIsDistinct``, the upsert's lookup).
     ///
     /// Rows come in the list's order rather than the index's; a fetch without
     /// sort descriptors promises no order, and one with them is sorted as before.
@@ -53,9 +55,25 @@ extension SelectQuery {
         case .integer16, .integer32, .integer64: !list.isText
         default: false
         }
-        guard sameFamily, areDistinct(elements, asText: list.isText),
+        // A list its builder vouches for (FetchPredicate.listIsDistinct) needs only its values'
+        // kinds checked: distinct strings (integers) bind as distinct text (integers).
+        guard sameFamily, predicate.listIsDistinct ? areStringsOrIntegers(elements, asText: list.isText)
+                                                   : areDistinct(elements, asText: list.isText),
               schema.declaredIndexes().contains(where: { $0.table == mapping.table && $0.columns.first == column }) else { return nil }
         return KeyListJoin(json: list.json, rows: rows, value: "kl.value", column: column)
+    }
+
+    /// Whether every element is a string (`asText`) or an integer: values
+    /// that bind as themselves, so that distinct ones bind as distinct values
+    /// (text byte for byte: strings that Swift tells apart differ in bytes).
+    private static func areStringsOrIntegers(_ elements: [PredicateNode], asText: Bool) -> Bool {
+        elements.allSatisfy { element in
+            switch element {
+            case .constant(.string): asText
+            case .constant(.integer): !asText
+            default: false
+            }
+        }
     }
 
     /// Whether the list's bound values are distinct, as SQLite compares them

@@ -17,13 +17,41 @@ package struct UniqueValuesFoundAbsent {
     package let entity: EntityDescription
     /// The constraint's one key.
     package let key: String
-    /// The key's values (slot values) that no row held.
-    package let values: Set<PropertyValue>
+    /// The key's values (slot values) that no row held: a set built only
+    /// when a check reads it (a check that takes ``holders`` does not).
+    package var values: Set<PropertyValue> { valueSet ?? Set(valueList) }
+    private let valueSet: Set<PropertyValue>?
+    private let valueList: [PropertyValue]
+    /// The objects the fetch found or made, each with the key's value it
+    /// found or gave it, every value once (empty when the fetcher cannot say
+    /// so): inserted ones hold the ``values`` no row held, existing ones the
+    /// values of their rows. When every object the save writes under the
+    /// constraint is one of them, still holding its value, the check has
+    /// nothing to group: their values are distinct, and none is looked up.
+    package let holders: [(object: ManagedObject, value: PropertyValue)]
 
     package init(entity: EntityDescription, key: String, values: Set<PropertyValue>) {
         self.entity = entity
         self.key = key
-        self.values = values
+        valueSet = values
+        valueList = []
+        holders = []
+    }
+
+    /// Values no row held as a list, every value once, and the objects that
+    /// hold the key's values (see ``holders``).
+    package init(entity: EntityDescription, key: String, absent: [PropertyValue],
+                 holders: [(object: ManagedObject, value: PropertyValue)]) {
+        self.entity = entity
+        self.key = key
+        valueSet = nil
+        valueList = absent
+        self.holders = holders
+    }
+
+    /// The same values, without the holders: a check that cannot take them looks at every object.
+    var withoutHolders: UniqueValuesFoundAbsent {
+        UniqueValuesFoundAbsent(entity: entity, key: key, values: values)
     }
 }
 

@@ -46,6 +46,11 @@ public struct FetchPredicate: Sendable {
     /// the predicate on each of many objects reads them here. An invalid one
     /// is absent, and evaluating or compiling throws for it.
     let searchQueries: [String: SearchQuery]
+    /// Whether the builder of a predicate `attribute IN {constants}` vouches
+    /// that the list holds each value once (no two of its values equal), so
+    /// that a store need not test it again (the upsert's lookup, whose keys
+    /// are already told apart); not part of its identity.
+    package var listIsDistinct = false
 
     /// Parses a predicate format, taking `%@`, `%K`, `%d`, `%f`… arguments in order
     /// (Core Data: `NSPredicate(format:_:)`).
