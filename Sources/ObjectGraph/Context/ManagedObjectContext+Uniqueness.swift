@@ -290,6 +290,8 @@ extension ManagedObjectContext {
     /// their own rows' values. Grouping them by value hashed each object's
     /// value for nothing: ~2,000 instructions an object of an upsert's chunk.
     private func vouchedHolderCount(_ absent: UniqueValuesFoundAbsent?) throws -> Int? {
+        // `try?` on the store lookup: an entity no store holds is not this shortcut's to
+        // report; nil sends the check down its full path, which meets the error itself.
         guard let absent, !absent.holders.isEmpty,
               let keyIndex = absent.entity.propertiesByName[absent.key]?.index,
               (try? persistentStoreCoordinator?.store(for: absent.entity)) is any DuplicateRefusingStore else { return nil }
