@@ -74,16 +74,31 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
 
     /// Stores `element` under its object ID. One already there is replaced and
     /// keeps its credit; a new one evicts another when the table is full.
-    func update(_ element: Element) {
-        let id = element.objectID
-        let hash = Self.hash(of: id)
-        if let index = find(id, hash: hash) {
-            buckets[index].element = element
-            return
+    ///
+    /// The element is consumed, so that a caller handing over rows it owns
+    /// (a fetch's, see ``RowCache``) moves each in without a copy. One probe:
+    /// the search that misses ends at the empty bucket where the element goes,
+    /// unless an eviction or a rehash must make room first.
+    func update(_ element: consuming Element) {
+        let hash = Self.hash(of: element.objectID)
+        var index = Self.home(of: hash, size: size)
+        while true {
+            let tag = tags[index]
+            if tag == 0 { break }
+            if tag == hash && buckets[index].element.objectID == element.objectID {
+                buckets[index].element = element
+                return
+            }
+            index = Self.next(after: index, size: size)
         }
-        if count == capacity { evictOne() }
-        if count + 1 > Self.maximumCount(size: size) { rehash(to: max(size * 2, 8)) }
-        place(Bucket(element: element, credit: 1), hash: hash)
+        if count == capacity || count + 1 > Self.maximumCount(size: size) {
+            if count == capacity { evictOne() }
+            if count + 1 > Self.maximumCount(size: size) { rehash(to: max(size * 2, 8)) }
+            place(Bucket(element: element, credit: 1), hash: hash)
+        } else {
+            tags[index] = hash
+            (buckets + index).initialize(to: Bucket(element: element, credit: 1))
+        }
         count += 1
     }
 
