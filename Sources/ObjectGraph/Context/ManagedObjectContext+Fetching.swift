@@ -107,10 +107,15 @@ extension ManagedObjectContext {
             guard returnsObjectsAsFaults else { return .objects(try materialize(try parentNodes(fetch), asFaults: false)) }
             var faults = fetch
             faults.returnsObjectsAsFaults = true
-            // Consumed, so that the rows' array has one owner and moves on to the row cache.
-            let result = try parentResult(faults)
-            switch consume result {
-            case .encodedNodes(let rows): return .objects(materialize(rows))
+            var result = try parentResult(faults)
+            if case .encodedNodes(let rows) = result {
+                // The result lets go of the rows first: the array then has one
+                // owner, and its rows move into the row cache rather than
+                // being copied there (see `materialize(_:)`).
+                result = .count(0)
+                return .objects(materialize(consume rows))
+            }
+            switch result {
             case .nodes(let nodes): return .objects(try materialize(nodes, asFaults: true))
             case let other: throw Self.wrongAnswer(other, to: faults)
             }
@@ -134,6 +139,9 @@ extension ManagedObjectContext {
                 // Nothing here throws: the count is set once, after the loop.
                 guard let base = objects.baseAddress else { return }
                 for index in rows.indices {
+                    // The ID is copied once, and that copy moves into the new
+                    // fault: borrowed across the fault's initializer, it was
+                    // retained and released around it as well.
                     (base + index).initialize(to: registry.object(for: rows[index].objectID) { newFault(for: $0) })
                 }
                 initialized = rows.count

@@ -253,9 +253,9 @@ extension ManagedObjectContext {
     /// A new fault for `objectID` in this context, not registered yet: the
     /// caller registers it (``makeFault(for:)``, or a fetch's single probe,
     /// ``ObjectRegistry/object(for:orRegister:)``).
-    func newFault(for objectID: ObjectID) -> ManagedObject {
+    func newFault(for objectID: consuming ObjectID) -> ManagedObject {
         let object = objectID.entity.managedObjectClass.init(entity: objectID.entity, insertInto: nil)
-        object.objectID = objectID
+        object.objectID = consume objectID
         object.managedObjectContext = self
         object.state = .fault
         return object

@@ -65,7 +65,7 @@ package final class RowCache: Sendable {
             state.rows.reserveCapacity(state.rows.count + nodes.count)
             var stored = 0
             while stored < capacity, let node = nodes.popLast() {
-                state.rows.update(Row(values: .node(node), storedAt: now))
+                state.rows.update(Row(values: .node(consume node), storedAt: now))
                 stored += 1
             }
         }
@@ -91,7 +91,7 @@ package final class RowCache: Sendable {
             // evict the fetch's own rows.
             var stored = 0
             while stored < capacity, let node = nodes.popLast() {
-                state.rows.update(Row(values: .encoded(node), storedAt: now))
+                state.rows.update(Row(values: .encoded(consume node), storedAt: now))
                 stored += 1
             }
         }
