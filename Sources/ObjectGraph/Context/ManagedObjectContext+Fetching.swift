@@ -107,8 +107,15 @@ extension ManagedObjectContext {
             guard returnsObjectsAsFaults else { return .objects(try materialize(try parentNodes(fetch), asFaults: false)) }
             var faults = fetch
             faults.returnsObjectsAsFaults = true
-            switch try parentResult(faults) {
-            case .encodedNodes(let rows): return .objects(materialize(rows))
+            var result = try parentResult(faults)
+            if case .encodedNodes(let rows) = result {
+                // The result lets go of the rows first: the array then has one
+                // owner, and its rows move into the row cache rather than
+                // being copied there (see `materialize(_:)`).
+                result = .count(0)
+                return .objects(materialize(consume rows))
+            }
+            switch result {
             case .nodes(let nodes): return .objects(try materialize(nodes, asFaults: true))
             case let other: throw Self.wrongAnswer(other, to: faults)
             }
@@ -117,17 +124,30 @@ extension ManagedObjectContext {
 
     /// Faults for rows kept as bytes, which go to the coordinator's row cache
     /// undecoded: a fault decodes its row when it fires.
-    private func materialize(_ rows: [EncodedStoreNode]) -> [ManagedObject] {
-        var objects: [ManagedObject] = []
-        objects.reserveCapacity(rows.count)
+    ///
+    /// The rows are consumed: read in place for their IDs (no copy of each,
+    /// which cost a retain and a release of its ID's scope and of its bytes'
+    /// chunk), then moved into the cache. The objects are written straight
+    /// into the result's storage, with one registry probe each.
+    private func materialize(_ rows: consuming [EncodedStoreNode]) -> [ManagedObject] {
         // Every object made here is alive until the caller drops the result: no sweep can free anything meanwhile.
         sweepRegistry()
         registry.reserveCapacity(registry.count + rows.count)
         sweepThreshold = max(sweepThreshold, 2 * (registry.count + rows.count))
-        for row in rows {
-            objects.append(registry[row.objectID] ?? makeFault(for: row.objectID))
+        let objects = rows.withUnsafeBufferPointer { rows in
+            [ManagedObject](unsafeUninitializedCapacity: rows.count) { objects, initialized in
+                // Nothing here throws: the count is set once, after the loop.
+                guard let base = objects.baseAddress else { return }
+                for index in rows.indices {
+                    // The ID is copied once, and that copy moves into the new
+                    // fault: borrowed across the fault's initializer, it was
+                    // retained and released around it as well.
+                    (base + index).initialize(to: registry.object(for: rows[index].objectID) { newFault(for: $0) })
+                }
+                initialized = rows.count
+            }
         }
-        persistentStoreCoordinator?.didRead(rows)
+        persistentStoreCoordinator?.didRead(consume rows)
         return objects
     }
 
@@ -157,7 +177,7 @@ extension ManagedObjectContext {
             if asFaults { cached.append(node) } else { fill(object, from: &node) }
             objects.append(object)
         }
-        if !cached.isEmpty { persistentStoreCoordinator?.didRead(cached) }
+        if !cached.isEmpty { persistentStoreCoordinator?.didRead(consume cached) }
         objects.reverse()
         return objects
     }

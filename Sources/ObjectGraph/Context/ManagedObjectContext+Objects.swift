@@ -243,13 +243,21 @@ extension ManagedObjectContext {
 
     /// A new fault for `objectID`, registered here.
     func makeFault(for objectID: ObjectID) -> ManagedObject {
-        let object = objectID.entity.managedObjectClass.init(entity: objectID.entity, insertInto: nil)
-        object.objectID = objectID
-        object.managedObjectContext = self
-        object.state = .fault
+        let object = newFault(for: objectID)
         // Every caller has just looked the ID up and found nothing registered.
         registry.insertUnregistered(object, for: objectID)
         if registry.count >= sweepThreshold { sweepRegistry() }
+        return object
+    }
+
+    /// A new fault for `objectID` in this context, not registered yet: the
+    /// caller registers it (``makeFault(for:)``, or a fetch's single probe,
+    /// ``ObjectRegistry/object(for:orRegister:)``).
+    func newFault(for objectID: consuming ObjectID) -> ManagedObject {
+        let object = objectID.entity.managedObjectClass.init(entity: objectID.entity, insertInto: nil)
+        object.objectID = consume objectID
+        object.managedObjectContext = self
+        object.state = .fault
         return object
     }
 }

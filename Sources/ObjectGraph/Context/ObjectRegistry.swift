@@ -203,6 +203,39 @@ struct ObjectRegistry {
         count += 1
     }
 
+    /// The object registered under `id`, or the one `make` returns for it,
+    /// registered: one probe for both, where a lookup and then
+    /// ``insertUnregistered(_:for:)`` search twice (a fetch registering its
+    /// rows' objects).
+    ///
+    /// The ID is consumed and handed to `make`, which gives it to the object
+    /// it makes: the one copy the caller took moves into the object.
+    ///
+    /// `make` is expected to leave the registry alone; if it changed it
+    /// after all (a subclass's initializer reaching the context), the
+    /// object is filed with a search of its own.
+    @inline(__always)
+    mutating func object(for id: consuming ObjectID, orRegister make: (consuming ObjectID) -> ManagedObject) -> ManagedObject {
+        let buckets = table.buckets
+        let size = table.count
+        var index = Self.home(of: id, size: size)
+        while let entry = buckets[index] {
+            if entry.objectID == id { return entry }
+            index = Self.next(after: index, size: size)
+        }
+        // Plain values, not the table: holding it across `make` cost a retain and a release.
+        let countBefore = count
+        let object = make(consume id)
+        if table.buckets == buckets && count == countBefore && count + 1 <= Self.maximumCount(size: size) {
+            makeUnique()   // a copy keeps the layout: `index` is still the bucket
+            table.buckets[index] = object
+            count += 1
+        } else {
+            insertUnregistered(object, for: object.objectID)
+        }
+        return object
+    }
+
     private func place(_ entry: Entry, in table: Table) {
         let size = table.count
         var index = Self.home(of: entry, size: size)

@@ -308,13 +308,14 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Rows a fetch or a prefetch read for objects it returned as faults: the
     /// cache keeps them, so that those faults fire without a query.
-    package func didRead(_ rows: [IncrementalStoreNode]) {
-        if !rows.isEmpty { rowCache.store(rows) }
+    package func didRead(_ rows: consuming [IncrementalStoreNode]) {
+        if !rows.isEmpty { rowCache.store(consume rows) }
     }
 
-    /// ``didRead(_:)`` for rows kept as bytes.
-    package func didRead(_ rows: [EncodedStoreNode]) {
-        if !rows.isEmpty { rowCache.store(rows) }
+    /// ``didRead(_:)`` for rows kept as bytes. The rows move into the cache:
+    /// pass an array no one else holds.
+    package func didRead(_ rows: consuming [EncodedStoreNode]) {
+        if !rows.isEmpty { rowCache.store(consume rows) }
     }
 
     /// Objects that changed where this coordinator did not save them —

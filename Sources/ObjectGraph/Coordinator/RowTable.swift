@@ -74,16 +74,42 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
 
     /// Stores `element` under its object ID. One already there is replaced and
     /// keeps its credit; a new one evicts another when the table is full.
-    func update(_ element: Element) {
-        let id = element.objectID
-        let hash = Self.hash(of: id)
-        if let index = find(id, hash: hash) {
-            buckets[index].element = element
-            return
+    ///
+    /// The element is consumed, and moved on explicitly (`consume`) in each
+    /// branch, so that a caller handing over rows it owns (a fetch's, see
+    /// ``RowCache``) moves each into its bucket: without, the optimizer
+    /// passed it borrowed and copied it in, a retain and a release of each
+    /// reference the row holds. One probe: the search that misses ends at the
+    /// empty bucket where the element goes, unless an eviction or a rehash
+    /// must make room first (out of line).
+    @inline(__always)
+    func update(_ element: consuming Element) {
+        let hash = Self.hash(of: element.objectID)
+        var index = Self.home(of: hash, size: size)
+        while true {
+            let tag = tags[index]
+            if tag == 0 { break }
+            if tag == hash && buckets[index].element.objectID == element.objectID {
+                buckets[index].element = consume element
+                return
+            }
+            index = Self.next(after: index, size: size)
         }
+        if count == capacity || count + 1 > Self.maximumCount(size: size) {
+            insertMakingRoom(consume element, hash: hash)
+        } else {
+            tags[index] = hash
+            (buckets + index).initialize(to: Bucket(element: consume element, credit: 1))
+            count += 1
+        }
+    }
+
+    /// ``update(_:)`` of an element not in the table when the table is full
+    /// (evict one) or at its largest load (grow).
+    private func insertMakingRoom(_ element: consuming Element, hash: UInt64) {
         if count == capacity { evictOne() }
         if count + 1 > Self.maximumCount(size: size) { rehash(to: max(size * 2, 8)) }
-        place(Bucket(element: element, credit: 1), hash: hash)
+        place(Bucket(element: consume element, credit: 1), hash: hash)
         count += 1
     }
 

@@ -147,6 +147,64 @@ import Testing
         #expect(registry.isEmpty)
     }
 
+    /// A fetch files each row's object with one probe: the object found, or
+    /// the one made, filed where the search ended.
+    @Test func objectForIDOrRegisterFindsTheRegisteredObjectOrFilesTheOneMade() {
+        var registry = ObjectRegistry()
+        registry.reserveCapacity(1_000)
+        let existing = (1...500).map { object(for: id("Company", Int64($0))) }
+        for object in existing { registry[object.objectID] = object }
+        var made: [ManagedObject] = []
+        for key in 1...1_000 {
+            let found = registry.object(for: id("Company", Int64(key))) { id in
+                let new = object(for: id)
+                made.append(new)
+                return new
+            }
+            #expect(found === (key <= 500 ? existing[key - 1] : made.last), "key \(key)")
+        }
+        #expect(made.count == 500)
+        #expect(registry.count == 1_000)
+        for object in existing + made { #expect(registry[object.objectID] === object) }
+    }
+
+    /// An initializer the fetch calls may reach the context and register
+    /// objects itself, growing the table under the probe: the object made is
+    /// filed all the same, and nothing registered meanwhile is lost.
+    @Test func objectForIDOrRegisterSurvivesAMakeThatChangesTheRegistry() {
+        final class Holder {
+            @exclusivity(unchecked) var registry = ObjectRegistry()
+        }
+        let holder = Holder()
+        let first = object(for: id("Company", 1))
+        holder.registry[first.objectID] = first
+        let shared = holder.registry   // a copy that shares the table until one changes
+        let made = holder.registry.object(for: id("Company", 2)) { id in
+            for key in 100..<200 { holder.registry[self.id("StockUpdate", Int64(key))] = object(for: self.id("StockUpdate", Int64(key))) }
+            return object(for: id)
+        }
+        #expect(holder.registry.count == 102)
+        #expect(holder.registry[id("Company", 2)] === made)
+        #expect(holder.registry[id("Company", 1)] === first)
+        for key in 100..<200 { #expect(holder.registry[id("StockUpdate", Int64(key))] != nil) }
+        #expect(shared.count == 1)
+        #expect(shared[id("Company", 2)] == nil)
+    }
+
+    /// Filing into a table a copy still shares gives the registry a table of
+    /// its own first: the copy does not see the object.
+    @Test func objectForIDOrRegisterLeavesACopyAsItWas() {
+        var registry = ObjectRegistry()
+        let first = object(for: id("Company", 1))
+        registry[first.objectID] = first
+        let copy = registry
+        let made = registry.object(for: id("Company", 2)) { object(for: $0) }
+        #expect(registry[id("Company", 2)] === made)
+        #expect(copy[id("Company", 2)] == nil)
+        #expect(copy.count == 1)
+        #expect(copy[id("Company", 1)] === first)
+    }
+
     @Test func objectsLeaveWithTheTableThatHeldThem() {
         weak var released: ManagedObject?
         do {
