@@ -165,13 +165,7 @@ extension StackManager {
             let lookedFor = unique.remove(stored) != nil || objects[stored] != nil
             // The key type is checked once, on the first row: every row's value has the attribute's type.
             if !typeChecked || !lookedFor {
-                let read = stored.anyValue(for: attribute.type)
-                guard lookedFor, key(read, as: Key.self) != nil else {
-                    let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
-                    throw StackError(.keyTypeMismatch, message: """
-                        \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
-                        """)
-                }
+                try checkKeyType(of: stored, lookedFor: lookedFor, as: Key.self, attribute: attribute, entity: entity)
                 typeChecked = true
             }
             objects[stored] = object
@@ -212,13 +206,7 @@ extension StackManager {
         var typeChecked = false
         // The key type is checked once, on the first row of the class: every row's value has the attribute's type.
         func checkType(_ stored: PropertyValue, lookedFor: Bool) throws {
-            let read = stored.anyValue(for: attribute.type)
-            guard lookedFor, key(read, as: Key.self) != nil else {
-                let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
-                throw StackError(.keyTypeMismatch, message: """
-                    \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
-                    """)
-            }
+            try checkKeyType(of: stored, lookedFor: lookedFor, as: Key.self, attribute: attribute, entity: entity)
             typeChecked = true
         }
         var next = 0
@@ -263,6 +251,20 @@ extension StackManager {
     /// A stored attribute value as an import key: as it is, or an integer of
     /// another width (key-value coding reads every integer attribute as `Int`,
     /// and an `Int64` key must still find it).
+    /// Throws ``StackError/Code/keyTypeMismatch`` unless `stored`, a value a
+    /// lookup found, was looked for and reads as a `Key`: a key attribute
+    /// whose values are of another type than the import's keys.
+    private static func checkKeyType<Key>(of stored: PropertyValue, lookedFor: Bool, as type: Key.Type,
+                                          attribute: AttributeDescription, entity: EntityDescription) throws {
+        let read = stored.anyValue(for: attribute.type)
+        guard lookedFor, key(read, as: Key.self) != nil else {
+            let storedType = read.map { "\(Swift.type(of: $0))" } ?? "nil"
+            throw StackError(.keyTypeMismatch, message: """
+                \(entity.name).\(attribute.name) holds \(storedType) values, not the import's keys of type \(Key.self)
+                """)
+        }
+    }
+
     private static func key<Key>(_ stored: Any?, as type: Key.Type) -> Key? {
         if let key = stored as? Key { return key }
         guard let integer = stored as? any BinaryInteger, let integerType = Key.self as? any BinaryInteger.Type else { return nil }
