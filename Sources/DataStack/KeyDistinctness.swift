@@ -12,7 +12,7 @@
 ///
 /// Why: a `Set<PropertyValue>` cost ~600 instructions a key (SipHash over a
 /// string's bytes, the set's probing through `PropertyValue`'s `==`), and the
-/// lookup's key list tested its elements again; this test costs ~100, and the
+/// lookup's key list tested its elements again; this test costs ~225, and the
 /// lookup is then told (``FetchPredicate/listIsDistinct``) rather than
 /// testing again.
 ///

@@ -248,9 +248,6 @@ extension StackManager {
         return (objects, heldByOthers)
     }
 
-    /// A stored attribute value as an import key: as it is, or an integer of
-    /// another width (key-value coding reads every integer attribute as `Int`,
-    /// and an `Int64` key must still find it).
     /// Throws ``StackError/Code/keyTypeMismatch`` unless `stored`, a value a
     /// lookup found, was looked for and reads as a `Key`: a key attribute
     /// whose values are of another type than the import's keys.
@@ -265,6 +262,9 @@ extension StackManager {
         }
     }
 
+    /// A stored attribute value as an import key: as it is, or an integer of
+    /// another width (key-value coding reads every integer attribute as `Int`,
+    /// and an `Int64` key must still find it).
     private static func key<Key>(_ stored: Any?, as type: Key.Type) -> Key? {
         if let key = stored as? Key { return key }
         guard let integer = stored as? any BinaryInteger, let integerType = Key.self as? any BinaryInteger.Type else { return nil }

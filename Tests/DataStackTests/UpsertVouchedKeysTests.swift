@@ -38,11 +38,21 @@ import Testing
         #expect(rows.map(\.symbol) == ["K", "L"] && rows.map(\.price) == [2, 3])
     }
 
-    @Test func distinctKeysFindTheirRowsWhereverTheyAreInTheChunk() async throws {
+    /// Stored and new keys interleaved, the stored ones out of the rows'
+    /// order; in SQLite (the join returns rows in the list's order, matched by
+    /// position) and in memory (a store with an order of its own: the rows are
+    /// matched to their keys by value instead), with the same objects found.
+    @Test(arguments: [false, true])
+    func distinctKeysFindTheirRowsWhereverTheyAreInTheChunk(inMemory: Bool) async throws {
         let directory = StackDirectory()
-        let stack = try await Self.stack(directory)
+        let stack: StackManager
+        if inMemory {
+            stack = StackManager()
+            try await stack.setup(model: UpsertImportTests.model(uniqueSymbols: true), storeType: .inMemory)
+        } else {
+            stack = try await Self.stack(directory)
+        }
         _ = try await importTickers(stack, count: 60)   // T0 … T59, price = index
-        // Stored and new keys interleaved, the stored ones out of the rows' order.
         let quotes = (0..<80).reversed().map { Quote(symbol: $0.isMultiple(of: 2) ? "T\($0)" : "N\($0)", price: 1000 + Double($0)) }
         let progress = try await stack.performImport(quotes, upserting: Ticker.self, by: "symbol", key: \.symbol) { quote, ticker, _ in
             ticker.price = quote.price
@@ -53,24 +63,6 @@ import Testing
         let prices = Dictionary(rows.map { ($0.symbol, $0.price) }, uniquingKeysWith: { first, _ in first })
         #expect(quotes.allSatisfy { prices[$0.symbol] == $0.price })
         #expect((0..<60).filter { !$0.isMultiple(of: 2) || $0 >= 80 }.allSatisfy { prices["T\($0)"] == Double($0) })
-    }
-
-    /// A store that returns the rows in an order of its own (the in-memory
-    /// store, not the SQLite join's list order): the rows are matched to
-    /// their keys by value instead, with the same objects found.
-    @Test func rowsInAnotherOrderThanTheKeysFindTheirObjects() async throws {
-        let stack = StackManager()
-        try await stack.setup(model: UpsertImportTests.model(uniqueSymbols: true), storeType: .inMemory)
-        _ = try await importTickers(stack, count: 60)   // T0 … T59, price = index
-        let quotes = (0..<80).reversed().map { Quote(symbol: $0.isMultiple(of: 2) ? "T\($0)" : "N\($0)", price: 1000 + Double($0)) }
-        let progress = try await stack.performImport(quotes, upserting: Ticker.self, by: "symbol", key: \.symbol) { quote, ticker, _ in
-            ticker.price = quote.price
-        }
-        #expect(progress.insertedObjects == 50 && progress.updatedObjects == 30)
-        let rows = try await Self.rows(stack)
-        #expect(rows.count == 60 + 50)
-        let prices = Dictionary(rows.map { ($0.symbol, $0.price) }, uniquingKeysWith: { first, _ in first })
-        #expect(quotes.allSatisfy { prices[$0.symbol] == $0.price })
     }
 
     /// The body gives one new object another input's key: the check groups
