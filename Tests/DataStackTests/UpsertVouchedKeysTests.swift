@@ -65,31 +65,11 @@ import Testing
         #expect((0..<60).filter { !$0.isMultiple(of: 2) || $0 >= 80 }.allSatisfy { prices["T\($0)"] == Double($0) })
     }
 
-    /// The body gives one new object another input's key: the check groups
-    /// every object, finds the two, and collapses them before the save
-    /// writes (one `INSERT`, the newer object's values over the older's).
-    @Test func aKeyTheBodyChangesIsCheckedAsBefore() async throws {
-        let directory = StackDirectory()
-        let stack = try await Self.stack(directory)
-        let sql = StackStatementLog()
-        let store = try UpsertSaveShortcutsTests.store(stack)
-        store.traceStatements { sql.append($0) }
-        defer { store.traceStatements(nil) }
-        let quotes = [Quote(symbol: "A", price: 1), Quote(symbol: "B", price: 2)]
-        _ = try await stack.performImport(quotes, upserting: Ticker.self, by: "symbol", key: \.symbol) { quote, ticker, _ in
-            ticker.price = quote.price
-            if quote.symbol == "B" { ticker.symbol = "A" }
-        }
-        let inserts = sql.all.filter { $0.hasPrefix("INSERT INTO ZTICKER") }
-        #expect(inserts.count == 1, "\(inserts)")
-        let rows = try await Self.rows(stack)
-        #expect(rows.map(\.symbol) == ["A"] && rows.map(\.price) == [2])
-    }
-
-    /// The body makes another object of the constraint with a key of the
-    /// chunk: the check counts an object the upsert did not vouch for and
-    /// groups every object, collapsing the two before the save writes.
-    @Test func anotherObjectTheBodyMakesIsCheckedWithTheChunks() async throws {
+    /// Upserts quotes A (price 1) and B (price 2) into a new store with
+    /// `body` run after each quote's price is set; returns the `INSERT`s the
+    /// store ran and the rows it then holds.
+    private func importAB(_ body: @escaping @Sendable (Quote, Ticker, ManagedObjectContext) -> Void) async throws
+        -> (inserts: [String], rows: [(symbol: String, price: Double)]) {
         let directory = StackDirectory()
         let stack = try await Self.stack(directory)
         let sql = StackStatementLog()
@@ -99,15 +79,34 @@ import Testing
         let quotes = [Quote(symbol: "A", price: 1), Quote(symbol: "B", price: 2)]
         _ = try await stack.performImport(quotes, upserting: Ticker.self, by: "symbol", key: \.symbol) { quote, ticker, context in
             ticker.price = quote.price
+            body(quote, ticker, context)
+        }
+        return (sql.all.filter { $0.hasPrefix("INSERT INTO ZTICKER") }, try await Self.rows(stack))
+    }
+
+    /// The body gives one new object another input's key: the check groups
+    /// every object, finds the two, and collapses them before the save
+    /// writes (one `INSERT`, the newer object's values over the older's).
+    @Test func aKeyTheBodyChangesIsCheckedAsBefore() async throws {
+        let (inserts, rows) = try await importAB { quote, ticker, _ in
+            if quote.symbol == "B" { ticker.symbol = "A" }
+        }
+        #expect(inserts.count == 1, "\(inserts)")
+        #expect(rows.map(\.symbol) == ["A"] && rows.map(\.price) == [2])
+    }
+
+    /// The body makes another object of the constraint with a key of the
+    /// chunk: the check counts an object the upsert did not vouch for and
+    /// groups every object, collapsing the two before the save writes.
+    @Test func anotherObjectTheBodyMakesIsCheckedWithTheChunks() async throws {
+        let (inserts, rows) = try await importAB { quote, _, context in
             if quote.symbol == "B" {
                 let extra = Ticker(context: context)
                 extra.symbol = "A"
                 extra.price = 7
             }
         }
-        let inserts = sql.all.filter { $0.hasPrefix("INSERT INTO ZTICKER") }
         #expect(inserts.count == 2, "\(inserts)")
-        let rows = try await Self.rows(stack)
         #expect(rows.map(\.symbol) == ["A", "B"] && rows.map(\.price) == [7, 2])
     }
 }
