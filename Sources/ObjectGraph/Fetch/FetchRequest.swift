@@ -116,15 +116,14 @@ extension FetchRequest where Result: ManagedObject {
     }
 }
 
-/// Entity names by class: `String(describing:)` demangles the type's name at
-/// every call (~500,000 instructions), and ``FetchRequest/init()`` asks for
-/// it at every fetch.
+/// Entity names by class: the type's name is demangled at every call, and
+/// ``FetchRequest/init()`` asks for it at every fetch.
 private let classNames = Locked<[ObjectIdentifier: String]>([:])
 
 private func className(of type: ManagedObject.Type) -> String {
     let key = ObjectIdentifier(type)
     if let name = classNames.withLock({ $0[key] }) { return name }
-    let name = ClassDeclarations.entityDeclaration(of: type).name ?? String(describing: type)
+    let name = ClassDeclarations.entityName(of: type)
     classNames.withLock { $0[key] = name }
     return name
 }

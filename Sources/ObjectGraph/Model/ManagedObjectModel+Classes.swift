@@ -19,7 +19,7 @@ extension ManagedObjectModel {
             name.split(separator: ".").last ?? Substring(name)
         }
         var byName: [Substring: ManagedObject.Type] = [:]
-        for type in classes { byName[unqualified(String(describing: type))] = type }
+        for type in classes { byName[Substring(ClassDeclarations.unqualifiedName(of: type))] = type }
         for entity in entities {
             let wanted = entity.managedObjectClassName.map(unqualified) ?? Substring(entity.name)
             if let type = byName[wanted], entity.managedObjectClass != type {

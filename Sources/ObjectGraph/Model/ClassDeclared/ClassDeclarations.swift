@@ -24,7 +24,10 @@ struct ClassDeclarations: @unchecked Sendable {
 
     /// The class's unqualified name (`Company`, not `MyApp.Company`).
     static func unqualifiedName(of type: AnyClass) -> String {
-        let name = String(describing: type)
+        // What `String(describing:)` prints for a class, without its search
+        // of every protocol conformance in the process for the metatype
+        // (~1.1 M instructions the first time: a process's first fetch paid it).
+        let name = _typeName(type, qualified: false)
         return name.split(separator: ".").last.map(String.init) ?? name
     }
 
