@@ -300,7 +300,7 @@ open class ManagedObject {
     /// this class. A class bound to no entity, or to several, is a programmer
     /// error, as in Core Data; use ``init(entity:insertInto:)`` to choose.
     public convenience init(context: ManagedObjectContext) {
-        guard let entity = context.persistentStoreCoordinator?.managedObjectModel.entity(for: Self.self) else {
+        guard let entity = context.entity(forObjectsOf: Self.self) else {
             preconditionFailure("\(Self.self) is bound to no single entity of the context's model; set the entity's managedObjectClass or use init(entity:insertInto:)")
         }
         self.init(entity: entity, insertInto: context)

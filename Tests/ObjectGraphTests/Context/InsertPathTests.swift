@@ -39,6 +39,24 @@ import DataStackStores
         #expect(symbols == ["ACME"])
     }
 
+    @Test func aChildContextFollowsItsParentToAnotherCoordinatorsModel() throws {
+        let first = try TestStack()
+        let second = try TestStack()
+        let parent = first.newContext()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        child.performAndWait {
+            #expect(Company(context: child).entity === first.model.entitiesByName["Company"])
+            child.reset()
+        }
+        // The child's own coordinator never changes: the class it made last
+        // must not keep the first model's entity.
+        parent.performAndWait { parent.persistentStoreCoordinator = second.coordinator }
+        child.performAndWait {
+            #expect(Company(context: child).entity === second.model.entitiesByName["Company"])
+            #expect(StockUpdate(context: child).entity === second.model.entitiesByName["StockUpdate"])
+        }
+    }
+
     @Test func aNewObjectHoldsTheDefaultsAndItsWritesLeaveThemForTheNext() throws {
         let stack = try TestStack()
         let context = stack.newContext()
