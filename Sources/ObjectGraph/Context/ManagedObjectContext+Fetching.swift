@@ -135,7 +135,9 @@ extension ManagedObjectContext {
     }
 
     /// Objects for fetched rows: registered ones as they are, new ones as faults
-    /// (their rows kept in the coordinator's cache) or filled.
+    /// or filled. For faults, every row goes to the coordinator's cache (a
+    /// registered object's too, as with rows kept as bytes: it is the store's
+    /// current row, which another context's fault may fire from).
     private func materialize(_ nodes: consuming [IncrementalStoreNode], asFaults: Bool) throws -> [ManagedObject] {
         if asFaults {
             let objects = faults(for: nodes) { $0.objectID }
