@@ -263,12 +263,10 @@ extension SQLiteStore: PersistentHistoryStore {
             // Z_ENT is the entity's number, bound rather than read, and SQLite steps through the
             // run's keys without decoding a row (~200 instructions a change).
             let holdsOneEntity = mapping.entity.superentity == nil && mapping.entity.subentities.isEmpty
-            let insertRun = try connection.cachedStatement(holdsOneEntity ? """
+            let (entityColumn, entityTest) = holdsOneEntity ? ("?7", "") : ("Z_ENT", " AND Z_ENT = ?7")
+            let insertRun = try connection.cachedStatement("""
                 INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS) \
-                SELECT \(keyValue)?4, ?5, ?7, Z_PK, ?6, ?8 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2
-                """ : """
-                INSERT INTO ACHANGE (\(key)Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS) \
-                SELECT \(keyValue)?4, ?5, Z_ENT, Z_PK, ?6, ?8 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2 AND Z_ENT = ?7
+                SELECT \(keyValue)?4, ?5, \(entityColumn), Z_PK, ?6, ?8 FROM \(mapping.table) WHERE Z_PK BETWEEN ?1 AND ?2\(entityTest)
                 """)
             for run in runs {
                 insertRun.reset()

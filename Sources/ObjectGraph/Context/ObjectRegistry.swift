@@ -171,14 +171,22 @@ struct ObjectRegistry {
     }
 
     private func find(_ id: ObjectID) -> Int? {
+        let (index, entry) = probe(id)
+        return entry == nil ? nil : index
+    }
+
+    /// Where `id` is registered: its bucket and object, or the empty bucket
+    /// that ends the search for it (where it would go) and nil.
+    @inline(__always)
+    private func probe(_ id: borrowing ObjectID) -> (index: Int, entry: ManagedObject?) {
         let buckets = table.buckets
         let size = table.count
         var index = Self.home(of: id, size: size)
         while let entry = buckets[index] {
-            if entry.objectID == id { return index }
+            if entry.objectID == id { return (index, entry) }
             index = Self.next(after: index, size: size)
         }
-        return nil
+        return (index, nil)
     }
 
     private mutating func insert(_ object: ManagedObject, for id: ObjectID) {
@@ -216,14 +224,11 @@ struct ObjectRegistry {
     /// object is filed with a search of its own.
     @inline(__always)
     mutating func object(for id: consuming ObjectID, orRegister make: (consuming ObjectID) -> ManagedObject) -> ManagedObject {
+        // Plain values, not the table: holding it across `make` cost a retain and a release.
         let buckets = table.buckets
         let size = table.count
-        var index = Self.home(of: id, size: size)
-        while let entry = buckets[index] {
-            if entry.objectID == id { return entry }
-            index = Self.next(after: index, size: size)
-        }
-        // Plain values, not the table: holding it across `make` cost a retain and a release.
+        let (index, registered) = probe(id)
+        if let registered { return registered }
         let countBefore = count
         let object = make(consume id)
         if table.buckets == buckets && count == countBefore && count + 1 <= Self.maximumCount(size: size) {

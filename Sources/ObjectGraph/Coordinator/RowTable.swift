@@ -81,7 +81,9 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     /// passed it borrowed and copied it in, a retain and a release of each
     /// reference the row holds. One probe: the search that misses ends at the
     /// empty bucket where the element goes, unless an eviction or a rehash
-    /// must make room first (out of line).
+    /// must make room first (out of line). The search is written out rather
+    /// than shared with `find`: passed to a shared probe, the element's ID
+    /// was copied (0.4 M more on the fault phase of 11,000 rows).
     @inline(__always)
     func update(_ element: consuming Element) {
         let hash = Self.hash(of: element.objectID)
