@@ -175,19 +175,6 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Background work yields to the app's: the loop's thread runs at a
-    /// lower scheduling priority (Linux: `nice` 10 for this thread alone), so
-    /// an import on a busy machine keeps its pace while the engine catches up.
-    static func lowerThreadPriority() {
-        #if os(Linux)
-        // The thread's kernel ID, from /proc/thread-self ("PID/task/TID"): Glibc's gettid is not imported.
-        // Best effort: a priority that cannot be lowered changes nothing but the pace.
-        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"),
-              let last = link.split(separator: "/").last, let thread = id_t(last) else { return }
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, 10)
-        #endif
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         let components = duration.components
         return Double(components.seconds) + Double(components.attoseconds) / 1e18
@@ -208,7 +195,6 @@ public final class SyncEngine: Sendable {
     }
 
     private func runLoop() {
-        Self.lowerThreadPriority()
         while true {
             // Checked under the cycle lock: once stop() has returned, no cycle starts.
             cycleLock.lock()
