@@ -65,6 +65,37 @@ import DataStackSQLite
         watcher.stop()
     }
 
+    /// Every store of the process shares one inotify instance: more stores
+    /// than the kernel's default of 128 instances per user each get a watch,
+    /// each hears its own files only, and a cancelled one hears nothing more.
+    @Test func moreStoresThanInotifyInstancesEachHearTheirOwnFiles() async throws {
+        let count = 200
+        let directories = (0..<count).map { _ in TemporaryDirectory() }
+        let calls = (0..<count).map { _ in Calls() }
+        let queue = DispatchQueue(label: "test")
+        let events = try (0..<count).map { index in
+            try #require(StoreFileEvents(storeURL: directories[index].file("S.sqlite"), queue: queue) { calls[index].record() },
+                         "store \(index) got no watch")
+        }
+        try Data("x".utf8).write(to: directories[150].file("S.sqlite-wal"))
+        #expect(await calls[150].wait(beyond: 0))
+        // Calls come on one serial queue in the kernel's order: once the last store's is seen, a
+        // call misrouted from the first write would have been seen too.
+        try Data("x".utf8).write(to: directories[count - 1].file("S.sqlite"))
+        #expect(await calls[count - 1].wait(beyond: 0))
+        let others = (0..<(count - 1)).filter { $0 != 150 && calls[$0].value != 0 }
+        #expect(others.isEmpty, "stores called for another's files: \(others)")
+
+        events[150].cancel()
+        let before = calls[150].value
+        let lastBefore = calls[count - 1].value
+        try Data("y".utf8).write(to: directories[150].file("S.sqlite-wal"))
+        try Data("y".utf8).write(to: directories[count - 1].file("S.sqlite"))
+        #expect(await calls[count - 1].wait(beyond: lastBefore))
+        #expect(calls[150].value == before, "a cancelled watch is not called")
+        withExtendedLifetime(events) {}
+    }
+
     /// ``StoreFileEvents`` reports writes to the store's three files and to no other.
     @Test func fileEventsNameOnlyTheStoresFiles() async throws {
         let directory = TemporaryDirectory()
