@@ -1,7 +1,9 @@
 @_spi(StoreImplementation) import ObjectGraph
 /// The SQL that saves rows of one entity, built once when the store opens:
 /// one prepared INSERT, UPDATE and DELETE per entity, reused for every row of
-/// every save and bound by position (SPEC §5).
+/// every save and bound by position (SPEC §5) — and the INSERT again for a
+/// run of rows at once (``insertRowsSQL``), which the SQLite store uses for
+/// an import's runs of new rows.
 package struct EntityStatements: Sendable {
     /// A slot the entity writes, its column, and a to-one's entity column.
     package struct WritableSlot: Sendable {
@@ -14,8 +16,19 @@ package struct EntityStatements: Sendable {
 
     /// The written slots, in binding order (entity columns follow all slots).
     package let writable: [WritableSlot]
-    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, …)`.
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?1, <entity>, 1, ?2, …)`:
+    /// the entity's number and a new row's version are the same for every
+    /// row, written in the text rather than bound per row (two binds a row,
+    /// ~250 instructions an inserted object).
     package let insertSQL: String
+    /// ``insertSQL`` for ``rowsPerInsert`` rows, `VALUES (…), (…)`, numbered
+    /// on: a statement's start and end, and SQLite's descent of the table's
+    /// B-tree to the place of its first row, shared by all of them.
+    package let insertRowsSQL: String
+    /// How many rows ``insertRowsSQL`` inserts: 32, fewer when rows have many
+    /// columns (999 parameters at most, the limit of SQLite before 3.32); 1
+    /// when a row has over 499.
+    package let rowsPerInsert: Int
     /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES`, for rows of several at once.
     let insertPrefix: String
     /// The values of one inserted row.
@@ -30,8 +43,10 @@ package struct EntityStatements: Sendable {
     /// - Parameters:
     ///   - columns: the column of each slot of the entity (nil: none).
     ///   - externalSlots: the slots whose columns use external binary storage.
+    ///   - entityNumber: the entity's `Z_ENT`, written into ``insertSQL``.
     ///   - dialect: writes the placeholders, numbered in order (``SQLDialect/orderedPlaceholder(_:)``).
-    init(table: String, columns: [TableLayout.Column?], externalSlots: Set<Int> = [], dialect: any SQLDialect = SQLiteDialect()) {
+    init(table: String, columns: [TableLayout.Column?], entityNumber: Int64, externalSlots: Set<Int> = [],
+         dialect: any SQLDialect = SQLiteDialect()) {
         let writable: [WritableSlot] = columns.enumerated().compactMap { slot, column in
             guard let column else { return nil }
             if case .toOne(let entityColumn) = column.kind {
@@ -51,12 +66,17 @@ package struct EntityStatements: Sendable {
         }
         insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
         insertColumnCount = allNames.count
-        insertSQL = insertPrefix + "(" + allNames.map { _ in next() }.joined(separator: ", ") + ")"
+        insertSQL = insertPrefix + "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")"
         count = 0
         let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
         updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
         count = 0
         deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+        count = 0
+        rowsPerInsert = max(1, min(32, 999 / (1 + names.count)))
+        insertRowsSQL = insertPrefix + (0..<rowsPerInsert).map { _ in
+            "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")"
+        }.joined(separator: ", ")
     }
 
     /// An UPDATE like ``updateSQL`` that writes only the `changed` slots

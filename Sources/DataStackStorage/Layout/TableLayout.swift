@@ -61,7 +61,7 @@ package struct TableLayout: Sendable {
                 columns[slot] != nil && (properties[slot] as? AttributeDescription)?.storesExternalBinaryData == true
             }
             self.externalSlots = externalSlots
-            statements = EntityStatements(table: table, columns: columns, externalSlots: Set(externalSlots), dialect: dialect)
+            statements = EntityStatements(table: table, columns: columns, entityNumber: number, externalSlots: Set(externalSlots), dialect: dialect)
             rowLayout = RowLayout(entity: entity, columns: columns, slotPositions: slotPositions, entityPositions: entityPositions,
                                   externalSlots: Set(externalSlots))
         }

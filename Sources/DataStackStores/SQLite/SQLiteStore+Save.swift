@@ -172,36 +172,70 @@ extension SQLiteStore {
 
             // Every parameter of the INSERT is bound for every row: its bindings
             // are cleared once, after the last row or the one that failed.
-            defer { inserts.clearBindings() }
+            var rowsInserts = EntityStatementCache(connection: connection, schema: schema, sql: \.insertRowsSQL)
+            defer {
+                inserts.clearBindings()
+                rowsInserts.clearBindings()
+            }
             // The entity's statement, mapping and columns taken once per run of
             // its rows (an import's whole chunk), held in locals: a struct of
             // them copied per row cost ~180 instructions a row in retains.
+            let nodes = request.insertedObjects
             var runEntity: ObjectIdentifier?
             var runStatement: Statement?
+            var runEnd = 0
+            var rowsPerStatement = 1
             var writable: [EntityStatements.WritableSlot] = []
-            var number: Int64 = 0
             var externalMapping: TableLayout.EntityMapping?
-            for (position, node) in request.insertedObjects.enumerated() {
-                if runEntity != ObjectIdentifier(node.objectID.entity) {
-                    let entry = try inserts.entry(for: node.objectID.entity)
-                    runEntity = ObjectIdentifier(node.objectID.entity)
+            // Rows before this one go one a statement: a statement of several refused one of them.
+            var oneAtATimeUntil = 0
+            var position = 0
+            while position < nodes.count {
+                if runEntity != ObjectIdentifier(nodes[position].objectID.entity) {
+                    let entity = nodes[position].objectID.entity
+                    let entry = try inserts.entry(for: entity)
+                    runEntity = ObjectIdentifier(entity)
                     runStatement = entry.statement
                     writable = entry.mapping.statements.writable
-                    number = entry.mapping.number
                     externalMapping = entry.mapping.externalSlots.isEmpty ? nil : entry.mapping
+                    rowsPerStatement = externalMapping == nil ? entry.mapping.statements.rowsPerInsert : 1
+                    runEnd = position + 1
+                    while runEnd < nodes.count, ObjectIdentifier(nodes[runEnd].objectID.entity) == runEntity { runEnd += 1 }
+                }
+                // Several rows a statement (EntityStatements.insertRowsSQL): one
+                // statement's start, end and B-tree descent for all of them.
+                if rowsPerStatement > 1, position >= oneAtATimeUntil, position + rowsPerStatement <= runEnd {
+                    let statement = try rowsInserts.entry(for: nodes[position].objectID.entity).statement
+                    var index: Int32 = 1
+                    for row in position..<(position + rowsPerStatement) {
+                        try statement.bind(insertedKeys[row], at: index)
+                        index += 1
+                        try bindValues(of: nodes[row], writable: writable, into: statement, from: &index, schema: schema,
+                                       permanentIDs: permanentIDs, external: [:])
+                    }
+                    do {
+                        try statement.executeRebindingEveryParameter()
+                        position += rowsPerStatement
+                        continue
+                    } catch is SQLiteError {
+                        // SQLite undid the failed statement's rows; written one a
+                        // statement, the row it refused is the one named.
+                        oneAtATimeUntil = position + rowsPerStatement
+                    }
                 }
                 guard let statement = runStatement else { preconditionFailure("a run's statement is taken before its first row") }
+                let node = nodes[position]
                 var external: [Int: PropertyValue] = [:]
                 if let files, let mapping = externalMapping {
                     external = try externalColumns(of: node, mapping: mapping, replacing: false, files: files, connection: connection)
                 }
+                // Z_ENT and Z_OPT are in the statement's text (EntityStatements.insertSQL).
                 try statement.bind(insertedKeys[position], at: 1)
-                try statement.bind(number, at: 2)
-                try statement.bind(Int64(1), at: 3)
-                var index: Int32 = 4
+                var index: Int32 = 2
                 try bindValues(of: node, writable: writable, into: statement, from: &index, schema: schema,
                                permanentIDs: permanentIDs, external: external)
                 try Self.executeCheckingUniqueness(statement, node: node, rebindsEveryParameter: true)
+                position += 1
             }
             try writeRelationships(of: request, schema: schema, permanentIDs: permanentIDs, connection: connection)
             try search.afterWritingRows()

@@ -287,13 +287,14 @@ extension ManagedObjectContext {
             mapping = made
             return made
         }
-        // Taken out of the result once, not per object (a copy of the pair
-        // of arrays: two retains and two releases an object).
-        let byPosition = stored.inserted
+        // Taken out of the result once, unwrapped, not per object (a copy of
+        // the optional pair of arrays: two retains and two releases an object).
+        let nodesByPosition = stored.inserted?.nodes ?? []
+        let permanentIDsByPosition = stored.inserted?.permanentIDs ?? []
         func permanentID(ofInsertedAt position: Int, _ id: ObjectID) -> ObjectID? {
             guard id.isTemporaryID else { return nil }
-            if let byPosition, position < byPosition.nodes.count, byPosition.nodes[position].objectID == id {
-                return byPosition.permanentIDs[position]
+            if position < nodesByPosition.count, nodesByPosition[position].objectID == id {
+                return permanentIDsByPosition[position]
             }
             return permanentIDs()[id]
         }
@@ -312,7 +313,8 @@ extension ManagedObjectContext {
         // Read once, not per object: it is read under a lock. A child made
         // while this runs (on another queue) knows none of these objects yet.
         let remembersTemporaryIDs = hasChildContexts
-        for (position, object) in saved.inserted.enumerated() {
+        for position in saved.inserted.indices {
+            let object = saved.inserted[position]
             let temporaryID = object.objectID
             if let permanentID = permanentID(ofInsertedAt: position, temporaryID) {
                 // Out of the registry under the ID it was filed under, before that changes.
@@ -321,9 +323,11 @@ extension ManagedObjectContext {
                 if !rebuildsRegistry { registry[permanentID] = object }
                 // Only children know objects by temporary IDs their parent has since replaced.
                 if remembersTemporaryIDs { permanentIDsByTemporaryID[temporaryID] = permanentID }
+                insertedIDs.append(permanentID)
+            } else {
+                insertedIDs.append(temporaryID)
             }
             object.snapshotVersion = isRoot ? 1 : 0
-            insertedIDs.append(object.objectID)
             settle(object)
         }
         if rebuildsRegistry { registry.rekeyAll() }

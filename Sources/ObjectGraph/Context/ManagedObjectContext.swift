@@ -187,7 +187,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// model's lookup hashed the class every time. Keyed by the coordinator
     /// (its model is a constant) rather than the model: reaching the model
     /// retained and released it, 490 instructions an object against 197.
-    @exclusivity(unchecked) private var lastClassEntity: (type: ObjectIdentifier, coordinator: PersistentStoreCoordinator, entity: EntityDescription)?
+    /// The coordinator is held so that its identifier, which is what is
+    /// compared (a copy of the whole entry retained and released two objects,
+    /// ~160 instructions an object), names no other coordinator meanwhile.
+    @exclusivity(unchecked) private var lastClassEntity: (type: ObjectIdentifier, coordinatorID: ObjectIdentifier,
+                                                          coordinator: PersistentStoreCoordinator, entity: EntityDescription)?
     /// Whether a child context was ever made with this context as its parent
     /// (set from the child's side, so atomic).
     let childContextsExist = Locked(false)
@@ -250,9 +254,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     package func entity(forObjectsOf type: ManagedObject.Type) -> EntityDescription? {
         assertOnQueue()
         guard let coordinator = persistentStoreCoordinator else { return nil }
-        if let last = lastClassEntity, last.type == ObjectIdentifier(type), last.coordinator === coordinator { return last.entity }
+        if lastClassEntity?.type == ObjectIdentifier(type), lastClassEntity?.coordinatorID == ObjectIdentifier(coordinator) {
+            return lastClassEntity?.entity
+        }
         guard let entity = coordinator.managedObjectModel.entity(for: type) else { return nil }
-        lastClassEntity = (ObjectIdentifier(type), coordinator, entity)
+        lastClassEntity = (ObjectIdentifier(type), ObjectIdentifier(coordinator), coordinator, entity)
         return entity
     }
 

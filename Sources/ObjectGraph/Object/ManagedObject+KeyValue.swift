@@ -143,7 +143,7 @@ extension ManagedObject {
     /// and the context keeps the failure until the object is refreshed (see
     /// ``FaultFulfillmentError/changeWasDropped``), so no save goes ahead
     /// without it. Throwing paths call ``loadValues()`` first and never get here.
-    @usableFromInline package func writeSlot(_ value: PropertyValue, at index: Int) {
+    @usableFromInline package func writeSlot(_ value: consuming PropertyValue, at index: Int) {
         assertOnContextQueue()
         if state != .loaded {
             do {
