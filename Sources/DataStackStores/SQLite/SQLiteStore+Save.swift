@@ -217,9 +217,11 @@ extension SQLiteStore {
                         try statement.executeRebindingEveryParameter()
                         position += rowsPerStatement
                         continue
-                    } catch is SQLiteError {
-                        // SQLite undid the failed statement's rows; written one a
-                        // statement, the row it refused is the one named.
+                    } catch let error as SQLiteError where error.resultCode == SQLiteError.SQLITE_CONSTRAINT {
+                        // A constraint undoes the refused statement's own rows and
+                        // nothing else; written one a statement, the row it refused
+                        // is the one named. (Other errors may have ended the whole
+                        // transaction: they go up as they are.)
                         oneAtATimeUntil = position + rowsPerStatement
                     }
                 }
