@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+@_spi(DataStackInternal) import DataStackSupport
 import Dispatch
 import Foundation
 import Glibc
@@ -38,7 +39,7 @@ final class InotifyWatches: @unchecked Sendable {
         var users: [Int32: Int] = [:]
     }
 
-    private static let instance = Mutex<InotifyWatches?>(nil)
+    private static let instance = Locked<InotifyWatches?>(nil)
 
     /// The shared instance, made on first use; nil while the kernel gives
     /// none (a later call tries again).
@@ -51,7 +52,8 @@ final class InotifyWatches: @unchecked Sendable {
 
     private let descriptor: Int32
     private let source: any DispatchSourceRead
-    private let state = Mutex(State())
+    /// `Locked`, not `Mutex`: ThreadSanitizer sees its order (DataStackSupport's Locked.swift).
+    private let state = Locked(State())
 
     private init?() {
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))

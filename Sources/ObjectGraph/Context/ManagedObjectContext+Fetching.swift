@@ -151,6 +151,10 @@ extension ManagedObjectContext {
         // runtime's generic destroy of every row (~85 instructions a row).
         var nodes = nodes
         let count = nodes.count
+        // Not for none: the standard library then writes the count into the
+        // process's one empty array, which ThreadSanitizer reports as a race
+        // with every other thread reading an empty array.
+        guard count > 0 else { return [] }
         prepareRegistry(forFetched: count)
         return [ManagedObject](unsafeUninitializedCapacity: count) { objects, initialized in
             // Nothing here throws: the count is set once, after the loop.
@@ -174,6 +178,7 @@ extension ManagedObjectContext {
     /// borrowed across the fault's initializer, it was retained and released
     /// around it as well.
     private func faults<Row>(for rows: borrowing [Row], objectID: (borrowing Row) -> ObjectID) -> [ManagedObject] {
+        guard !rows.isEmpty else { return [] }   // as in materialize(_:asFaults:): the empty array is shared
         prepareRegistry(forFetched: rows.count)
         return rows.withUnsafeBufferPointer { rows in
             [ManagedObject](unsafeUninitializedCapacity: rows.count) { objects, initialized in
