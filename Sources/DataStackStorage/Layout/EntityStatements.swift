@@ -16,7 +16,7 @@ package struct EntityStatements: Sendable {
 
     /// The written slots, in binding order (entity columns follow all slots).
     package let writable: [WritableSlot]
-    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?1, <entity>, 1, ?2, …)`:
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES (?, <entity>, 1, ?, …)`:
     /// the entity's number and a new row's version are the same for every
     /// row, written in the text rather than bound per row (two binds a row,
     /// ~250 instructions an inserted object).
@@ -66,7 +66,9 @@ package struct EntityStatements: Sendable {
         }
         insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
         insertColumnCount = allNames.count
-        insertSQL = insertPrefix + "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")"
+        // A new row's values: its key, then its entity's number and version 1 as they are, then its columns.
+        func row() -> String { "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")" }
+        insertSQL = insertPrefix + row()
         count = 0
         let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
         updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
@@ -74,9 +76,7 @@ package struct EntityStatements: Sendable {
         deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
         count = 0
         rowsPerInsert = max(1, min(32, 999 / (1 + names.count)))
-        insertRowsSQL = insertPrefix + (0..<rowsPerInsert).map { _ in
-            "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")"
-        }.joined(separator: ", ")
+        insertRowsSQL = insertPrefix + (0..<rowsPerInsert).map { _ in row() }.joined(separator: ", ")
     }
 
     /// An UPDATE like ``updateSQL`` that writes only the `changed` slots
