@@ -27,60 +27,75 @@ struct RowDecoder {
 
     /// The row's values, for a full-row select.
     mutating func node(from statement: Statement) throws -> IncrementalStoreNode {
-        try node(from: statement, layout: layout(of: statement))
+        let layout = try layout(of: statement)
+        return try node(from: statement, layout: layout, steps: layout.steps, scope: scopes.scope(of: layout.entity))
     }
 
-    @inline(__always)   // into `nodes(from:)`'s row loop: the fetch phase 59.9 M as a call, 59.2 M inlined
-    private mutating func node(from statement: Statement, layout: RowLayout) throws -> IncrementalStoreNode {
-        let steps = layout.steps
+    /// A row's node. The layout's steps and the entity's ID scope come from
+    /// the caller, who holds them for a run of rows of one entity: read
+    /// through the layout at each row, they were retained and released there
+    /// (atomic operations, which callgrind counts as one instruction each but
+    /// which took a tenth of a large fetch's time).
+    @inline(__always)
+    private mutating func node(from statement: Statement, layout: RowLayout, steps: borrowing [RowLayout.Step],
+                               scope: ObjectIDScope) throws -> IncrementalStoreNode {
         // `reserveCapacity` and `append` are specialized here; the standard
         // library's `init(unsafeUninitializedCapacity:)` allocates through an
         // unspecialized function that looks the array's storage type up in the
         // runtime's metadata cache at every call (~680 instructions a row).
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(steps.count)
-        for (slot, step) in steps.enumerated() {
-            values.append(try value(of: step, in: statement, slot: slot, layout: layout))
+        for slot in 0..<steps.count {
+            values.append(try value(of: steps[slot], in: statement, slot: slot, layout: layout))
         }
-        return IncrementalStoreNode(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
+        return IncrementalStoreNode(objectID: ObjectID(scope: scope, primaryKey: statement.int64(at: 0)),
                                     values: values, version: statement.int64(at: 2))
     }
 
     /// Every row left in a full-row select, for ``node(from:)``'s callers
-    /// that read them all: the layout is resolved when the entity changes,
-    /// not looked up (and retained) per row.
+    /// that read them all. Rows come in runs of one entity: the layout, its
+    /// steps and the ID scope are resolved at a run's first row and held in
+    /// constants of the run, so no row retains any of them.
     mutating func nodes(from statement: Statement) throws -> [IncrementalStoreNode] {
         var nodes: [IncrementalStoreNode] = []
-        var current: (number: Int64, layout: RowLayout)?
-        while try statement.step() {
+        var more = try statement.step()
+        while more {
             let number = statement.int64(at: 1)
-            if current?.number != number { current = (number, try layout(of: statement)) }
-            nodes.append(try node(from: statement, layout: current.unsafelyUnwrapped.layout))
+            let layout = try layout(of: statement)
+            let steps = layout.steps
+            let scope = scopes.scope(of: layout.entity)
+            repeat {
+                nodes.append(try node(from: statement, layout: layout, steps: steps, scope: scope))
+                more = try statement.step()
+            } while more && statement.int64(at: 1) == number
         }
         return nodes
     }
 
     /// Every row left in a full-row select as bytes, for a fetch of faults
     /// (see ``EncodedStoreNode``): the same values as ``node(from:)``,
-    /// decoded when a fault fires. The layout is resolved when the entity
-    /// changes, not looked up (and retained) per row.
+    /// decoded when a fault fires. In runs of one entity, as ``nodes(from:)``.
     mutating func encodedNodes(from statement: Statement) throws -> [EncodedStoreNode] {
         var rows: [EncodedStoreNode] = []
         let encoder = EncodedStoreNode.Builder()
-        var current: (number: Int64, layout: RowLayout)?
-        while try statement.step() {
+        var more = try statement.step()
+        while more {
             let number = statement.int64(at: 1)
-            if current?.number != number { current = (number, try layout(of: statement)) }
-            let layout = current.unsafelyUnwrapped.layout
-            for (slot, step) in layout.steps.enumerated() {
-                if case .attribute(let position, let type) = step {
-                    statement.encodeAttribute(at: position, type: type, into: encoder)
-                } else {
-                    encoder.append(try value(of: step, in: statement, slot: slot, layout: layout))
+            let layout = try layout(of: statement)
+            let steps = layout.steps
+            let scope = scopes.scope(of: layout.entity)
+            repeat {
+                for slot in 0..<steps.count {
+                    if case .attribute(let position, let type) = steps[slot] {
+                        statement.encodeAttribute(at: position, type: type, into: encoder)
+                    } else {
+                        encoder.append(try value(of: steps[slot], in: statement, slot: slot, layout: layout))
+                    }
                 }
-            }
-            rows.append(encoder.finish(objectID: scopes.objectID(of: layout.entity, primaryKey: statement.int64(at: 0)),
-                                       version: statement.int64(at: 2)))
+                rows.append(encoder.finish(objectID: ObjectID(scope: scope, primaryKey: statement.int64(at: 0)),
+                                           version: statement.int64(at: 2)))
+                more = try statement.step()
+            } while more && statement.int64(at: 1) == number
         }
         return rows
     }

@@ -3,10 +3,10 @@
 /// An open-addressing table with linear probing rather than a `Dictionary`: a
 /// `Dictionary` scatters IDs over its buckets with a seeded hash, so
 /// registering the objects of a large fetch — rows in primary-key order —
-/// misses the processor's cache on every insert. Here four consecutive keys of
-/// an entity share a block of buckets, and blocks are spread by a
-/// multiplicative hash of the rest of the key and the entity, so a fetch in key
-/// order touches a new block only every fourth object. The entity takes part
+/// misses the processor's cache on every insert. Here eight consecutive keys
+/// of an entity share a block of buckets (a cache line of them), and blocks
+/// are spread by a multiplicative hash of the rest of the key and the entity,
+/// so a fetch in key order touches a new block only every eighth object. The entity takes part
 /// by its name's hash (``EntityDescription/nameSeed``), not its identity: IDs
 /// of one row from two copies of a model are equal (see ``ObjectID``).
 ///
@@ -61,8 +61,8 @@ struct ObjectRegistry {
     /// (262,144: 42 bytes an object rather than 21).
     mutating func reserveCapacity(_ capacity: Int) {
         guard capacity > Self.maximumCount(size: table.count) else { return }
-        // Whole blocks of four (see `home(key:seed:size:)`).
-        rehash(to: (capacity / 3 * 4 + 4 + 3) & ~3)
+        // Whole blocks of eight (see `home(key:seed:size:)`).
+        rehash(to: (capacity / 3 * 4 + 4 + 7) & ~7)
     }
 
     /// How many objects a table of `size` buckets holds before it grows.
@@ -177,13 +177,19 @@ struct ObjectRegistry {
 
     /// Where `id` is registered: its bucket and object, or the empty bucket
     /// that ends the search for it (where it would go) and nil.
+    ///
+    /// The buckets are read unretained: a bucket passed over belongs to
+    /// another object, and retaining it to compare its ID was an atomic
+    /// write to that object's memory, often out of the processor's caches.
+    /// Only the object found is retained, by the caller taking it.
     @inline(__always)
     private func probe(_ id: borrowing ObjectID) -> (index: Int, entry: ManagedObject?) {
-        let buckets = table.buckets
+        let buckets = UnsafeRawPointer(table.buckets)
         let size = table.count
         var index = Self.home(of: id, size: size)
-        while let entry = buckets[index] {
-            if entry.objectID == id { return (index, entry) }
+        // `Entry?` and `Unmanaged<Entry>?` have one layout: a pointer, null for nil.
+        while let entry = buckets.load(fromByteOffset: index &* MemoryLayout<Entry?>.stride, as: Unmanaged<Entry>?.self) {
+            if entry._withUnsafeGuaranteedRef({ $0.storedID == id }) { return (index, entry.takeUnretainedValue()) }
             index = Self.next(after: index, size: size)
         }
         return (index, nil)
@@ -272,7 +278,7 @@ struct ObjectRegistry {
         }
     }
 
-    /// The first bucket for an ID: a block of four for four consecutive keys.
+    /// The first bucket for an ID: a block of eight for eight consecutive keys.
     @inline(__always)
     private static func home(of id: ObjectID, size: Int) -> Int {
         home(key: id.rawKey, seed: id.entity.nameSeed, size: size)
@@ -289,8 +295,8 @@ struct ObjectRegistry {
     /// power of two; the multiplication leaves the hash's high bits the best mixed.
     @inline(__always)
     private static func home(key: UInt64, seed: UInt64, size: Int) -> Int {
-        let hash = ((key >> 2) ^ seed) &* 0x9E37_79B9_7F4A_7C15
-        let block = hash.multipliedFullWidth(by: UInt64(truncatingIfNeeded: size >> 2)).high
-        return Int(truncatingIfNeeded: block << 2 | (key & 3))
+        let hash = ((key >> 3) ^ seed) &* 0x9E37_79B9_7F4A_7C15
+        let block = hash.multipliedFullWidth(by: UInt64(truncatingIfNeeded: size >> 3)).high
+        return Int(truncatingIfNeeded: block << 3 | (key & 7))
     }
 }

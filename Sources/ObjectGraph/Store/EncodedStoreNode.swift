@@ -162,14 +162,16 @@ public struct EncodedStoreNode: @unchecked Sendable {
         }
 
         /// The row built since the last call; the builder starts the next.
-        public func finish(objectID: ObjectID, version: Int64) -> EncodedStoreNode {
+        /// The ID moves into the row (borrowed, it was retained there and
+        /// released by the caller: two atomic operations a row).
+        public func finish(objectID: consuming ObjectID, version: Int64) -> EncodedStoreNode {
             reserve(EncodedStoreNode.trailerSize)
             let bytes = chunk.bytes
             // Values are shorter than SQLite's SQLITE_MAX_LENGTH (at most 2 GB), and so are rows: the counts fit.
             bytes.storeBytes(of: UInt64(bitPattern: version).littleEndian, toByteOffset: end, as: UInt64.self)
             bytes.storeBytes(of: UInt32(truncatingIfNeeded: end - start).littleEndian, toByteOffset: end + 8, as: UInt32.self)
             bytes.storeBytes(of: UInt32(truncatingIfNeeded: firstOther).littleEndian, toByteOffset: end + 12, as: UInt32.self)
-            let node = EncodedStoreNode(objectID: objectID, chunk: chunk, trailer: end)
+            let node = EncodedStoreNode(objectID: consume objectID, chunk: chunk, trailer: end)
             end += EncodedStoreNode.trailerSize
             start = end
             firstOther = chunk.others.count
