@@ -34,8 +34,8 @@ struct RowDecoder {
     /// A row's node. The layout's steps and the entity's ID scope come from
     /// the caller, who holds them for a run of rows of one entity: read
     /// through the layout at each row, they were retained and released there
-    /// (atomic operations, which callgrind counts as one instruction each but
-    /// which took a tenth of a large fetch's time).
+    /// (atomic operations: few instructions, but a tenth of a large fetch's
+    /// time).
     @inline(__always)
     private mutating func node(from statement: Statement, layout: RowLayout, steps: borrowing [RowLayout.Step],
                                scope: ObjectIDScope) throws -> IncrementalStoreNode {

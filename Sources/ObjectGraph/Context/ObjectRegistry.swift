@@ -6,9 +6,10 @@
 /// misses the processor's cache on every insert. Here eight consecutive keys
 /// of an entity share a block of buckets (a cache line of them), and blocks
 /// are spread by a multiplicative hash of the rest of the key and the entity,
-/// so a fetch in key order touches a new block only every eighth object. The entity takes part
-/// by its name's hash (``EntityDescription/nameSeed``), not its identity: IDs
-/// of one row from two copies of a model are equal (see ``ObjectID``).
+/// so a fetch in key order touches a new block only every eighth object. The
+/// entity takes part by its name's hash (``EntityDescription/nameSeed``), not
+/// its identity: IDs of one row from two copies of a model are equal (see
+/// ``ObjectID``).
 ///
 /// A bucket holds the object alone, 8 bytes, not its ID beside it (it was 16
 /// with the ID's key word): the ID a probe compares is read from the object.

@@ -172,7 +172,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
         index + 1 == size ? 0 : index + 1
     }
 
-    /// Keys of one block of eight share a home block of eight buckets (see ``home(of:size:)``).
+    /// How many consecutive keys share a block of buckets (see ``home(of:size:)``).
     private static var blockSize: Int { 8 }
 
     /// The bits `ObjectID` hashes (its key but its three low bits, whether it
