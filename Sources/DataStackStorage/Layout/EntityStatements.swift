@@ -1,9 +1,10 @@
 @_spi(StoreImplementation) import ObjectGraph
 /// The SQL that saves rows of one entity, built once when the store opens:
 /// one prepared INSERT, UPDATE and DELETE per entity, reused for every row of
-/// every save and bound by position (SPEC §5) — and the INSERT again for a
-/// run of rows at once (``insertRowsSQL``), which the SQLite store uses for
-/// an import's runs of new rows.
+/// every save and bound by position (SPEC §5) — and the INSERT of several
+/// rows at once (``insertSQL(rows:)``): prepared once for 32 rows
+/// (``insertRowsSQL``), which the SQLite store uses for an import's runs of
+/// new rows, and per save for the sizes a store across a network batches.
 package struct EntityStatements: Sendable {
     /// A slot the entity writes, its column, and a to-one's entity column.
     package struct WritableSlot: Sendable {
@@ -21,18 +22,20 @@ package struct EntityStatements: Sendable {
     /// row, written in the text rather than bound per row (two binds a row,
     /// ~250 instructions an inserted object).
     package let insertSQL: String
-    /// ``insertSQL`` for ``rowsPerInsert`` rows, `VALUES (…), (…)`, numbered
-    /// on: a statement's start and end, and SQLite's descent of the table's
-    /// B-tree to the place of its first row, shared by all of them.
+    /// ``insertSQL(rows:)`` of ``rowsPerInsert`` rows: a statement's start
+    /// and end, and SQLite's descent of the table's B-tree to the place of its
+    /// first row, shared by all of them.
     package let insertRowsSQL: String
     /// How many rows ``insertRowsSQL`` inserts: 32, fewer when rows have many
     /// columns (999 parameters at most, the limit of SQLite before 3.32); 1
     /// when a row has over 499.
     package let rowsPerInsert: Int
-    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES`, for rows of several at once.
+    /// `INSERT INTO T (Z_PK, Z_ENT, Z_OPT, …) VALUES `.
     let insertPrefix: String
-    /// The values of one inserted row.
-    let insertColumnCount: Int
+    /// The parameters of one inserted row: its key and its columns.
+    package let insertParametersPerRow: Int
+    /// The entity's `Z_ENT`, written into the INSERTs' text.
+    private let entityNumber: Int64
     /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`.
     package let updateSQL: String
     /// `DELETE FROM T WHERE Z_PK = ? AND Z_OPT = ?`.
@@ -64,19 +67,37 @@ package struct EntityStatements: Sendable {
             count += 1
             return dialect.orderedPlaceholder(count)
         }
-        insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
-        insertColumnCount = allNames.count
-        // A new row's values: its key, then its entity's number and version 1 as they are, then its columns.
-        func row() -> String { "(" + ([next(), "\(entityNumber)", "1"] + names.map { _ in next() }).joined(separator: ", ") + ")" }
-        insertSQL = insertPrefix + row()
-        count = 0
+        let insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
+        self.insertPrefix = insertPrefix
+        self.entityNumber = entityNumber
+        insertParametersPerRow = 1 + names.count
+        insertSQL = Self.insertSQL(prefix: insertPrefix, rows: 1, entityNumber: entityNumber, columns: names.count, dialect: dialect)
         let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
         updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
         count = 0
         deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
-        count = 0
-        rowsPerInsert = max(1, min(32, 999 / (1 + names.count)))
-        insertRowsSQL = insertPrefix + (0..<rowsPerInsert).map { _ in row() }.joined(separator: ", ")
+        rowsPerInsert = max(1, min(32, 999 / insertParametersPerRow))
+        insertRowsSQL = Self.insertSQL(prefix: insertPrefix, rows: rowsPerInsert, entityNumber: entityNumber,
+                                       columns: names.count, dialect: dialect)
+    }
+
+    /// The INSERT of `rows` new rows, `VALUES (…), (…)`: each row its key,
+    /// then the entity's number and version 1 as they are (the same for every
+    /// new row: written in the text, not bound per row), then its columns.
+    /// Bound in that order, ``insertParametersPerRow`` parameters a row.
+    package func insertSQL(rows: Int) -> String {
+        Self.insertSQL(prefix: insertPrefix, rows: rows, entityNumber: entityNumber, columns: insertParametersPerRow - 1,
+                       dialect: dialect)
+    }
+
+    private static func insertSQL(prefix: String, rows: Int, entityNumber: Int64, columns: Int, dialect: any SQLDialect) -> String {
+        var count = 0
+        func next() -> String {
+            count += 1
+            return dialect.orderedPlaceholder(count)
+        }
+        func row() -> String { "(" + ([next(), "\(entityNumber)", "1"] + (0..<columns).map { _ in next() }).joined(separator: ", ") + ")" }
+        return prefix + (0..<rows).map { _ in row() }.joined(separator: ", ")
     }
 
     /// An UPDATE like ``updateSQL`` that writes only the `changed` slots

@@ -14,7 +14,8 @@ extension StoreLayout {
         public let values: [StoredValue]
     }
 
-    /// The inserts of new rows of one entity — version 1, the nodes' values,
+    /// The inserts of new rows of one entity (``EntityStatements/insertSQL(rows:)``:
+    /// the entity's number and version 1 in the text) — the nodes' values,
     /// to-ones by the key of the ID `permanent` gives for theirs (a temporary ID
     /// of an object inserted by the same save has a permanent one by then) —
     /// many rows a statement (`VALUES
@@ -31,7 +32,7 @@ extension StoreLayout {
                                  permanent: (ObjectID) -> ObjectID) throws -> [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] {
         let mapping = try schema.mapping(for: entity)
         let statements = mapping.statements
-        let perRow = statements.insertColumnCount
+        let perRow = statements.insertParametersPerRow
         let largest = min(256, 65_535 / perRow)
         var result: [(statement: Statement, nodes: ArraySlice<IncrementalStoreNode>)] = []
         var start = 0
@@ -40,15 +41,11 @@ extension StoreLayout {
             let rows = [256, 64, 16, 4, 1].first { $0 <= min(remaining, largest) } ?? 1
             var values: [StoredValue] = []
             values.reserveCapacity(rows * perRow)
-            var tuples: [String] = []
             for index in start..<(start + rows) {
-                values += [.integer(primaryKeys[index]), .integer(mapping.number), .integer(1)]
+                values.append(.integer(primaryKeys[index]))
                 values += columnValues(of: nodes[index], mapping: mapping, permanent: permanent)
-                let first = (index - start) * perRow
-                tuples.append("(" + (1...perRow).map { dialect.placeholder(first + $0) }.joined(separator: ", ") + ")")
             }
-            result.append((Statement(sql: statements.insertPrefix + tuples.joined(separator: ", "), values: values),
-                           nodes[start..<(start + rows)]))
+            result.append((Statement(sql: statements.insertSQL(rows: rows), values: values), nodes[start..<(start + rows)]))
             start += rows
         }
         return result
