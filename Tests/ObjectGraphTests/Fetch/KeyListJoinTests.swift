@@ -43,7 +43,7 @@ import Testing
         #expect(try sql("Listing", "symbol IN %@ AND price > 1", symbols).sql.contains("IN (SELECT"))
         #expect(try sql("Listing", "NOT symbol IN %@", symbols).sql.contains("IN (SELECT"))
         // A dialect without a table of a JSON array's elements.
-        #expect(try sql("Listing", "symbol IN %@", symbols, dialect: NoTable()).sql.contains("IN (SELECT"))
+        #expect(try sql("Listing", "symbol IN %@", symbols, dialect: DefaultSpellingsDialect()).sql.contains("IN (SELECT"))
     }
 
     @Test(arguments: allStoreTypes)
@@ -85,21 +85,6 @@ import Testing
             let cars = try reader.fetch(FetchRequest<Car>(entityName: "Car", predicate: try FetchPredicate(format: "plate IN %@", plates)))
             #expect(Set(cars.map(\.plate)) == Set((0..<60).filter { $0.isMultiple(of: 2) }.map { "P\($0)" }))
             #expect(try reader.count(for: FetchRequest<Vehicle>(entityName: "Vehicle", predicate: try FetchPredicate(format: "plate IN %@", plates))) == 60)
-        }
-    }
-
-    /// SQLite's spellings, without ``SQLDialect/jsonArrayTable(_:alias:)`` (the default: none).
-    private struct NoTable: SQLDialect {
-        let sqlite = SQLiteDialect()
-        func keyArray(_ keys: [Int64]) -> StoredValue { sqlite.keyArray(keys) }
-        func keyList(parameter number: Int) -> String { sqlite.keyList(parameter: number) }
-        func rankedKeyList(parameter number: Int) -> String { sqlite.rankedKeyList(parameter: number) }
-        func jsonArrayElements(_ array: String, asText: Bool) -> String { sqlite.jsonArrayElements(array, asText: asText) }
-        func sum(_ value: String) -> String { sqlite.sum(value) }
-        func prepareComparison(_ operands: inout [SQLOperand]) throws { try sqlite.prepareComparison(&operands) }
-        func folded(_ operand: SQLOperand, options: ComparisonOptions) throws -> SQLOperand { try sqlite.folded(operand, options: options) }
-        func stringTest(_ test: SQLStringTest, _ left: SQLOperand, _ right: SQLOperand, options: ComparisonOptions) throws -> String {
-            try sqlite.stringTest(test, left, right, options: options)
         }
     }
 }

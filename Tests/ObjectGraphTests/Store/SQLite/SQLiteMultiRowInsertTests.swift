@@ -141,27 +141,12 @@ import Testing
         #expect(statements(columns: 600).rowsPerInsert == 1)
     }
 
-    /// SQL's default spelling, numbered placeholders (`?1`), as a store across a network's dialect writes them.
-    private struct NumberedDialect: SQLDialect {
-        let sqlite = SQLiteDialect()
-        func keyArray(_ keys: [Int64]) -> StoredValue { sqlite.keyArray(keys) }
-        func keyList(parameter number: Int) -> String { sqlite.keyList(parameter: number) }
-        func rankedKeyList(parameter number: Int) -> String { sqlite.rankedKeyList(parameter: number) }
-        func jsonArrayElements(_ array: String, asText: Bool) -> String { sqlite.jsonArrayElements(array, asText: asText) }
-        func sum(_ value: String) -> String { sqlite.sum(value) }
-        func prepareComparison(_ operands: inout [SQLOperand]) throws { try sqlite.prepareComparison(&operands) }
-        func folded(_ operand: SQLOperand, options: ComparisonOptions) throws -> SQLOperand { try sqlite.folded(operand, options: options) }
-        func stringTest(_ test: SQLStringTest, _ left: SQLOperand, _ right: SQLOperand, options: ComparisonOptions) throws -> String {
-            try sqlite.stringTest(test, left, right, options: options)
-        }
-    }
-
     /// The INSERT of any number of rows is one text (the batches of a store
     /// across a network use it too): each row's key and columns numbered on
     /// from the row before, its entity's number and version written in.
     @Test func anInsertOfSeveralRowsNumbersEachRowsParametersOn() {
         let columns = [TableLayout.Column(name: "ZA", kind: .attribute(.integer64)), TableLayout.Column(name: "ZB", kind: .attribute(.string))]
-        let statements = EntityStatements(table: "ZT", columns: columns, entityNumber: 3, dialect: NumberedDialect())
+        let statements = EntityStatements(table: "ZT", columns: columns, entityNumber: 3, dialect: DefaultSpellingsDialect())
         #expect(statements.insertParametersPerRow == 3)
         #expect(statements.insertSQL == "INSERT INTO ZT (Z_PK, Z_ENT, Z_OPT, ZA, ZB) VALUES (?1, 3, 1, ?2, ?3)")
         #expect(statements.insertSQL(rows: 1) == statements.insertSQL)
