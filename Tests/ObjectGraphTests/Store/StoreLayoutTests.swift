@@ -52,22 +52,6 @@ import Testing
 /// A store's own dialect plugs into the shared compiler: what it cannot write
 /// reaches the caller as the predicate's error, with the dialect's reason.
 @Suite struct SQLDialectPlugInTests {
-    /// SQLite's spellings, but no string comparisons.
-    private struct NoStringTests: SQLDialect {
-        let sqlite = SQLiteDialect()
-        func keyArray(_ keys: [Int64]) -> StoredValue { sqlite.keyArray(keys) }
-        func keyList(parameter number: Int) -> String { sqlite.keyList(parameter: number) }
-        func rankedKeyList(parameter number: Int) -> String { sqlite.rankedKeyList(parameter: number) }
-        func jsonArrayElements(_ array: String, asText: Bool) -> String { sqlite.jsonArrayElements(array, asText: asText) }
-        func sum(_ value: String) -> String { sqlite.sum(value) }
-        func prepareComparison(_ operands: inout [SQLOperand]) throws { try sqlite.prepareComparison(&operands) }
-        func folded(_ operand: SQLOperand, options: ComparisonOptions) throws -> SQLOperand { try sqlite.folded(operand, options: options) }
-        func stringTest(_ test: SQLStringTest, _ left: SQLOperand, _ right: SQLOperand, options: ComparisonOptions) throws -> String {
-            throw Refusal(description: "this database has no \(test)")
-        }
-        struct Refusal: Error, CustomStringConvertible { let description: String }
-    }
-
     private let model = GraphTestModel.make()
 
     private func fetch(_ format: String, _ arguments: Any...) throws -> StoreFetch {
@@ -77,7 +61,7 @@ import Testing
     }
 
     @Test func whatADialectCannotWriteIsThePredicatesError() throws {
-        let layout = try StoreLayout(model: model, configurationName: nil, dialect: NoStringTests())
+        let layout = try StoreLayout(model: model, configurationName: nil, dialect: DefaultSpellingsDialect(refusesStringTests: true))
         let error = try #require(throws: FetchPredicateError.self) { _ = try layout.query(for: fetch("name BEGINSWITH %@", "A")) }
         #expect(error.message == "this database has no BEGINSWITH")
         // What it can write, it writes: SQLite's spelling, through the defaults.
