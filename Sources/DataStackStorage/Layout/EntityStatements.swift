@@ -62,20 +62,14 @@ package struct EntityStatements: Sendable {
         self.dialect = dialect
         let names = writable.map(\.column.name) + writable.compactMap(\.entityColumn)
         let allNames = ["Z_PK", "Z_ENT", "Z_OPT"] + names
-        var count = 0
-        func next() -> String {
-            count += 1
-            return dialect.orderedPlaceholder(count)
-        }
         let insertPrefix = "INSERT INTO \(table) (\(allNames.joined(separator: ", "))) VALUES "
         self.insertPrefix = insertPrefix
         self.entityNumber = entityNumber
         insertParametersPerRow = 1 + names.count
         insertSQL = Self.insertSQL(prefix: insertPrefix, rows: 1, entityNumber: entityNumber, columns: names.count, dialect: dialect)
-        let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
-        updateSQL = "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
-        count = 0
-        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(next()) AND Z_OPT = \(next())"
+        updateSQL = Self.updateSQL(table: table, names: names, dialect: dialect)
+        var placeholders = Placeholders(dialect)
+        deleteSQL = "DELETE FROM \(table) WHERE Z_PK = \(placeholders.next()) AND Z_OPT = \(placeholders.next())"
         rowsPerInsert = max(1, min(32, 999 / insertParametersPerRow))
         insertRowsSQL = Self.insertSQL(prefix: insertPrefix, rows: rowsPerInsert, entityNumber: entityNumber,
                                        columns: names.count, dialect: dialect)
@@ -91,13 +85,31 @@ package struct EntityStatements: Sendable {
     }
 
     private static func insertSQL(prefix: String, rows: Int, entityNumber: Int64, columns: Int, dialect: any SQLDialect) -> String {
-        var count = 0
-        func next() -> String {
+        var placeholders = Placeholders(dialect)
+        func row() -> String {
+            "(" + ([placeholders.next(), "\(entityNumber)", "1"] + (0..<columns).map { _ in placeholders.next() }).joined(separator: ", ") + ")"
+        }
+        return prefix + (0..<rows).map { _ in row() }.joined(separator: ", ")
+    }
+
+    /// `UPDATE T SET Z_OPT = ?, … WHERE Z_PK = ? AND Z_OPT = ?`, setting `names` after `Z_OPT`.
+    private static func updateSQL(table: String, names: [String], dialect: any SQLDialect) -> String {
+        var placeholders = Placeholders(dialect)
+        let assignments = (["Z_OPT"] + names).map { "\($0) = \(placeholders.next())" }.joined(separator: ", ")
+        return "UPDATE \(table) SET \(assignments) WHERE Z_PK = \(placeholders.next()) AND Z_OPT = \(placeholders.next())"
+    }
+
+    /// The dialect's placeholders, numbered in the order they are written.
+    private struct Placeholders {
+        let dialect: any SQLDialect
+        private var count = 0
+
+        init(_ dialect: any SQLDialect) { self.dialect = dialect }
+
+        mutating func next() -> String {
             count += 1
             return dialect.orderedPlaceholder(count)
         }
-        func row() -> String { "(" + ([next(), "\(entityNumber)", "1"] + (0..<columns).map { _ in next() }).joined(separator: ", ") + ")" }
-        return prefix + (0..<rows).map { _ in row() }.joined(separator: ", ")
     }
 
     /// An UPDATE like ``updateSQL`` that writes only the `changed` slots
@@ -108,12 +120,6 @@ package struct EntityStatements: Sendable {
     package func updateSQL(writing changed: SlotMask) -> (sql: String, writable: [WritableSlot]) {
         let written = writable.filter { changed.contains($0.slot) }
         let names = written.map(\.column.name) + written.compactMap(\.entityColumn)
-        var count = 0
-        func next() -> String {
-            count += 1
-            return dialect.orderedPlaceholder(count)
-        }
-        let assignments = (["Z_OPT"] + names).map { "\($0) = \(next())" }.joined(separator: ", ")
-        return ("UPDATE \(table) SET \(assignments) WHERE Z_PK = \(next()) AND Z_OPT = \(next())", written)
+        return (Self.updateSQL(table: table, names: names, dialect: dialect), written)
     }
 }
