@@ -62,7 +62,8 @@ extension StackManager {
         // No new merge is scheduled now; the reads and merges already scheduled finish,
         // the history queue's first, as they hand their merges to the main queue.
         await withCheckedContinuation { continuation in historyQueue.async { continuation.resume() } }
-        await setup.mainContext.perform {}
+        // Enqueued, whatever actor this runs on: on the main one, an immediate task would not wait for them.
+        await setup.mainContext.perform(schedule: .enqueued) {}
         // On a queue of its own: removing the writer's store waits for the save in progress.
         await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {

@@ -298,8 +298,24 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Runs `body` on the context's queue and returns its result to the caller.
     ///
-    /// Pending changes are processed when the body ends.
-    public func perform<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    /// With the default `schedule`, ``ScheduledTaskType/immediate``, a caller
+    /// already on the context's queue (a main-queue context called from the
+    /// main actor) runs `body` at once, as Core Data does, rather than behind
+    /// the blocks the queue holds; ``ScheduledTaskType/enqueued`` always queues
+    /// it. Pending changes are processed when the body ends, either way.
+    ///
+    /// The function runs on the caller's actor (`isolation`), which is how it
+    /// knows whether the caller is on the context's queue.
+    public func perform<T: Sendable, E: Error>(
+        schedule: ScheduledTaskType = .immediate,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
+        if schedule == .immediate && isOnQueue {
+            let result = Result<T, E> { () throws(E) -> T in try body() }
+            processPendingChanges()
+            return try result.get()
+        }
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             queue.async {
                 let result = Result<T, E> { () throws(E) -> T in try body() }
