@@ -9,7 +9,9 @@ extension ManagedObjectContext {
     /// reflects this context's unsaved inserts, updates and deletes, and a child
     /// context's fetch sees its parents' unsaved state. Dictionary results, and
     /// so aggregates, reflect saved state only, as in Core Data. Objects already
-    /// registered come back as they are: a fetch never overwrites their values.
+    /// registered come back as they are — a fetch does not overwrite their
+    /// values — unless the request asks for it
+    /// (``FetchRequest/shouldRefreshRefetchedObjects``).
     ///
     /// - Throws: ``ObjectGraphError/Code-swift.struct/unknownEntity``, a predicate error for
     ///   a key the entity lacks, ``FetchExpressionError`` for expressions,
@@ -20,15 +22,51 @@ extension ManagedObjectContext {
         let fetch = try storeFetch(for: request)
         try FetchOutput.checkResultType(Result.self, for: fetch)
         let prefetching = try prefetchPaths(request.relationshipKeyPathsForPrefetching, from: fetch.entity)
+        let refreshes = request.shouldRefreshRefetchedObjects && fetch.resultType == .managedObject
+        // Refreshing fetches faults and fills them afterwards: filled in the fetch,
+        // an object loaded before it could not be told from one loaded by it.
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
-                                      returnsObjectsAsFaults: request.returnsObjectsAsFaults,
+                                      returnsObjectsAsFaults: request.returnsObjectsAsFaults || refreshes,
                                       includesPropertyValues: request.includesPropertyValues,
                                       batchSize: request.fetchBatchSize)
+        if refreshes, case .objects(let objects) = output {
+            try refreshRefetched(objects, fillingFaults: !request.returnsObjectsAsFaults
+                                && request.fetchBatchSize == 0 && request.includesPropertyValues)
+        }
         if !prefetching.isEmpty, case .objects(let objects) = output {
             // ManagedObjectContext+Prefetching.swift: one query per key path step.
             try prefetch(prefetching, for: objects)
         }
         return try output.typed(as: Result.self)
+    }
+
+    /// Gives the objects a fetch found loaded the rows the store holds now,
+    /// their unsaved changes kept on top, and fills the other faults when the
+    /// request wanted objects filled (``FetchRequest/shouldRefreshRefetchedObjects``).
+    ///
+    /// Every row is read before any object changes: a read that fails throws,
+    /// and leaves every object as it was.
+    private func refreshRefetched(_ objects: [ManagedObject], fillingFaults: Bool) throws {
+        let loaded = objects.filter { !$0.isFault && !$0.isInserted }
+        if !loaded.isEmpty {
+            for node in try currentRows(for: loaded.map(\.objectID)) {
+                guard let object = registry[node.objectID] else { continue }
+                merge(node, into: object)
+                noteReadSucceeded(of: node.objectID)
+            }
+        }
+        if fillingFaults { fireFaults(objects) }
+    }
+
+    /// The rows of `objectIDs` as the store holds them now, not as the row
+    /// cache keeps them (which another coordinator's saves leave behind); for
+    /// a child context, as its parent holds them. Rows that are gone are left out.
+    private func currentRows(for objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
+        guard parent == nil, let coordinator = persistentStoreCoordinator else { return try parentNodes(for: objectIDs) }
+        let nodes = try coordinator.nodes(for: objectIDs, stalenessInterval: 0, in: self)
+        // The cache keeps the current rows for other contexts' faults, as after any fetch.
+        coordinator.didRead(nodes)
+        return nodes
     }
 
     /// The number of objects a fetch would return.

@@ -343,12 +343,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return try store(for: objectID).newValues(forObjectWith: objectID, in: context)
     }
 
-    /// Several rows: cached ones from the cache, the rest in one request per store.
-    package func nodes(for objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
+    /// Several rows: cached ones from the cache (with a `stalenessInterval` of
+    /// 0, none), the rest in one request per store.
+    package func nodes(for objectIDs: [ObjectID], stalenessInterval: TimeInterval = -1,
+                       in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         var found: [IncrementalStoreNode] = []
         var missing: [ObjectIdentifier: (store: any PersistentStore, ids: [ObjectID])] = [:]
         for id in objectIDs {
-            if let node = rowCache.node(for: id, maxAge: -1) { found.append(node); continue }
+            if stalenessInterval != 0, let node = rowCache.node(for: id, maxAge: stalenessInterval) { found.append(node); continue }
             let store = try store(for: id)
             missing[ObjectIdentifier(store), default: (store, [])].ids.append(id)
         }

@@ -76,6 +76,21 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     public var includesSubentities = true
     /// Whether objects come back as faults, their values loaded on first access. The default is true.
     public var returnsObjectsAsFaults = true
+    /// Whether objects the context has already loaded take the current values
+    /// of the store (of the parent, for a child context). The default is false:
+    /// a fetch returns registered objects as they are, whatever the store now
+    /// holds.
+    ///
+    /// With true, each loaded object the fetch returns takes its row as the
+    /// store holds it now — read from the store, not from the coordinator's
+    /// row cache — with its unsaved changes kept on top, as
+    /// ``ManagedObjectContext/refresh(_:mergeChanges:)`` with `mergeChanges:
+    /// true` keeps them; it stays loaded, and its next save is checked against
+    /// the row's new version. Objects that were faults come back as the other
+    /// options make them. The rows are read before any object changes: if
+    /// they cannot be, the fetch throws and every object keeps what it had.
+    /// Ignored for results other than `.managedObject`.
+    public var shouldRefreshRefetchedObjects = false
     /// Whether a `.managedObject` fetch reads the objects' rows at all. The
     /// default is true: the rows go to the coordinator's row cache, so firing
     /// one of the faults costs no query. With false only the IDs are read

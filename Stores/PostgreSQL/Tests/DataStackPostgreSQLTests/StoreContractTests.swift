@@ -184,6 +184,47 @@ struct StoreContractTests {
         }
     }
 
+    @Test("a refetch that refreshes brings loaded objects to the store's values and keeps their unsaved changes", arguments: StoreKind.allCases)
+    func refetchRefreshes(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let first = try reader(kind, seeded)
+        let second = try reader(kind, seeded)
+        var request = FetchRequest<ManagedObject>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
+        let (acme, globex) = try first.performAndWait {
+            let companies = try first.fetch(request)
+            #expect(try companies.map { try $0.value(forKey: "employees") as? Int } == [120, 45, 7])
+            try companies[1].setValue("Globex, renamed here", forKey: "name")
+            return (companies[0], companies[1])
+        }
+        try second.performAndWait {
+            for company in try second.fetch(request) {
+                let employees = try #require(try company.value(forKey: "employees") as? Int)
+                try company.setValue(employees + 1, forKey: "employees")
+            }
+            try second.save()
+        }
+        try first.performAndWait {
+            _ = try first.fetch(request)
+            #expect(try acme.value(forKey: "employees") as? Int == 120, "without the option, a loaded object keeps its values")
+            request.shouldRefreshRefetchedObjects = true
+            _ = try first.fetch(request)
+            #expect(!acme.isFault && !acme.hasChanges)
+            #expect(try acme.value(forKey: "employees") as? Int == 121)
+            #expect(try globex.value(forKey: "employees") as? Int == 46)
+            #expect(try globex.value(forKey: "name") as? String == "Globex, renamed here")
+            #expect(globex.hasChanges)
+            // Saved over the store's new version: no conflict, both changes kept.
+            first.mergePolicy = .error
+            try first.save()
+        }
+        let third = try reader(kind, seeded)
+        try third.performAndWait {
+            let stored = try third.existingObject(with: globex.objectID)
+            #expect(try stored.value(forKey: "employees") as? Int == 46)
+            #expect(try stored.value(forKey: "name") as? String == "Globex, renamed here")
+        }
+    }
+
     @Test("a save of many updates names exactly the rows whose versions moved on, and writes none of them", arguments: StoreKind.allCases)
     func conflictsAmongManyUpdates(_ kind: StoreKind) throws {
         let seeded = try seed(kind)
