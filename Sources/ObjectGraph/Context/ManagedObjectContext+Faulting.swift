@@ -149,7 +149,8 @@ extension ManagedObjectContext {
         return try coordinator.node(for: objectID, stalenessInterval: stalenessInterval, in: self)
     }
 
-    /// Several rows at once (one query per store for a coordinator).
+    /// Several rows at once (one query per store for a coordinator), cached
+    /// ones no older than ``stalenessInterval`` as for one fault.
     /// Rows that are gone are left out; any other failure throws.
     func parentNodes(for objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
         if let parent {
@@ -164,7 +165,7 @@ extension ManagedObjectContext {
             }
         }
         guard let coordinator = persistentStoreCoordinator else { return [] }
-        return try coordinator.nodes(for: objectIDs, in: self)
+        return try coordinator.nodes(for: objectIDs, stalenessInterval: stalenessInterval, in: self)
     }
 
     /// The object's state in this context as a row, for a child context.

@@ -95,7 +95,7 @@ extension ManagedObjectContext {
             let missing = destinations.filter { $0.isFault && rows[$0.objectID] == nil && !$0.objectID.isTemporaryID }
                 .map(\.objectID)
             if !missing.isEmpty {
-                for node in try coordinator.nodes(for: missing, in: self) { rows[node.objectID] = node }
+                for node in try coordinator.nodes(for: missing, stalenessInterval: stalenessInterval, in: self) { rows[node.objectID] = node }
             }
             coordinator.didRead(Array(rows.values))
         }

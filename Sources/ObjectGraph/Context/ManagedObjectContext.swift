@@ -76,7 +76,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
         didSet { updateAutomaticMerging() }
     }
     /// The longest time, in seconds, that cached row data may be used to fire a
-    /// fault; negative for no limit (the default), 0 to always read the store.
+    /// fault — one, or a batch of them, prefetched destinations, or the rows a
+    /// merge refreshes objects from; negative for no limit (the default), 0 to
+    /// always read the store.
     public var stalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone turns into a deleted object (true, the
     /// default, as in Core Data) instead of trapping.

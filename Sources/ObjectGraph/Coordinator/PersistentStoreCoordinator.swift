@@ -343,9 +343,9 @@ public final class PersistentStoreCoordinator: Sendable {
         return try store(for: objectID).newValues(forObjectWith: objectID, in: context)
     }
 
-    /// Several rows: cached ones from the cache (with a `stalenessInterval` of
-    /// 0, none), the rest in one request per store.
-    package func nodes(for objectIDs: [ObjectID], stalenessInterval: TimeInterval = -1,
+    /// Several rows: cached ones no older than `stalenessInterval` seconds
+    /// (negative: any age; 0: none) from the cache, the rest in one request per store.
+    package func nodes(for objectIDs: [ObjectID], stalenessInterval: TimeInterval,
                        in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         var found: [IncrementalStoreNode] = []
         var missing: [ObjectIdentifier: (store: any PersistentStore, ids: [ObjectID])] = [:]

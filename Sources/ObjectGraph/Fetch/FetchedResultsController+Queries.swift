@@ -191,7 +191,7 @@ extension FetchedResultsController {
             switch try coordinator.execute(fetch, in: context) {
             case .nodes(let nodes): rows = nodes
             case .encodedNodes(let encoded): rows = encoded.map(\.node)
-            case .objectIDs(let ids): rows = try coordinator.nodes(for: ids, in: context)
+            case .objectIDs(let ids): rows = try coordinator.nodes(for: ids, stalenessInterval: context.stalenessInterval, in: context)
             default: rows = []
             }
             let keys = try readKeys(of: rows, plan)

@@ -306,6 +306,29 @@ import DataStackStores
         #expect(strict.performAndWait { (strict.object(with: id) as! Company).employees } == 5)
     }
 
+    @Test func stalenessIntervalDecidesItForABatchOfFaultsToo() throws {
+        let stack = try TestStack()
+        let ids = try seed(stack, count: 3)
+        let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
+        try other.addPersistentStore(type: .sqlite, at: stack.storeURL)
+        let cached = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        try cached.performAndWait { _ = try cached.fetch(FetchRequest<Company>()) } // rows cached, objects released
+        let writer = stack.newContext()
+        try writer.performAndWait {
+            for id in ids { (try writer.existingObject(with: id) as! Company).employees = 5 }
+            try writer.save()
+        }
+        // A batched fetch fires its batch at the first access: one read of all its rows.
+        var request = FetchRequest<Company>()
+        request.fetchBatchSize = 10
+        request.sortDescriptors = [FetchSort(key: "symbol")]
+        let lenient = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        #expect(try lenient.performAndWait { try lenient.fetch(request).map(\.employees) } == [0, 0, 0])
+        let strict = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        strict.stalenessInterval = 0
+        #expect(try strict.performAndWait { try strict.fetch(request).map(\.employees) } == [5, 5, 5])
+    }
+
     @Test func refreshWithoutMergingDiscardsChangesAndWithMergingKeepsThem() throws {
         let stack = try TestStack()
         let id = try seed(stack, count: 1)[0]
