@@ -286,29 +286,10 @@ import DataStackStores
         }
     }
 
-    @Test func stalenessIntervalDecidesWhetherACachedRowMayFireAFault() throws {
-        let stack = try TestStack()
-        let id = try seed(stack, count: 1)[0]
-        let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
-        try other.addPersistentStore(type: .sqlite, at: stack.storeURL)
-        let cached = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
-        try cached.performAndWait { _ = try cached.fetch(FetchRequest<Company>()) } // rows cached, objects released
-        let writer = stack.newContext()
-        try writer.performAndWait {
-            (try writer.existingObject(with: id) as! Company).employees = 5
-            try writer.save()
-        }
-        // Without a merge the cached row is stale: an infinite interval uses it, zero reads the store.
-        let lenient = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
-        #expect(lenient.performAndWait { (lenient.object(with: id) as! Company).employees } == 0)
-        let strict = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
-        strict.stalenessInterval = 0
-        #expect(strict.performAndWait { (strict.object(with: id) as! Company).employees } == 5)
-    }
-
-    @Test func stalenessIntervalDecidesItForABatchOfFaultsToo() throws {
-        let stack = try TestStack()
-        let ids = try seed(stack, count: 3)
+    /// A second coordinator on the stack's file whose row cache holds the
+    /// companies as seeded (0 employees), and a save of 5 employees each since,
+    /// through the stack's coordinator: without a merge, the cached rows are stale.
+    private func coordinatorWithStaleRows(_ stack: TestStack, _ ids: [ObjectID]) throws -> PersistentStoreCoordinator {
         let other = PersistentStoreCoordinator(managedObjectModel: stack.model)
         try other.addPersistentStore(type: .sqlite, at: stack.storeURL)
         let cached = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
@@ -318,6 +299,24 @@ import DataStackStores
             for id in ids { (try writer.existingObject(with: id) as! Company).employees = 5 }
             try writer.save()
         }
+        return other
+    }
+
+    @Test func stalenessIntervalDecidesWhetherACachedRowMayFireAFault() throws {
+        let stack = try TestStack()
+        let id = try seed(stack, count: 1)[0]
+        let other = try coordinatorWithStaleRows(stack, [id])
+        // An infinite interval uses the stale row, zero reads the store.
+        let lenient = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        #expect(lenient.performAndWait { (lenient.object(with: id) as! Company).employees } == 0)
+        let strict = ManagedObjectContext(concurrencyType: .privateQueue, coordinator: other)
+        strict.stalenessInterval = 0
+        #expect(strict.performAndWait { (strict.object(with: id) as! Company).employees } == 5)
+    }
+
+    @Test func stalenessIntervalDecidesItForABatchOfFaultsToo() throws {
+        let stack = try TestStack()
+        let other = try coordinatorWithStaleRows(stack, try seed(stack, count: 3))
         // A batched fetch fires its batch at the first access: one read of all its rows.
         var request = FetchRequest<Company>()
         request.fetchBatchSize = 10
