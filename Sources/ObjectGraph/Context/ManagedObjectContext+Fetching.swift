@@ -23,6 +23,7 @@ extension ManagedObjectContext {
         try FetchOutput.checkResultType(Result.self, for: fetch)
         let prefetching = try prefetchPaths(request.relationshipKeyPathsForPrefetching, from: fetch.entity)
         let refreshes = request.shouldRefreshRefetchedObjects && fetch.resultType == .managedObject
+        let started = DispatchTime.now().uptimeNanoseconds
         // Refreshing fetches faults and fills them afterwards: filled in the fetch,
         // an object loaded before it could not be told from one loaded by it.
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
@@ -30,7 +31,7 @@ extension ManagedObjectContext {
                                       includesPropertyValues: request.includesPropertyValues,
                                       batchSize: request.fetchBatchSize)
         if refreshes, case .objects(let objects) = output {
-            try refreshRefetched(objects, fillingFaults: !request.returnsObjectsAsFaults
+            try refreshRefetched(objects, readSince: started, fillingFaults: !request.returnsObjectsAsFaults
                                 && request.fetchBatchSize == 0 && request.includesPropertyValues)
         }
         if !prefetching.isEmpty, case .objects(let objects) = output {
@@ -46,10 +47,10 @@ extension ManagedObjectContext {
     ///
     /// Every row is read before any object changes: a read that fails throws,
     /// and leaves every object as it was.
-    private func refreshRefetched(_ objects: [ManagedObject], fillingFaults: Bool) throws {
+    private func refreshRefetched(_ objects: [ManagedObject], readSince started: UInt64, fillingFaults: Bool) throws {
         let loaded = objects.filter { !$0.isFault && !$0.isInserted }
         if !loaded.isEmpty {
-            for node in try currentRows(for: loaded.map(\.objectID)) {
+            for node in try currentRows(for: loaded.map(\.objectID), readSince: started) {
                 guard let object = registry[node.objectID] else { continue }
                 merge(node, into: object)
                 noteReadSucceeded(of: node.objectID)
@@ -58,12 +59,18 @@ extension ManagedObjectContext {
         if fillingFaults { fireFaults(objects) }
     }
 
-    /// The rows of `objectIDs` as the store holds them now, not as the row
-    /// cache keeps them (which another coordinator's saves leave behind); for
-    /// a child context, as its parent holds them. Rows that are gone are left out.
-    private func currentRows(for objectIDs: [ObjectID]) throws -> [IncrementalStoreNode] {
+    /// The rows of `objectIDs` as the store holds them now: from the row cache
+    /// only those cached since `started` (the fetch's own, when it read rows),
+    /// the rest from the store — a row cached before may be one another
+    /// coordinator's save left behind. For a child context, as its parent
+    /// holds them. Rows that are gone are left out.
+    private func currentRows(for objectIDs: [ObjectID], readSince started: UInt64) throws -> [IncrementalStoreNode] {
         guard parent == nil, let coordinator = persistentStoreCoordinator else { return try parentNodes(for: objectIDs) }
-        let nodes = try coordinator.nodes(for: objectIDs, stalenessInterval: 0, in: self)
+        // The age limit is the time since `started`, taken before the lookups:
+        // a row cached before `started` is always older than it (read from the
+        // store), one cached just after it may come out older too (read again).
+        let sinceStarted = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        let nodes = try coordinator.nodes(for: objectIDs, stalenessInterval: max(sinceStarted, .leastNonzeroMagnitude), in: self)
         // The cache keeps the current rows for other contexts' faults, as after any fetch.
         coordinator.didRead(nodes)
         return nodes

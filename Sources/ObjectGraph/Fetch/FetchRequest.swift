@@ -82,8 +82,9 @@ public struct FetchRequest<Result>: @unchecked Sendable {
     /// holds.
     ///
     /// With true, each loaded object the fetch returns takes its row as the
-    /// store holds it now — read from the store, not from the coordinator's
-    /// row cache — with its unsaved changes kept on top, as
+    /// store holds it now — the row this fetch read, or else one read from the
+    /// store, never a row the coordinator cached before — with its unsaved
+    /// changes kept on top, as
     /// ``ManagedObjectContext/refresh(_:mergeChanges:)`` with `mergeChanges:
     /// true` keeps them; it stays loaded, and its next save is checked against
     /// the row's new version. Objects that were faults come back as the other

@@ -193,6 +193,21 @@ import Testing
         }
     }
 
+    @Test func theRowsTheFetchReadServeTheRefreshWithoutASecondRead() throws {
+        let setup = try Setup(.sqlite)
+        try setup.saveElsewhere([11, 21])
+        let coordinator = setup.stack.coordinator
+        try setup.reader.performAndWait {
+            let before = coordinator.rowCacheStatistics
+            _ = try setup.fetch { $0.shouldRefreshRefetchedObjects = true }
+            let after = coordinator.rowCacheStatistics
+            #expect(setup.a.employees == 11)
+            // The one loaded object's row came from the cache, where the fetch had just put it.
+            #expect(after.hits - before.hits == 1)
+            #expect(after.misses == before.misses)
+        }
+    }
+
     @Test func otherResultTypesIgnoreIt() throws {
         let setup = try Setup(.sqlite)
         try setup.saveElsewhere([11, 21])
