@@ -23,7 +23,7 @@ extension ManagedObjectContext {
         try FetchOutput.checkResultType(Result.self, for: fetch)
         let prefetching = try prefetchPaths(request.relationshipKeyPathsForPrefetching, from: fetch.entity)
         let refreshes = request.shouldRefreshRefetchedObjects && fetch.resultType == .managedObject
-        let started = DispatchTime.now().uptimeNanoseconds
+        let started = refreshes ? DispatchTime.now().uptimeNanoseconds : 0
         // Refreshing fetches faults and fills them afterwards: filled in the fetch,
         // an object loaded before it could not be told from one loaded by it.
         let output = try executeFetch(fetch, includesPendingChanges: request.includesPendingChanges,
