@@ -39,6 +39,25 @@ import DataStack
         withExtendedLifetime(holder) {}
     }
 
+    /// A main context pinned to a query generation moves on with each merge:
+    /// the merge's refreshed objects and the next fetch see the merged save.
+    @Test func aPinnedMainContextMovesOnWithEachMerge() async throws {
+        let (stack, _) = try await makeStack()
+        let recorder = MergeRecorder(stack)
+        _ = try await importTickers(stack, count: 5)
+        await recorder.wait(for: 1)
+        let main = stack.mainContext
+        let count = { try await main.perform { try main.count(for: FetchRequest<Ticker>()) } }
+        try await main.perform { try main.setQueryGenerationFrom(.current) }
+        #expect(try await count() == 5)
+        let pinned = await main.perform { main.queryGenerationToken }
+        #expect(pinned != nil && pinned != .current)
+        _ = try await importTickers(stack, count: 3, prefix: "U")
+        await recorder.wait(for: 2)
+        #expect(await main.perform { main.queryGenerationToken } == .current)
+        #expect(try await count() == 8)
+    }
+
     @Test func insertedObjectsAreReportedByIDOnly() async throws {
         let (stack, _) = try await makeStack()
         let recorder = MergeRecorder(stack)

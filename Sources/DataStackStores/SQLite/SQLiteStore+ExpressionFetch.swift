@@ -7,9 +7,9 @@ import Foundation
 
 extension SQLiteStore {
     /// Runs an ``ExpressionFetch`` as one statement, reading each value as its column's result type.
-    func execute(_ fetch: StoreFetch, expressions: ExpressionFetch) throws -> StoreResult {
+    func execute(_ fetch: StoreFetch, expressions: ExpressionFetch, in context: ManagedObjectContext?) throws -> StoreResult {
         let query = try ExpressionSelectQuery(fetch: fetch, expressions: expressions, schema: try schema)
-        return try read { connection in
+        return try read(for: context) { connection in
             let statement = try connection.cachedStatement(query.sql)
             // A statement left mid-step holds its read open: later reads would see an old snapshot.
             defer { statement.reset() }

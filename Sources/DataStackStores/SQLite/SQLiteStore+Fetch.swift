@@ -8,19 +8,19 @@ import Foundation
 extension SQLiteStore {
     public func execute(_ request: StoreRequest, in context: ManagedObjectContext?) throws -> StoreResult {
         switch request {
-        case .fetch(let fetch): return try execute(fetch)
+        case .fetch(let fetch): return try execute(fetch, in: context)
         case .save(let save): return .saved(try execute(save, in: context))
         }
     }
 
-    private func execute(_ fetch: StoreFetch) throws -> StoreResult {
+    private func execute(_ fetch: StoreFetch, in context: ManagedObjectContext?) throws -> StoreResult {
         if fetch.resultType == .dictionary, let expressions = fetch.expressions {
-            return try execute(fetch, expressions: expressions)   // SQLiteStore+ExpressionFetch.swift
+            return try execute(fetch, expressions: expressions, in: context)   // SQLiteStore+ExpressionFetch.swift
         }
         let schema = try schema
         let identity = identity
         let query = try SelectQuery(fetch: fetch, schema: schema)
-        return try read { connection in
+        return try read(for: context) { connection in
             let statement = try connection.cachedStatement(query.sql)
             // A count reads one row: without a reset its read transaction stays
             // open, and the next read on this connection sees that old snapshot.
@@ -59,7 +59,7 @@ extension SQLiteStore {
     /// Reads many rows with one query per table (`Z_PK IN (…)`), so a batch of faults fires at once.
     public func newValues(forObjectsWith objectIDs: [ObjectID], in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         let schema = try schema
-        return try read { connection in try rows(of: objectIDs, schema: schema, connection: connection) }
+        return try read(for: context) { connection in try rows(of: objectIDs, schema: schema, connection: connection) }
     }
 
     /// The rows of these objects that exist, read on `connection`: one query
@@ -98,7 +98,7 @@ extension SQLiteStore {
             return try newValues(forObjectWith: objectID, in: context).values[relationship.index]
         }
         // Join table or inverse foreign key: SQLiteStore+Relationships.swift.
-        return try toManyDestinations(relationship, of: objectID)
+        return try toManyDestinations(relationship, of: objectID, in: context)
     }
 
     /// Replaces the tagged column bytes of attributes with external binary storage

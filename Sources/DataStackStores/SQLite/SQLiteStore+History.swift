@@ -140,7 +140,7 @@ extension SQLiteStore: PersistentHistoryStore {
             for (slot, value) in node.values.enumerated() {
                 guard case .objects = value, let relationship = node.objectID.entity.slotProperties[slot] as? RelationshipDescription,
                       !(layout.entities[ObjectIdentifier(node.objectID.entity)]?.bitsOfSlot[slot].isEmpty ?? true) else { continue }
-                rows[node.objectID]?.values[slot] = try toManyDestinations(relationship, of: node.objectID)
+                rows[node.objectID]?.values[slot] = try toManyDestinations(relationship, of: node.objectID, in: nil)
             }
         }
         return rows

@@ -9,9 +9,10 @@ extension SQLiteStore: RelationshipPrefetchingStore, UniquenessCheckingStore {
     /// The destinations of a to-many relationship of one row: from its join table
     /// (many-to-many), or from the destination's foreign key (one-to-many), in
     /// `Z_FOK_` order for an ordered relationship.
-    func toManyDestinations(_ relationship: RelationshipDescription, of objectID: ObjectID) throws -> PropertyValue {
+    func toManyDestinations(_ relationship: RelationshipDescription, of objectID: ObjectID,
+                            in context: ManagedObjectContext?) throws -> PropertyValue {
         guard objectID.primaryKey != nil else { return .objects([]) }
-        return .objects(try read { try toManyDestinations(relationship, of: [objectID], connection: $0)[objectID] ?? [] })
+        return .objects(try read(for: context) { try toManyDestinations(relationship, of: [objectID], connection: $0)[objectID] ?? [] })
     }
 
     /// The destinations of a to-many relationship of several rows, by owner

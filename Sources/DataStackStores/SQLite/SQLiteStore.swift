@@ -54,6 +54,8 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
         /// Why saves are refused although the options allow them (a store with
         /// history opened without tracking); nil when they are not.
         var readOnlyReason: String?
+        /// The query generations opened and not released yet (SQLiteStore+QueryGenerations.swift).
+        var queryGenerations: [WeakQueryGeneration] = []
     }
 
     /// Creates an unopened store; the coordinator opens it with ``loadMetadata()``.
@@ -186,6 +188,7 @@ public final class SQLiteStore: PersistentStore, BatchFaultingStore {
     public func willRemove() {
         stopObservingRemoteChanges()
         // First: a checkpoint cannot truncate a log that an open read still uses.
+        closeQueryGenerations()
         readers.close()
         writer.close { connection in
             guard !isReadOnly else { return }

@@ -53,7 +53,9 @@ extension ManagedObjectContext {
     /// Forgets every object: the context returns to its empty state and its
     /// objects must not be used again. Posts `objectsDidChangeNotification`
     /// with ``ObjectsDidChange/invalidatedAll``; observers of the objects
-    /// (Observation) hear of every property they read.
+    /// (Observation) hear of every property they read. A context pinned to a
+    /// query generation moves on: its next read pins it to the data as it is
+    /// then (``setQueryGenerationFrom(_:)``).
     public func reset() {
         assertOnQueue()
         for object in registry.objects {
@@ -73,6 +75,7 @@ extension ManagedObjectContext {
         permanentIDsByTemporaryID = [:]
         uniqueValuesFoundAbsent = nil
         pendingChanges.removeAll()
+        advanceQueryGeneration()
         var change = ObjectsDidChange()
         change.invalidatedAll = true
         post(.objectsDidChange(change))

@@ -72,7 +72,7 @@ extension ManagedObjectContext {
         let sinceStarted = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         let nodes = try coordinator.nodes(for: objectIDs, stalenessInterval: max(sinceStarted, .leastNonzeroMagnitude), in: self)
         // The cache keeps the current rows for other contexts' faults, as after any fetch.
-        coordinator.didRead(nodes)
+        coordinator.didRead(nodes, for: self)
         return nodes
     }
 
@@ -175,7 +175,7 @@ extension ManagedObjectContext {
     /// chunk), then moved into the cache.
     private func materialize(_ rows: consuming [EncodedStoreNode]) -> [ManagedObject] {
         let objects = faults(for: rows) { $0.objectID }
-        persistentStoreCoordinator?.didRead(consume rows)
+        persistentStoreCoordinator?.didRead(consume rows, for: self)
         return objects
     }
 
@@ -186,7 +186,7 @@ extension ManagedObjectContext {
     private func materialize(_ nodes: consuming [IncrementalStoreNode], asFaults: Bool) throws -> [ManagedObject] {
         if asFaults {
             let objects = faults(for: nodes) { $0.objectID }
-            persistentStoreCoordinator?.didRead(consume nodes)
+            persistentStoreCoordinator?.didRead(consume nodes, for: self)
             return objects
         }
         // Each row's values move into its object: a large fetch's rows are

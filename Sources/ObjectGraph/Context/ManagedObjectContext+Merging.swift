@@ -13,7 +13,9 @@ extension ManagedObjectContext {
     /// one of them is next used; faults stay faults — and removes the deleted
     /// ones. Inserted objects are reported by ID and not materialized. Nothing else is touched, and the
     /// coordinator's cached rows for the saved objects are dropped first, so no
-    /// read after the merge returns an older row. Posts
+    /// read after the merge returns an older row — nor does the query
+    /// generation of a pinned context, which moves on to the data as it is at
+    /// its next read (``setQueryGenerationFrom(_:)``). Posts
     /// `objectsDidChangeNotification` with what it refreshed and removed.
     ///
     /// - Complexity: O(min(*r*, *k*)) lookups, plus one query for the touched
@@ -22,6 +24,8 @@ extension ManagedObjectContext {
     @discardableResult
     public func mergeChanges(fromContextDidSave save: ContextDidSave) -> ObjectsDidChange {
         assertOnQueue()
+        // The refreshed objects read the save's rows, not a generation from before it.
+        advanceQueryGeneration()
         persistentStoreCoordinator?.objectsDidChange(updated: save.updatedObjectIDs, deleted: save.deletedObjectIDs)
         var change = ObjectsDidChange()
         change.inserted = save.inserted

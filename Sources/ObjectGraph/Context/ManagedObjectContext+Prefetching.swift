@@ -60,7 +60,9 @@ extension ManagedObjectContext {
         var destinations: [ManagedObject] = []
         var seen = Set<ObjectID>()
         var rows: [ObjectID: IncrementalStoreNode] = [:]
-        if relationship.isToMany, parent == nil, let coordinator = persistentStoreCoordinator {
+        // A store's prefetch reads the latest data: a context pinned to a query
+        // generation loads each owner's relationship below, from its generation.
+        if relationship.isToMany, parent == nil, try pinnedQueryGeneration() == nil, let coordinator = persistentStoreCoordinator {
             // One query per store for the owners that have not loaded it yet.
             var byStore: [ObjectIdentifier: (store: any RelationshipPrefetchingStore, owners: [ManagedObject])] = [:]
             for owner in owners where !owner.isDeleted && !owner.objectID.isTemporaryID {
@@ -97,7 +99,7 @@ extension ManagedObjectContext {
             if !missing.isEmpty {
                 for node in try coordinator.nodes(for: missing, stalenessInterval: stalenessInterval, in: self) { rows[node.objectID] = node }
             }
-            coordinator.didRead(Array(rows.values))
+            coordinator.didRead(Array(rows.values), for: self)
         }
         for destination in destinations where destination.isFault {
             if let node = rows[destination.objectID] {

@@ -42,6 +42,9 @@ extension ManagedObjectContext {
         // Values a fetch found absent serve this save's check only, and only before it writes.
         let absent = uniqueValuesFoundAbsent
         uniqueValuesFoundAbsent = nil
+        // A pinned context checks and writes against the latest data, not its generation.
+        isSaving = true
+        defer { isSaving = false }
         let merged = parent == nil ? try resolveUniquenessConflicts(skippingLookupOf: absent) : [:]
 
         var saved = SavedObjects(inserted: unsavedInserts.objects,
@@ -55,6 +58,8 @@ extension ManagedObjectContext {
                 throw ObjectGraphError.noStore(entity: saved.inserted.first?.entity.name ?? "?")
             }
             stored = try save(&saved, to: coordinator)
+            // Its own changes are in the store now: a pinned context reads on from there.
+            advanceQueryGeneration()
         }
         let didSave = finishSave(saved, stored: stored)
         for (duplicate, survivor) in merged.merging(saved.collapsed, uniquingKeysWith: { $1 }) {

@@ -40,6 +40,10 @@ import Synchronization
 /// - ``save()``
 /// - ``rollback()``
 /// - ``reset()``
+/// ### Reading one generation of the data
+/// - ``setQueryGenerationFrom(_:)``
+/// - ``queryGenerationToken``
+/// - ``QueryGenerationToken``
 // @unchecked Sendable: mutable state is touched only on `queue` (assertOnQueue()). The
 // settable configuration properties are set before the context is shared, as in Core Data
 // (a stack sets them on contexts it has not handed out yet), and are then only read, from
@@ -183,6 +187,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) package var uniqueValuesFoundAbsent: UniqueValuesFoundAbsent?
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
+    /// The generation of the stores' data this context reads (see ``setQueryGenerationFrom(_:)``).
+    @exclusivity(unchecked) var queryGeneration = QueryGenerationState.unpinned
+    /// Whether a save is checking and writing to the store: its reads see the
+    /// latest data, whatever generation the context is pinned to.
+    @exclusivity(unchecked) var isSaving = false
     /// The class ``ManagedObject/init(context:)`` made last, with the
     /// coordinator whose model it looked the class up in and the entity it
     /// found: an import makes object after object of one class, and the

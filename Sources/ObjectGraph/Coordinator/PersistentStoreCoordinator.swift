@@ -23,7 +23,7 @@ public final class PersistentStoreCoordinator: Sendable {
     public let managedObjectModel: ManagedObjectModel
     /// Rows read recently, for faults to fire from. Only the coordinator
     /// stores and drops rows: it drops those of its own saves itself, and
-    /// others tell it what they read or saw change (`didRead(_:)`,
+    /// others tell it what they read or saw change (`didRead(_:for:)`,
     /// `objectsDidChange(updated:deleted:)`, `allObjectsMayHaveChanged()`).
     private let rowCache: RowCache
 
@@ -307,15 +307,41 @@ public final class PersistentStoreCoordinator: Sendable {
     // MARK: - The row cache
 
     /// Rows a fetch or a prefetch read for objects it returned as faults: the
-    /// cache keeps them, so that those faults fire without a query.
-    package func didRead(_ rows: consuming [IncrementalStoreNode]) {
-        if !rows.isEmpty { rowCache.store(consume rows) }
+    /// cache keeps them, so that those faults fire without a query. Rows a
+    /// context pinned to a query generation read go to that generation's cache.
+    package func didRead(_ rows: consuming [IncrementalStoreNode], for context: ManagedObjectContext?) {
+        if !rows.isEmpty { rowCache(for: context).store(consume rows) }
     }
 
-    /// ``didRead(_:)`` for rows kept as bytes. The rows move into the cache:
+    /// ``didRead(_:for:)`` for rows kept as bytes. The rows move into the cache:
     /// pass an array no one else holds.
-    package func didRead(_ rows: consuming [EncodedStoreNode]) {
-        if !rows.isEmpty { rowCache.store(consume rows) }
+    package func didRead(_ rows: consuming [EncodedStoreNode], for context: ManagedObjectContext?) {
+        if !rows.isEmpty { rowCache(for: context).store(consume rows) }
+    }
+
+    /// The cache of the rows `context` reads: its generation's when it is
+    /// pinned to one, else the coordinator's. Called after the read, which
+    /// has fixed the generation if the context waited for one.
+    private func rowCache(for context: ManagedObjectContext?) -> RowCache {
+        context?.fixedQueryGeneration?.rowCache ?? rowCache
+    }
+
+    /// The most rows the row cache keeps.
+    package var rowCacheCapacity: Int { rowCache.capacity }
+
+    /// A snapshot of every store's data as it is now, for contexts to pin.
+    ///
+    /// - Throws: ``ObjectGraphError/Code-swift.struct/unsupportedStore`` when a
+    ///   store cannot keep one; what a store throws opening its snapshot.
+    package func openQueryGeneration() throws -> QueryGeneration {
+        var snapshots: [ObjectIdentifier: any StoreQueryGeneration] = [:]
+        for store in persistentStores {
+            guard let pinnable = store as? any QueryGenerationStore, pinnable.canPinQueryGenerations else {
+                throw ObjectGraphError.unsupportedQueryGenerations(store: store)
+            }
+            snapshots[ObjectIdentifier(store)] = try pinnable.openQueryGeneration()
+        }
+        return QueryGeneration(coordinator: self, snapshots: snapshots)
     }
 
     /// Objects that changed where this coordinator did not save them —
@@ -336,11 +362,22 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// One row, from the row cache if fresh enough, else from its store.
+    ///
+    /// A context pinned to a query generation reads its generation's cache,
+    /// whose rows never go stale, and its generation in the store.
     package func node(for objectID: ObjectID, stalenessInterval: TimeInterval, in context: ManagedObjectContext?) throws -> IncrementalStoreNode {
-        if stalenessInterval != 0, let node = rowCache.node(for: objectID, maxAge: stalenessInterval) {
+        let (cache, maxAge) = try rowCache(for: context, stalenessInterval: stalenessInterval)
+        if maxAge != 0, let node = cache.node(for: objectID, maxAge: maxAge) {
             return node
         }
         return try store(for: objectID).newValues(forObjectWith: objectID, in: context)
+    }
+
+    /// The cache a read of `context` looks in, and the oldest row it takes
+    /// from it; pins the context if it waits for its first read.
+    private func rowCache(for context: ManagedObjectContext?, stalenessInterval: TimeInterval) throws -> (RowCache, TimeInterval) {
+        if let generation = try context?.pinnedQueryGeneration() { return (generation.rowCache, -1) }
+        return (rowCache, stalenessInterval)
     }
 
     /// Several rows: cached ones no older than `stalenessInterval` seconds
@@ -349,8 +386,9 @@ public final class PersistentStoreCoordinator: Sendable {
                        in context: ManagedObjectContext?) throws -> [IncrementalStoreNode] {
         var found: [IncrementalStoreNode] = []
         var missing: [ObjectIdentifier: (store: any PersistentStore, ids: [ObjectID])] = [:]
+        let (cache, maxAge) = try rowCache(for: context, stalenessInterval: stalenessInterval)
         for id in objectIDs {
-            if stalenessInterval != 0, let node = rowCache.node(for: id, maxAge: stalenessInterval) { found.append(node); continue }
+            if maxAge != 0, let node = cache.node(for: id, maxAge: maxAge) { found.append(node); continue }
             let store = try store(for: id)
             missing[ObjectIdentifier(store), default: (store, [])].ids.append(id)
         }

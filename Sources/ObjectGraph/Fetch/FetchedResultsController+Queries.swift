@@ -290,6 +290,6 @@ extension FetchedResultsController {
     func cacheRows(_ rows: [IncrementalStoreNode]) {
         guard !rows.isEmpty, let list, let plan, plan.batchSize == 0,
               let coordinator = managedObjectContext.persistentStoreCoordinator else { return }
-        coordinator.didRead(rows.filter { list.positions[$0.objectID] != nil })
+        coordinator.didRead(rows.filter { list.positions[$0.objectID] != nil }, for: managedObjectContext)
     }
 }

@@ -97,7 +97,8 @@ public struct ObjectGraphError: CodedError, Sendable, Equatable {
         /// A `deny` rule forbids deleting the object (``ObjectGraphError/objectID``)
         /// while the relationship (``ObjectGraphError/key``) has destinations.
         public static let deleteDenied = Code("deleteDenied")
-        /// The store holding the entity does not run batch requests.
+        /// The store holding the entity does not run batch requests, or a
+        /// store of the coordinator cannot keep a query generation.
         public static let unsupportedStore = Code("unsupportedStore")
         /// `propertiesToUpdate` is empty: the request would only bump every
         /// matched row's version, making every context that holds one conflict.
@@ -120,6 +121,9 @@ public struct ObjectGraphError: CodedError, Sendable, Equatable {
         public static let duplicateKey = Code("duplicateKey")
         /// A batch insert names an abstract entity, which can have no rows of its own.
         public static let abstractEntity = Code("abstractEntity")
+        /// A query generation cannot be set here: on a child context, from a
+        /// token of another coordinator, or on a context without a coordinator.
+        public static let invalidQueryGeneration = Code("invalidQueryGeneration")
     }
 
     /// The kind of failure.

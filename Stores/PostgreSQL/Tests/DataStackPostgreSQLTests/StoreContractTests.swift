@@ -196,13 +196,7 @@ struct StoreContractTests {
             try companies[1].setValue("Globex, renamed here", forKey: "name")
             return (companies[0], companies[1])
         }
-        try second.performAndWait {
-            for company in try second.fetch(request) {
-                let employees = try #require(try company.value(forKey: "employees") as? Int)
-                try company.setValue(employees + 1, forKey: "employees")
-            }
-            try second.save()
-        }
+        try addEmployee(toEach: request, in: second)
         try first.performAndWait {
             _ = try first.fetch(request)
             #expect(try acme.value(forKey: "employees") as? Int == 120, "without the option, a loaded object keeps its values")
@@ -222,6 +216,46 @@ struct StoreContractTests {
             let stored = try third.existingObject(with: globex.objectID)
             #expect(try stored.value(forKey: "employees") as? Int == 46)
             #expect(try stored.value(forKey: "name") as? String == "Globex, renamed here")
+        }
+    }
+
+    /// Gives each company `request` fetches one more employee, and saves.
+    private func addEmployee(toEach request: FetchRequest<ManagedObject>, in context: ManagedObjectContext) throws {
+        try context.performAndWait {
+            for company in try context.fetch(request) {
+                let employees = try #require(try company.value(forKey: "employees") as? Int)
+                try company.setValue(employees + 1, forKey: "employees")
+            }
+            try context.save()
+        }
+    }
+
+    @Test("a context pinned to a query generation keeps reading it on SQLite; PostgreSQL refuses to pin, saying so", arguments: StoreKind.allCases)
+    func queryGenerations(_ kind: StoreKind) throws {
+        let seeded = try seed(kind)
+        let first = try reader(kind, seeded)
+        let second = try reader(kind, seeded)
+        let request = FetchRequest<ManagedObject>(entityName: "Company", predicate: nil, sortDescriptors: [FetchSort(key: "symbol")])
+        guard kind == .sqlite else {
+            first.performAndWait {
+                let error = #expect(throws: ObjectGraphError.self) { try first.setQueryGenerationFrom(.current) }
+                #expect(error?.code == .unsupportedStore)
+                #expect(error?.message.contains("PostgreSQL store") == true)
+                #expect(first.queryGenerationToken == nil)
+            }
+            return
+        }
+        try first.performAndWait {
+            try first.setQueryGenerationFrom(.current)
+            #expect(try first.count(for: request) == 3)
+        }
+        try addEmployee(toEach: request, in: second)
+        try first.performAndWait {
+            let companies = try first.fetch(request)
+            #expect(try companies.map { try $0.value(forKey: "employees") as? Int } == [120, 45, 7])
+            try first.setQueryGenerationFrom(nil)
+            for company in companies { first.refresh(company, mergeChanges: false) }
+            #expect(try companies.map { try $0.value(forKey: "employees") as? Int } == [121, 46, 8])
         }
     }
 
