@@ -158,6 +158,29 @@ import Testing
         #expect(Set(views.all) == ["2 10"])
     }
 
+    /// More generations at once than SQLite's WAL has read marks (five):
+    /// each keeps its own data, and an unpinned context reads the latest.
+    @Test func tenGenerationsAtOnceEachKeepTheirData() throws {
+        let stack = try TestStack()
+        try stack.seedCompanies(["A"])
+        let all = FetchRequest<Company>(entityName: "Company")
+        var pinned: [ManagedObjectContext] = []
+        for index in 0..<10 {
+            let context = stack.newContext()
+            let count = try context.performAndWait {
+                try context.setQueryGenerationFrom(.current)
+                return try context.count(for: all)
+            }
+            #expect(count == index + 1)
+            pinned.append(context)
+            try stack.seedCompanies(["X\(index)"])
+        }
+        let counts = try pinned.map { context in try context.performAndWait { try context.count(for: all) } }
+        #expect(counts == Array(1...10))
+        let latest = stack.newContext()
+        #expect(try latest.performAndWait { try latest.count(for: all) } == 11)
+    }
+
     @Test func aToManyAndAPrefetchReadTheGeneration() throws {
         let setup = try Setup()
         let context = setup.stack.newContext()
