@@ -117,7 +117,7 @@ extension ManagedObjectContext {
             queryGeneration = .current
             return
         }
-        guard generation.coordinatorID == ObjectIdentifier(coordinator) else {
+        guard generation.coordinator === coordinator else {
             throw ObjectGraphError.invalidQueryGeneration("the token is of a context of another coordinator")
         }
         queryGeneration = .pinned(token)

@@ -334,12 +334,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// - Throws: ``ObjectGraphError/Code-swift.struct/unsupportedStore`` when a
     ///   store cannot keep one; what a store throws opening its snapshot.
     package func openQueryGeneration() throws -> QueryGeneration {
-        var snapshots: [ObjectIdentifier: any StoreQueryGeneration] = [:]
+        var snapshots: [(store: any PersistentStore, snapshot: any StoreQueryGeneration)] = []
         for store in persistentStores {
             guard let pinnable = store as? any QueryGenerationStore, pinnable.canPinQueryGenerations else {
                 throw ObjectGraphError.unsupportedQueryGenerations(store: store)
             }
-            snapshots[ObjectIdentifier(store)] = try pinnable.openQueryGeneration()
+            snapshots.append((store, try pinnable.openQueryGeneration()))
         }
         return QueryGeneration(coordinator: self, snapshots: snapshots)
     }
