@@ -128,6 +128,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         set {
             coordinator = newValue
             if newValue != nil { parent = nil }
+            // A generation is of one coordinator's stores: another's are read as they are.
+            queryGeneration = .unpinned
         }
     }
 
@@ -138,6 +140,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
         didSet {
             if let parent {
                 coordinator = nil
+                // A child reads its root's generation, not one of its own.
+                queryGeneration = .unpinned
                 parent.childContextsExist.withLock { $0 = true }
             }
         }

@@ -321,6 +321,21 @@ import Testing
         }
     }
 
+    /// A generation is of one coordinator's stores: a context given another
+    /// coordinator, or made a child, reads as it is unpinned.
+    @Test func anotherCoordinatorOrAParentUnpinsTheContext() throws {
+        let setup = try Setup()
+        try setup.pinReader()
+        setup.reader.persistentStoreCoordinator = try setup.stack.secondCoordinator()
+        #expect(setup.reader.performAndWait { setup.reader.queryGenerationToken } == nil)
+        try setup.saveElsewhere(employees: 11)
+        #expect(try setup.view(in: setup.reader) == (4, 11))
+        try setup.pinReader()
+        setup.reader.parent = setup.stack.newContext()
+        setup.reader.persistentStoreCoordinator = setup.stack.coordinator
+        #expect(setup.reader.performAndWait { setup.reader.queryGenerationToken } == nil)
+    }
+
     // MARK: - Refused
 
     @Test func aChildContextCannotBePinned() throws {
