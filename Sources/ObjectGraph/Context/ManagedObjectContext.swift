@@ -129,7 +129,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             coordinator = newValue
             if newValue != nil { parent = nil }
             // A generation is of one coordinator's stores: another's are read as they are.
-            queryGeneration = .unpinned
+            pinnedToken = nil
         }
     }
 
@@ -141,7 +141,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             if let parent {
                 coordinator = nil
                 // A child reads its root's generation, not one of its own.
-                queryGeneration = .unpinned
+                pinnedToken = nil
                 parent.childContextsExist.withLock { $0 = true }
             }
         }
@@ -191,8 +191,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) package var uniqueValuesFoundAbsent: UniqueValuesFoundAbsent?
     /// Fault groups from batched fetches: firing one member loads its whole batch.
     @exclusivity(unchecked) var faultBatches: [ObjectID: FaultBatch] = [:]
-    /// The generation of the stores' data this context reads (see ``setQueryGenerationFrom(_:)``).
-    @exclusivity(unchecked) var queryGeneration = QueryGenerationState.unpinned
+    /// The generation of the stores' data this context reads: nil for the
+    /// latest data, ``QueryGenerationToken/current`` until the next read fixes
+    /// one (see ``setQueryGenerationFrom(_:)``).
+    @exclusivity(unchecked) var pinnedToken: QueryGenerationToken?
     /// Whether a save is checking and writing to the store: its reads see the
     /// latest data, whatever generation the context is pinned to.
     @exclusivity(unchecked) var isSaving = false

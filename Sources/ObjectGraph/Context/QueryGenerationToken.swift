@@ -33,16 +33,6 @@ public final class QueryGenerationToken: Hashable, Sendable, CustomStringConvert
     }
 }
 
-/// Where a context stands with query generations.
-enum QueryGenerationState {
-    /// Every read sees the latest data (the default).
-    case unpinned
-    /// The next read pins the context to the data as it is then.
-    case current
-    /// Reads see this generation.
-    case pinned(QueryGenerationToken)
-}
-
 // MARK: - Pinning a context
 
 extension ManagedObjectContext {
@@ -54,12 +44,7 @@ extension ManagedObjectContext {
     /// generation its root context reads.
     public var queryGenerationToken: QueryGenerationToken? {
         assertOnQueue()
-        guard parent == nil else { return nil }
-        switch queryGeneration {
-        case .unpinned: return nil
-        case .current: return .current
-        case .pinned(let token): return token
-        }
+        return parent == nil ? pinnedToken : nil
     }
 
     /// Pins the context's reads to a generation of the stores' data, or
@@ -102,7 +87,7 @@ extension ManagedObjectContext {
                 """)
         }
         guard let token else {
-            queryGeneration = .unpinned
+            pinnedToken = nil
             return
         }
         guard let coordinator = persistentStoreCoordinator else {
@@ -114,13 +99,13 @@ extension ManagedObjectContext {
                     throw ObjectGraphError.unsupportedQueryGenerations(store: store)
                 }
             }
-            queryGeneration = .current
+            pinnedToken = .current
             return
         }
         guard generation.coordinator === coordinator else {
             throw ObjectGraphError.invalidQueryGeneration("the token is of a context of another coordinator")
         }
-        queryGeneration = .pinned(token)
+        pinnedToken = token
     }
 
     private var rootContextName: String {
@@ -144,30 +129,23 @@ extension ManagedObjectContext {
     /// The generation the context's reads see, fixed now if the context
     /// waited for its first read; nil when it reads the latest data.
     package func pinnedQueryGeneration() throws -> QueryGeneration? {
-        switch queryGeneration {
-        case .unpinned:
-            return nil
-        case .pinned(let token):
-            return isSaving ? nil : token.generation
-        case .current:
-            if isSaving { return nil }
-            guard let coordinator = persistentStoreCoordinator else { return nil }
-            let token = QueryGenerationToken(try coordinator.openQueryGeneration())
-            queryGeneration = .pinned(token)
-            return token.generation
-        }
+        guard let token = pinnedToken, !isSaving else { return nil }
+        if let generation = token.generation { return generation }
+        guard let coordinator = persistentStoreCoordinator else { return nil }
+        let generation = try coordinator.openQueryGeneration()
+        pinnedToken = QueryGenerationToken(generation)
+        return generation
     }
 
     /// The generation the context's reads see if it is fixed already; nil
     /// when it reads the latest data, waits for its first read, or saves.
     package var fixedQueryGeneration: QueryGeneration? {
-        if case .pinned(let token) = queryGeneration, !isSaving { return token.generation }
-        return nil
+        isSaving ? nil : pinnedToken?.generation
     }
 
     /// Moves a pinned context on: its next read pins it to the data as it is then.
     func advanceQueryGeneration() {
-        if case .pinned = queryGeneration { queryGeneration = .current }
+        if pinnedToken != nil { pinnedToken = .current }
     }
 }
 
