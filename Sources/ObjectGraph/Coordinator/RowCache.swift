@@ -13,23 +13,19 @@ import Foundation
 /// stores and removes rows: those its own saves make stale, and those others
 /// tell it changed (a merge, a batch request, a history transaction).
 package final class RowCache: Sendable {
-    private struct Row: RowTableElement {
-        var values: Values
-        var storedAt: UInt64
+    /// A row as the store gave it: values, or bytes decoded when a fault
+    /// fires from them (a fetch of faults, see ``EncodedStoreNode``). The
+    /// time it was stored is the table's stamp beside it (see ``stamp(at:in:)``).
+    private enum Row: RowTableElement {
+        case node(IncrementalStoreNode)
+        case encoded(EncodedStoreNode)
 
         var objectID: ObjectID {
-            switch values {
+            switch self {
             case .node(let node): node.objectID
             case .encoded(let encoded): encoded.objectID
             }
         }
-    }
-
-    /// A row as the store gave it: values, or bytes decoded when a fault
-    /// fires from them (a fetch of faults, see ``EncodedStoreNode``).
-    private enum Values {
-        case node(IncrementalStoreNode)
-        case encoded(EncodedStoreNode)
 
         var node: IncrementalStoreNode {
             switch self {
@@ -41,6 +37,8 @@ package final class RowCache: Sendable {
 
     private struct State {
         var rows: RowTable<Row>
+        /// What the rows' stamps count from, in the uptime's nanoseconds.
+        var epoch: UInt64
         var hits = 0
         var misses = 0
     }
@@ -49,9 +47,44 @@ package final class RowCache: Sendable {
     package let capacity: Int
     private let state: Locked<State>
 
-    package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity) {
+    /// The time now, in nanoseconds: the system's uptime, which the callers'
+    /// age limits count in too (see ``node(for:maxAge:)``); another clock
+    /// for tests only.
+    private let clock: @Sendable () -> UInt64
+
+    package init(capacity: Int = PersistentStoreCoordinator.defaultRowCacheCapacity,
+                 clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.capacity = max(1, capacity)
-        state = Locked(State(rows: RowTable(capacity: capacity)))
+        self.clock = clock
+        state = Locked(State(rows: RowTable(capacity: capacity), epoch: clock()))
+    }
+
+    // MARK: - Stamps
+    //
+    // A row's time is a stamp beside it in the table: microseconds since the
+    // state's epoch, plus one, in 36 bits (19 hours). Past that the epoch
+    // moves on by half the range, and rows older than the new epoch get
+    // stamp 0: an age too great to say, stale for any finite staleness
+    // interval — they are read again, which is always correct. A stamp rounds
+    // the time down, so the age it gives is never less than the row's own.
+
+    /// The stamp for a row stored at `now`, moving the epoch on if needed.
+    private static func stamp(at now: UInt64, in state: inout State) -> UInt64 {
+        let maximum = RowTable<Row>.maximumStamp
+        var stamp = (now &- state.epoch) / 1_000 + 1
+        if stamp > maximum {
+            let shift = stamp - maximum / 2
+            state.rows.lowerStamps(by: shift)
+            state.epoch &+= shift * 1_000
+            stamp -= shift
+        }
+        return stamp
+    }
+
+    /// How long ago, in seconds, a row with `stamp` was stored; nil if too long to say.
+    private static func age(ofStamp stamp: UInt64, epoch: UInt64, now: UInt64) -> TimeInterval? {
+        guard stamp > 0 else { return nil }
+        return Double(now &- (epoch &+ (stamp - 1) * 1_000)) / 1e9
     }
 
     /// Keeps rows for faults to fire from.
@@ -60,12 +93,13 @@ package final class RowCache: Sendable {
     /// the table, as the rows kept as bytes do (below).
     package func store(_ nodes: consuming [IncrementalStoreNode]) {
         var nodes = nodes
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock()
         state.withLock { state in
             state.rows.reserveCapacity(state.rows.count + nodes.count)
+            let stamp = Self.stamp(at: now, in: &state)
             var stored = 0
             while stored < capacity, let node = nodes.popLast() {
-                state.rows.update(Row(values: .node(consume node), storedAt: now))
+                state.rows.update(.node(consume node), stamp: stamp)
                 stored += 1
             }
         }
@@ -83,15 +117,16 @@ package final class RowCache: Sendable {
     /// a row). Given an array it holds alone, nothing is copied.
     package func store(_ nodes: consuming [EncodedStoreNode]) {
         var nodes = nodes
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock()
         state.withLock { state in
             // One resize for a large fetch, not one per doubling on the way.
             state.rows.reserveCapacity(state.rows.count + nodes.count)
+            let stamp = Self.stamp(at: now, in: &state)
             // The fetch's last `capacity` rows: those before them would only
             // evict the fetch's own rows.
             var stored = 0
             while stored < capacity, let node = nodes.popLast() {
-                state.rows.update(Row(values: .encoded(consume node), storedAt: now))
+                state.rows.update(.encoded(consume node), stamp: stamp)
                 stored += 1
             }
         }
@@ -99,17 +134,20 @@ package final class RowCache: Sendable {
 
     /// The cached row, if it is younger than `maxAge` seconds (negative: any age).
     package func node(for objectID: ObjectID, maxAge: TimeInterval) -> IncrementalStoreNode? {
-        let row = state.withLock { state -> Row? in
-            let row = state.rows.element(for: objectID)
-            if row == nil { state.misses += 1 } else { state.hits += 1 }
-            return row
+        let found = state.withLock { state -> (row: Row, stamp: UInt64, epoch: UInt64)? in
+            guard let found = state.rows.element(for: objectID) else {
+                state.misses += 1
+                return nil
+            }
+            state.hits += 1
+            return (found.element, found.stamp, state.epoch)
         }
-        guard let row else { return nil }
+        guard let found else { return nil }
         if maxAge >= 0 {
-            let age = Double(DispatchTime.now().uptimeNanoseconds - row.storedAt) / 1e9
-            if age > maxAge { return nil }
+            guard let age = Self.age(ofStamp: found.stamp, epoch: found.epoch, now: clock()),
+                  age <= maxAge else { return nil }
         }
-        return row.values.node
+        return found.row.node
     }
 
     /// Drops rows made stale by a save or a merge, walking whichever is

@@ -170,4 +170,49 @@ import Testing
             #expect(row.values == values, "row \(id)")
         }
     }
+    /// The compact forms' edges: versions of no byte to eight (and negative),
+    /// integers at each varint length and both extremes, text and blobs whose
+    /// length takes one byte or two, a row of nothing but kept values, and
+    /// an empty row — each decodes as it was built.
+    @Test func everyVarintLengthVersionSizeAndEmptyRowDecodesAsBuilt() throws {
+        let entity = try #require(stack.model.entitiesByName["Gadget"])
+        let identity = StoreIdentity.named("EncodedRowTests.edges")
+        let builder = EncodedStoreNode.Builder()
+        let integers: [Int64] = [0, -1, 1, 63, -64, 64, -65, 8_191, -8_192, 8_192, .max, .min, .max - 1, .min + 1]
+        let versions: [Int64] = [0, 1, 255, 256, 65_536, 1 << 40, .max, -1, .min]
+        var rows: [EncodedStoreNode] = []
+        var expected: [(Int64, ContiguousArray<PropertyValue>)] = []
+        for (index, version) in versions.enumerated() {
+            var values: ContiguousArray<PropertyValue> = []
+            switch index % 3 {
+            case 0:
+                for integer in integers {
+                    builder.appendInteger(integer)
+                    values.append(.integer(integer))
+                }
+                for length in [0, 1, 127, 128, 129, 16_383, 16_384] {
+                    let text = String(repeating: "a", count: length)
+                    text.utf8.withContiguousStorageIfAvailable { builder.appendString(utf8: UnsafeRawBufferPointer($0)) }
+                    values.append(.string(text))
+                    let data = Data(repeating: 7, count: length)
+                    data.withUnsafeBytes { builder.appendData($0) }
+                    values.append(.data(data))
+                }
+            case 1:
+                builder.append(.decimal(Decimal(index)))
+                builder.append(.null)
+                values += [.decimal(Decimal(index)), .null]
+            default:
+                break   // no values at all
+            }
+            let id = ObjectID(entity: entity, store: identity, primaryKey: Int64(index + 1))
+            rows.append(builder.finish(objectID: id, version: version))
+            expected.append((version, values))
+        }
+        for (row, (version, values)) in zip(rows, expected) {
+            #expect(row.version == version)
+            #expect(row.values == values, "row \(row.objectID), version \(version)")
+            #expect(row.node.values == values && row.node.version == version)
+        }
+    }
 }

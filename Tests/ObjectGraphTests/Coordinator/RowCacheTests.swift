@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StoreImplementation) @testable import ObjectGraph
+import Synchronization
 import Testing
 
 /// The coordinator's row cache, bounded by the CLOCK algorithm.
@@ -33,6 +34,53 @@ import Testing
         #expect(cached(cache, 1...10) == [8, 9, 10])
     }
 
+    /// A clock the test moves by hand, in nanoseconds.
+    private final class ManualClock: Sendable {
+        let now = Atomic<UInt64>(5_000_000_000_000)
+        func advance(by nanoseconds: UInt64) { now.add(nanoseconds, ordering: .relaxed) }
+        var read: @Sendable () -> UInt64 { { [self] in now.load(ordering: .relaxed) } }
+    }
+
+    /// A row's time is kept to the microsecond, rounded down: the age it
+    /// gives is never less than the row's own, so a row is never served
+    /// older than the limit asked.
+    @Test func aRowsAgeCountsFromWhenItWasStoredRoundedToAnOlderMicrosecond() {
+        let clock = ManualClock()
+        let cache = RowCache(capacity: 10, clock: clock.read)
+        cache.store([node(1)])
+        clock.advance(by: 1_500)
+        #expect(cache.node(for: node(1).objectID, maxAge: 2e-6) != nil, "1.5 µs old, limit 2 µs")
+        #expect(cache.node(for: node(1).objectID, maxAge: 1e-6) == nil, "1.5 µs old, limit 1 µs")
+        #expect(cache.node(for: node(1).objectID, maxAge: 0) == nil, "no age is acceptable")
+        clock.advance(by: 999)   // 2,499 ns after the cache's start: kept as 2,000
+        cache.store([node(2)])
+        #expect(cache.node(for: node(2).objectID, maxAge: 5e-7) != nil, "stored just now, counted as 499 ns old")
+        #expect(cache.node(for: node(2).objectID, maxAge: 4e-7) == nil, "rounded down: counted older than it is, never younger")
+        #expect(cache.node(for: node(2).objectID, maxAge: -1) != nil, "any age")
+    }
+
+    /// Stamps cover 19 hours. Past them the epoch moves on by half: a row
+    /// stored in the last half keeps its exact age, an older one gets an
+    /// age too great to say — stale for any finite limit, still served to
+    /// a context that takes rows of any age.
+    @Test func pastTheStampsRangeTheEpochMovesOnAndRowsKeepTheirAges() {
+        let clock = ManualClock()
+        let cache = RowCache(capacity: 10, clock: clock.read)
+        let range = RowTable<RowCacheTestsRow>.maximumStamp   // microseconds
+        cache.store([node(1)])
+        clock.advance(by: (range - 1) * 1_000)
+        cache.store([node(2)])   // the last stamp there is
+        #expect(cache.node(for: node(1).objectID, maxAge: Double(range)) != nil, "19 hours old, within range")
+        clock.advance(by: 10_000_000_000)
+        cache.store([node(3)])   // 10 s past the range: the epoch moves on
+        #expect(cache.node(for: node(3).objectID, maxAge: 1e-3) != nil)
+        #expect(cache.node(for: node(2).objectID, maxAge: 10.000_001) != nil, "10 s old, its age kept through the move")
+        #expect(cache.node(for: node(2).objectID, maxAge: 9.999) == nil)
+        #expect(cache.node(for: node(1).objectID, maxAge: 1e9) == nil, "older than the stamps can say: stale for a finite limit")
+        #expect(cache.node(for: node(1).objectID, maxAge: -1) != nil, "but kept for any age")
+        #expect(cache.count == 3)
+    }
+
     @Test func removedRowsFreeTheirSlotsAndARowStoredAgainIsOneRow() {
         let cache = RowCache(capacity: 3)
         cache.store((1...3).map(node))
@@ -46,6 +94,11 @@ import Testing
         cache.store((5...9).map(node))
         #expect(cached(cache, 5...9) == [7, 8, 9])
     }
+}
+
+/// Any element: ``RowTable/maximumStamp`` is the same for all.
+private struct RowCacheTestsRow: RowTableElement {
+    var objectID: ObjectID
 }
 
 /// Only the coordinator stores and drops cached rows: it drops those of its own
