@@ -92,8 +92,7 @@ struct RowDecoder {
                         encoder.append(try value(of: steps[slot], in: statement, slot: slot, layout: layout))
                     }
                 }
-                rows.append(encoder.finish(objectID: ObjectID(scope: scope, primaryKey: statement.int64(at: 0)),
-                                           version: statement.int64(at: 2)))
+                rows.append(encoder.finish(scope: scope, primaryKey: statement.int64(at: 0), version: statement.int64(at: 2)))
                 more = try statement.step()
             } while more && statement.int64(at: 1) == number
         }

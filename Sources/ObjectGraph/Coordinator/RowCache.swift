@@ -16,23 +16,44 @@ package final class RowCache: Sendable {
     /// A row as the store gave it: values, or bytes decoded when a fault
     /// fires from them (a fetch of faults, see ``EncodedStoreNode``). The
     /// time it was stored is the table's stamp beside it (see ``stamp(at:in:)``).
+    ///
+    /// Three words, the bucket of the table: rows kept as values are boxed,
+    /// so that their four words (the ID's two, the values, the version) do
+    /// not make every bucket as large. Those are the rows of single faults
+    /// and of stores that keep no bytes; a fetch of faults keeps its rows as
+    /// bytes, one bucket each.
     private enum Row: RowTableElement {
-        case node(IncrementalStoreNode)
+        case node(NodeBox)
         case encoded(EncodedStoreNode)
 
-        var objectID: ObjectID {
+        var objectIDScope: ObjectIDScope {
             switch self {
-            case .node(let node): node.objectID
-            case .encoded(let encoded): encoded.objectID
+            case .node(let box): box.node.objectID.scope
+            case .encoded(let encoded): encoded.objectIDScope
+            }
+        }
+
+        var objectIDKey: UInt64 {
+            switch self {
+            case .node(let box): box.node.objectID.rawKey
+            case .encoded(let encoded): encoded.objectIDKey
             }
         }
 
         var node: IncrementalStoreNode {
             switch self {
-            case .node(let node): node
+            case .node(let box): box.node
             case .encoded(let encoded): encoded.node
             }
         }
+    }
+
+    /// A row's size in the table (for tests of its layout): three words.
+    static var rowStride: Int { MemoryLayout<Row>.stride }
+
+    private final class NodeBox: Sendable {
+        let node: IncrementalStoreNode
+        init(_ node: consuming IncrementalStoreNode) { self.node = node }
     }
 
     private struct State {
@@ -99,7 +120,7 @@ package final class RowCache: Sendable {
             let stamp = Self.stamp(at: now, in: &state)
             var stored = 0
             while stored < capacity, let node = nodes.popLast() {
-                state.rows.update(.node(consume node), stamp: stamp)
+                state.rows.update(.node(NodeBox(consume node)), stamp: stamp)
                 stored += 1
             }
         }

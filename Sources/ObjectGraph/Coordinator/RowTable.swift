@@ -1,6 +1,23 @@
-/// An element of a ``RowTable``: a row that names its own object.
+/// An element of a ``RowTable``: a row that names its own object, by the
+/// two parts of its ID, which the table reads without making the ID (a row
+/// may keep them apart: see ``EncodedStoreNode``).
 protocol RowTableElement {
-    var objectID: ObjectID { get }
+    var objectIDScope: ObjectIDScope { get }
+    var objectIDKey: UInt64 { get }
+}
+
+extension RowTableElement {
+    var objectID: ObjectID { ObjectID(scope: objectIDScope, rawKey: objectIDKey) }
+
+    @inline(__always)
+    func isElement(of other: borrowing some RowTableElement) -> Bool {
+        other.objectID(matches: objectIDScope, objectIDKey)
+    }
+
+    @inline(__always)
+    func objectID(matches scope: ObjectIDScope, _ key: UInt64) -> Bool {
+        ObjectID.sameID(objectIDScope, objectIDKey, scope, key)
+    }
 }
 
 /// The row cache's table: rows by the object ID each row carries, at most
@@ -90,12 +107,12 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     /// was copied (0.4 M more on the fault phase of 11,000 rows).
     @inline(__always)
     func update(_ element: consuming Element, stamp: UInt64) {
-        let hash = Self.hash(of: element.objectID)
+        let hash = Self.hash(scope: element.objectIDScope, key: element.objectIDKey)
         var index = Self.home(of: hash, size: size)
         while true {
             let meta = metas[index]
             if meta.isEmpty { break }
-            if meta.hash == hash && buckets[index].objectID == element.objectID {
+            if meta.hash == hash && buckets[index].isElement(of: element) {
                 buckets[index] = consume element
                 metas[index].stamp = stamp
                 return
@@ -193,9 +210,9 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     /// 4–25, with the key's three low bits beside them (bits 1–3) and bit 0
     /// set: never 0, and within ``Meta/hashMask``.
     @inline(__always)
-    private static func hash(of id: ObjectID) -> UInt64 {
-        let bits = ((id.rawKey >> 3) &<< 1 | (id.scope.storeReference == nil ? 1 : 0)) ^ id.scope.entity.nameSeed
-        return ((bits &* 0x9E37_79B9_7F4A_7C15) >> 42) << 4 | (id.rawKey & 7) << 1 | 1
+    private static func hash(scope: ObjectIDScope, key: UInt64) -> UInt64 {
+        let bits = ((key >> 3) &<< 1 | (scope.storeReference == nil ? 1 : 0)) ^ scope.entity.nameSeed
+        return ((bits &* 0x9E37_79B9_7F4A_7C15) >> 42) << 4 | (key & 7) << 1 | 1
     }
 
     /// The first bucket for a hash: eight consecutive keys of an entity have
@@ -211,7 +228,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
     }
 
     private func find(_ id: ObjectID) -> Int? {
-        find(id, hash: Self.hash(of: id))
+        find(id, hash: Self.hash(scope: id.scope, key: id.rawKey))
     }
 
     @inline(__always)
@@ -220,7 +237,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
         while true {
             let meta = metas[index]
             if meta.isEmpty { return nil }
-            if meta.hash == hash && buckets[index].objectID == id { return index }
+            if meta.hash == hash && buckets[index].objectID(matches: id.scope, id.rawKey) { return index }
             index = Self.next(after: index, size: size)
         }
     }
@@ -284,7 +301,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
 
 /// What the table keeps of a bucket beside it, in one word: 0 when the
 /// bucket is empty, else bit 0 set, the ID's hash in bits 1–25 (see
-/// `RowTable.hash(of:)`), the credit in bits 26–27 (how many times the
+/// `RowTable.hash(scope:key:)`), the credit in bits 26–27 (how many times the
 /// hand spares it still: 1 when stored, 2 when read since the hand last
 /// passed) and the stamp in bits 28–63.
 private struct RowTableMeta {

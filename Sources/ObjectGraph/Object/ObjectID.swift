@@ -70,7 +70,8 @@ public struct ObjectID: Sendable, Hashable {
         self.rawKey = Self.nextTemporaryKey.add(1, ordering: .relaxed).newValue
     }
 
-    private init(scope: ObjectIDScope, rawKey: UInt64) {
+    /// The ID of `scope` with the key's bits as ``rawKey`` holds them.
+    package init(scope: ObjectIDScope, rawKey: UInt64) {
         self.scope = scope
         self.rawKey = rawKey
     }
@@ -130,12 +131,19 @@ public struct ObjectID: Sendable, Hashable {
     }
 
     public static func == (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        sameID(lhs.scope, lhs.rawKey, rhs.scope, rhs.rawKey)
+    }
+
+    /// Whether two IDs, given by their scopes and keys, are equal: `==`
+    /// without making them (the row cache keeps a row's scope and key apart).
+    @inline(__always)
+    package static func sameID(_ scope: ObjectIDScope, _ key: UInt64, _ otherScope: ObjectIDScope, _ otherKey: UInt64) -> Bool {
         // One scope per entity and store: the same scope is the same entity
         // and store. IDs from two copies of a model have two scopes, equal
         // when their stores are the same and their entities have one name.
-        lhs.rawKey == rhs.rawKey && (lhs.scope === rhs.scope
-            || (lhs.scope.storeReference?.toOpaque() == rhs.scope.storeReference?.toOpaque()
-                && lhs.scope.entity.name == rhs.scope.entity.name))
+        key == otherKey && (scope === otherScope
+            || (scope.storeReference?.toOpaque() == otherScope.storeReference?.toOpaque()
+                && scope.entity.name == otherScope.entity.name))
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -33,13 +33,28 @@ public struct EncodedStoreNode: @unchecked Sendable {
     // @unchecked: `chunk` is a class with mutable state; a chunk is written
     // only by the builder that made it, before any row in it is handed out
     // (a fetch returns its rows when it has read them all), and never after.
-    public let objectID: ObjectID
+
+    /// First, so that the row cache's enum of rows finds its tag in the
+    /// reference's spare bits (see ``RowCache``), and stays three words.
     private let chunk: Chunk
+    /// The row's key: its entity and store are its chunk's (``Chunk/scope``),
+    /// rather than a reference to them in every row (eight bytes, and a
+    /// retain and a release of the scope a row).
+    private let primaryKey: Int64
     /// Where the row's bytes start and end in the chunk: a chunk is never
     /// larger than a row's values can make it (SQLite's rows are shorter than
-    /// 2 GB), so 32 bits each, and the node is four words.
+    /// 2 GB), so 32 bits each.
     private let start: UInt32
     private let end: UInt32
+
+    /// The row's object.
+    public var objectID: ObjectID { ObjectID(scope: objectIDScope, primaryKey: primaryKey) }
+
+    /// The scope of ``objectID``, read without making the ID.
+    package var objectIDScope: ObjectIDScope { chunk.scope.unsafelyUnwrapped }
+
+    /// The bits of ``objectID``'s key (``ObjectID/rawKey``).
+    package var objectIDKey: UInt64 { UInt64(bitPattern: primaryKey) }
 
     @usableFromInline enum Tag: UInt8 {
         case null, integer, double, boolFalse, boolTrue, string, date, data, uri, other
@@ -88,7 +103,7 @@ public struct EncodedStoreNode: @unchecked Sendable {
 
     private func values(before valuesEnd: Int, firstOther: Int) -> ContiguousArray<PropertyValue> {
         var values = ContiguousArray<PropertyValue>()
-        values.reserveCapacity(objectID.entity.slotProperties.count)
+        values.reserveCapacity(objectIDScope.entity.slotProperties.count)
         var nextOther = firstOther
         let bytes = UnsafeRawBufferPointer(start: chunk.bytes + Int(start), count: valuesEnd - Int(start))
         var position = 0
@@ -145,6 +160,9 @@ public struct EncodedStoreNode: @unchecked Sendable {
         @usableFromInline let bytes: UnsafeMutableRawPointer
         @usableFromInline let capacity: Int
         @usableFromInline @exclusivity(unchecked) var others = ContiguousArray<PropertyValue>()
+        /// The entity and store of every row in the chunk: set by the first
+        /// row finished in it; a row of another starts a chunk of its own.
+        @usableFromInline @exclusivity(unchecked) var scope: ObjectIDScope?
 
         init(capacity: Int) {
             self.capacity = capacity
@@ -216,10 +234,19 @@ public struct EncodedStoreNode: @unchecked Sendable {
         }
 
         /// The row built since the last call; the builder starts the next.
-        /// The ID moves into the row (borrowed, it was retained there and
-        /// released by the caller: two atomic operations a row).
         public func finish(objectID: consuming ObjectID, version: Int64) -> EncodedStoreNode {
-            reserve(EncodedStoreNode.maximumTrailerSize)
+            finish(scope: objectID.scope, primaryKey: Int64(bitPattern: objectID.rawKey), version: version)
+        }
+
+        /// ``finish(objectID:version:)`` of the row of `primaryKey` in `scope`
+        /// (made by ``EntityDescription/idScope(in:)``): no ID made per row.
+        public func finish(scope: ObjectIDScope, primaryKey: Int64, version: Int64) -> EncodedStoreNode {
+            if let current = chunk.scope, current !== scope {
+                startChunk(EncodedStoreNode.maximumTrailerSize)
+            } else {
+                reserve(EncodedStoreNode.maximumTrailerSize)
+            }
+            if chunk.scope == nil { chunk.scope = scope }
             let bytes = chunk.bytes
             var flags: UInt8 = 0
             if firstOther < chunk.others.count {
@@ -237,7 +264,7 @@ public struct EncodedStoreNode: @unchecked Sendable {
             bytes.storeBytes(of: flags, toByteOffset: end, as: UInt8.self)
             end += 1
             // A chunk is at most the usual size or one row's (see `startChunk`): both offsets fit.
-            let node = EncodedStoreNode(objectID: consume objectID, chunk: chunk,
+            let node = EncodedStoreNode(chunk: chunk, primaryKey: primaryKey,
                                         start: UInt32(truncatingIfNeeded: start), end: UInt32(truncatingIfNeeded: end))
             start = end
             firstOther = chunk.others.count

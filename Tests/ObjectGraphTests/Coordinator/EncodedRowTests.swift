@@ -215,4 +215,28 @@ import Testing
             #expect(row.node.values == values && row.node.version == version)
         }
     }
+    /// A row's entity and store are its chunk's: rows of other entities and
+    /// stores, interleaved, each start a chunk and keep their own IDs. And
+    /// a row is three words, as is the row cache's bucket holding it.
+    @Test func rowsOfSeveralEntitiesAndStoresKeepTheirIDsInThreeWords() throws {
+        let gadget = try #require(stack.model.entitiesByName["Gadget"])
+        let box = try #require(stack.model.entitiesByName["Box"])
+        let stores = [StoreIdentity.named("EncodedRowTests.one"), StoreIdentity.named("EncodedRowTests.two")]
+        let builder = EncodedStoreNode.Builder()
+        var rows: [EncodedStoreNode] = []
+        var expected: [ObjectID] = []
+        for index in 0..<40 {
+            let id = ObjectID(entity: index % 3 == 0 ? box : gadget, store: stores[index / 2 % 2], primaryKey: Int64(index))
+            builder.appendInteger(Int64(index))
+            rows.append(builder.finish(objectID: id, version: 1))
+            expected.append(id)
+        }
+        for (row, id) in zip(rows, expected) {
+            #expect(row.objectID == id)
+            #expect(row.objectID.entity === id.entity && row.objectID.store === id.store)
+            #expect(row.values == [.integer(id.primaryKey ?? -1)])
+        }
+        #expect(MemoryLayout<EncodedStoreNode>.stride == 24)
+        #expect(RowCache.rowStride == 24)
+    }
 }

@@ -98,7 +98,8 @@ import Testing
 
 /// Any element: ``RowTable/maximumStamp`` is the same for all.
 private struct RowCacheTestsRow: RowTableElement {
-    var objectID: ObjectID
+    var objectIDScope: ObjectIDScope
+    var objectIDKey: UInt64
 }
 
 /// Only the coordinator stores and drops cached rows: it drops those of its own

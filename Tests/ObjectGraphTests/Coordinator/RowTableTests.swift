@@ -6,8 +6,16 @@ import Testing
 /// dictionary, through growth, removals that shift runs back and evictions.
 @Suite struct RowTableTests {
     private struct Row: RowTableElement {
-        var objectID: ObjectID
+        var id: ObjectID
         var value: Int
+
+        init(objectID: ObjectID, value: Int) {
+            id = objectID
+            self.value = value
+        }
+
+        var objectIDScope: ObjectIDScope { id.scope }
+        var objectIDKey: UInt64 { id.rawKey }
     }
 
     private let entity = EntityDescription(name: "Row", properties: [AttributeDescription(name: "value", type: .integer64)])
