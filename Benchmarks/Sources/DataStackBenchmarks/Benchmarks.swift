@@ -307,6 +307,7 @@ struct Benchmarks {
         // A short untimed pass first, so no contender pays for first use (code, file system, allocator).
         let warmUp = Array(rows.prefix(1_000))
         for contender in contenders { _ = try await runRepetition(contender, rows: warmUp, options: options) }
+        PageFaults.reset()
         var best: [Contender: Repetition] = [:]
         for _ in 1...options.repetitions {
             for contender in contenders {
@@ -372,6 +373,10 @@ struct Benchmarks {
                          cache.hits, cache.misses, 100 * Double(cache.hits) / Double(max(1, cache.hits + cache.misses))))
         }
         print("")
+        if let pageFaults = PageFaults.table() {
+            print(pageFaults)
+            print("")
+        }
         if options.runs("fault"), options.runs(contender: Contender.dataStack.flag), options.runs(contender: Contender.grdbHandWritten.flag) {
             // Empty where the C library does not count its heap.
             let memory = try await ObjectMemory.measure(rows, chunkSize: options.chunkSize)
@@ -415,11 +420,11 @@ struct Benchmarks {
         case .raw:
             let path = directory.file("raw.sqlite").path
             let writer = try RawSQLite(path: path)
-            let importTime = try await time { try writer.insert(rows, chunkSize: chunk) }.0
+            let importTime = try await PageFaults.time("import, raw SQLite") { try writer.insert(rows, chunkSize: chunk) }.0
             let reader = try RawSQLite(path: path)
-            let (fetchTime, fetched) = try await time { try reader.fetchAll() }
+            let (fetchTime, fetched) = try await PageFaults.time("fetch, raw SQLite") { try reader.fetchAll() }
             let faulter = try RawSQLite(path: path)
-            let (faultTime, fired) = try await time { try faulter.fetchIDsThenRows(every: fireStride) }
+            let (faultTime, fired) = try await PageFaults.time("fault, raw SQLite") { try faulter.fetchIDsThenRows(every: fireStride) }
             return Repetition(importTime: importTime, fetchTime: fetchTime, faultTime: faultTime, fetched: fetched, fired: fired)
 
         case .rawHistory:
@@ -427,7 +432,7 @@ struct Benchmarks {
             let empty = directory.file("empty.sqlite")
             try RawSQLiteWithHistory.makeEmptyStore(at: empty)
             let writer = try RawSQLiteWithHistory(copying: empty, to: directory.file("raw-history.sqlite"))
-            let importTime = try await time { try writer.insert(rows, chunkSize: chunk) }.0
+            let importTime = try await PageFaults.time("import, raw SQLite + history") { try writer.insert(rows, chunkSize: chunk) }.0
             let fetched = try writer.check(chunks: (rows.count + chunk - 1) / chunk)
             return Repetition(importTime: importTime, fetchTime: .zero, faultTime: .zero, fetched: fetched, fired: Checksum())
 
@@ -435,18 +440,22 @@ struct Benchmarks {
             let record: GRDBBench.Record = contender == .grdbCodable ? .codable : .handWritten
             let path = directory.file("grdb.sqlite").path
             let writer = try GRDBBench.open(path)
-            let importTime = try await time { try GRDBBench.insert(rows, chunkSize: chunk, as: record, into: writer) }.0
+            let importTime = try await PageFaults.time("import, \(contender.rawValue)") { try GRDBBench.insert(rows, chunkSize: chunk, as: record, into: writer) }.0
             try writer.close()
             let reader = try GRDBBench.open(path)
-            let (fetchTime, fetched) = try await time { try GRDBBench.fetchAll(as: record, from: reader) }
+            let (fetchTime, fetched) = try await PageFaults.time("fetch, \(contender.rawValue)") { try GRDBBench.fetchAll(as: record, from: reader) }
             try reader.close()
             let faulter = try GRDBBench.open(path)
-            let (faultTime, fired) = try await time { try GRDBBench.fetchIDsThenRecords(every: fireStride, as: record, from: faulter) }
+            let (faultTime, fired) = try await PageFaults.time("fault, \(contender.rawValue)\(record == .handWritten ? " (IDs)" : "")") {
+                try GRDBBench.fetchIDsThenRecords(every: fireStride, as: record, from: faulter)
+            }
             try faulter.close()
             var faultRowsTime: Duration?
             if record == .handWritten {
                 let rowFaulter = try GRDBBench.open(path)
-                let (rowsTime, firedFromRows) = try await time { try GRDBBench.fetchRecordsThenRead(every: fireStride, from: rowFaulter) }
+                let (rowsTime, firedFromRows) = try await PageFaults.time("fault, \(contender.rawValue) (rows)") {
+                    try GRDBBench.fetchRecordsThenRead(every: fireStride, from: rowFaulter)
+                }
                 try rowFaulter.close()
                 guard firedFromRows == fired else {
                     throw BenchError("GRDB hand-written read \(firedFromRows) from fetched rows, \(fired) by ID")
@@ -481,29 +490,30 @@ struct Benchmarks {
         case .dataStack:
             let url = directory.file("DataStack.sqlite")
             // The time to import `rows` into a new stack on `url`, every chunk merged into main.
-            func timedImport(into url: URL, options: StoreOptions = .stackDefaults) async throws -> Duration {
+            func timedImport(into url: URL, options: StoreOptions = .stackDefaults, phase: String) async throws -> Duration {
                 let (stack, watcher) = try await DataStackBench.open(url, options: options)
-                let (duration, chunks) = try await time { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
+                let (duration, chunks) = try await PageFaults.time(phase) { try await DataStackBench.insert(rows, chunkSize: chunk, into: stack) }
                 try await watcher.wait(for: chunks)
                 return duration
             }
-            let importTime = try await timedImport(into: url)
+            let importTime = try await timedImport(into: url, phase: "import, DataStack")
             // The stack's defaults track history (an `ACHANGE` row per object); the like of the others does not.
             var importWithoutHistoryTime: Duration?
             if options.importsWithoutHistory {
                 var withoutHistory = StoreOptions.stackDefaults
                 withoutHistory.persistentHistoryTracking = false
                 withoutHistory.remoteChangeNotifications = false
-                importWithoutHistoryTime = try await timedImport(into: directory.file("DataStackWithoutHistory.sqlite"), options: withoutHistory)
+                importWithoutHistoryTime = try await timedImport(into: directory.file("DataStackWithoutHistory.sqlite"), options: withoutHistory,
+                                                                 phase: "import, DataStack (history off)")
             }
             let (reader, _) = try await DataStackBench.open(url)
-            let (fetchTime, fetched) = try await time { try await DataStackBench.fetchAll(in: reader.mainContext) }
+            let (fetchTime, fetched) = try await PageFaults.time("fetch, DataStack") { try await DataStackBench.fetchAll(in: reader.mainContext) }
             let (faulter, _) = try await DataStackBench.open(url)
-            let (faultTime, (fired, cache)) = try await time {
+            let (faultTime, (fired, cache)) = try await PageFaults.time("fault, DataStack") {
                 try await DataStackBench.fetchFaultsThenFire(every: fireStride, in: faulter.mainContext)
             }
             let (idFaulter, _) = try await DataStackBench.open(url)
-            let (faultIDsOnlyTime, (firedByID, _)) = try await time {
+            let (faultIDsOnlyTime, (firedByID, _)) = try await PageFaults.time("fault, DataStack (includesPropertyValues = false)") {
                 try await DataStackBench.fetchIDFaultsThenFire(every: fireStride, in: idFaulter.mainContext)
             }
             guard firedByID.rows == fired.rows else {
