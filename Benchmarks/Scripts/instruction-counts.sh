@@ -16,7 +16,8 @@
 # the phase's function (its mangled name: a pattern that also matched the
 # `TA` thunk around a closure would toggle collection off again). Counts include
 # the 1,000-row warm-up pass, as every contender's do. Needs a release build
-# (`swift build -c release --package-path Benchmarks`) and valgrind.
+# (`swift build -c release --package-path Benchmarks`; it refuses one older than
+# any source, which a failed build leaves behind) and valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 search=false
@@ -30,6 +31,9 @@ if [ "${1:-}" = "--search-import" ]; then search_import=true; shift; fi
 n="${1:-10000}"
 binary=.build/release/datastack-benchmarks
 [ -x "$binary" ] || { echo "error: build first: swift build -c release --package-path Benchmarks" >&2; exit 1; }
+# A build that failed leaves the previous binary in place: counting it would measure old code.
+stale="$(find ../Sources Sources ../Package.swift Package.swift -name '*.swift' -newer "$binary" -print -quit)"
+[ -z "$stale" ] || { echo "error: $stale is newer than $binary: build again (swift build -c release --package-path Benchmarks)" >&2; exit 1; }
 
 # valgrind 3.19 crashes in libdispatch's sigsuspend (README, "Profiling it yourself").
 shim="${TMPDIR:-/tmp}/sigsuspend_shim.so"
