@@ -83,6 +83,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// fault — one, or a batch of them, prefetched destinations, or the rows a
     /// merge refreshes objects from; negative for no limit (the default), 0 to
     /// always read the store.
+    ///
+    /// The cache keeps a row's time to the microsecond, rounded to older, so
+    /// a row is never used staler than the interval; one cached more than
+    /// about ten hours ago may count as older than any finite interval, and
+    /// is read again (see `RowCache`).
     public var stalenessInterval: TimeInterval = -1
     /// Whether a fault whose row is gone turns into a deleted object (true, the
     /// default, as in Core Data) instead of trapping.
