@@ -96,7 +96,9 @@ package final class RowCache: Sendable {
         if stamp > maximum {
             let shift = stamp - maximum / 2
             state.rows.lowerStamps(by: shift)
-            state.epoch &+= shift * 1_000
+            // Wrapping: a clock that stepped back reads as far ahead, and
+            // the epoch moves to it all the same (every row then too old to say).
+            state.epoch &+= shift &* 1_000
             stamp -= shift
         }
         return stamp
