@@ -9,13 +9,9 @@ protocol RowTableElement {
 extension RowTableElement {
     var objectID: ObjectID { ObjectID(scope: objectIDScope, rawKey: objectIDKey) }
 
+    /// Whether the element's ID is the one of `scope` and `key` (`==` of the IDs, neither made).
     @inline(__always)
-    func isElement(of other: borrowing some RowTableElement) -> Bool {
-        other.objectID(matches: objectIDScope, objectIDKey)
-    }
-
-    @inline(__always)
-    func objectID(matches scope: ObjectIDScope, _ key: UInt64) -> Bool {
+    func hasObjectID(_ scope: ObjectIDScope, _ key: UInt64) -> Bool {
         ObjectID.sameID(objectIDScope, objectIDKey, scope, key)
     }
 }
@@ -112,7 +108,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
         while true {
             let meta = metas[index]
             if meta.isEmpty { break }
-            if meta.hash == hash && buckets[index].isElement(of: element) {
+            if meta.hash == hash && buckets[index].hasObjectID(element.objectIDScope, element.objectIDKey) {
                 buckets[index] = consume element
                 metas[index].stamp = stamp
                 return
@@ -237,7 +233,7 @@ final class RowTable<Element: RowTableElement>: @unchecked Sendable {
         while true {
             let meta = metas[index]
             if meta.isEmpty { return nil }
-            if meta.hash == hash && buckets[index].objectID(matches: id.scope, id.rawKey) { return index }
+            if meta.hash == hash && buckets[index].hasObjectID(id.scope, id.rawKey) { return index }
             index = Self.next(after: index, size: size)
         }
     }
