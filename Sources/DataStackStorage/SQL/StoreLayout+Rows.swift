@@ -17,6 +17,8 @@ public struct RowReader {
     let identity: StoreIdentity
     private var last: (number: Int64, entity: EntityDescription, layout: RowLayout)?
     private var scopes: ObjectIDScopeCache
+    /// The chunks ``encodedNode(from:)`` fills, made at its first row.
+    private var encoder: EncodedStoreNode.Builder?
 
     init(schema: TableLayout, identity: StoreIdentity) {
         self.schema = schema
@@ -37,17 +39,7 @@ public struct RowReader {
     /// The node of a full row (``StoreLayout/query(for:)`` with managed-object
     /// results, or ``StoreLayout/rowsQuery(for:)``).
     public mutating func node(from row: some StoredRow) throws -> IncrementalStoreNode {
-        let key = try row.int64(at: 0)
-        let number = try row.int64(at: 1)
-        let entity: EntityDescription, layout: RowLayout
-        if let last, last.number == number {
-            (entity, layout) = (last.entity, last.layout)
-        } else {
-            entity = try self.entity(numbered: number, row: key)
-            guard let found = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
-            layout = found
-            last = (number, entity, layout)
-        }
+        let (key, entity, layout) = try head(of: row)
         var values = ContiguousArray<PropertyValue>()
         values.reserveCapacity(layout.steps.count)
         for (slot, step) in layout.steps.enumerated() {
@@ -59,26 +51,106 @@ public struct RowReader {
             case .externalData(let position):
                 values.append(try row.data(at: Int(position)).map(PropertyValue.data) ?? .null)
             case .toOne(let position, let entityPosition, let destination):
-                if row.isNull(at: Int(position)) {
-                    values.append(.null)
-                } else if entityPosition >= 0 {
-                    let number = try row.int64(at: Int(entityPosition))
-                    guard let target = schema.entitiesByNumber[number] else {
-                        throw PersistentStoreError(.incompatibleModel, url: nil, message: """
-                            the to-one '\(entity.slotProperties[slot].name)' of \(entity.name) row \(key) points at \
-                            entity number \(number), which no entity of the model has
-                            """)
-                    }
-                    values.append(.object(scopes.objectID(of: target, primaryKey: try row.int64(at: Int(position)))))
-                } else if let target = layout.destinations[destination] {
-                    values.append(.object(scopes.objectID(of: target, primaryKey: try row.int64(at: Int(position)))))
-                } else {
-                    values.append(.null)
-                }
+                values.append(try toOne(at: Int(position), entityAt: Int(entityPosition), destination: destination,
+                                        slot: slot, of: entity, key: key, layout: layout, in: row))
             }
         }
         return IncrementalStoreNode(objectID: scopes.objectID(of: entity, primaryKey: key),
                                     values: values, version: try row.int64(at: 2))
+    }
+
+    /// A full row kept as bytes, for a fetch of faults
+    /// (``ObjectGraph/StoreFetch/returnsObjectsAsFaults``): the rows go to the
+    /// coordinator's row cache, where most are never read, and a fault decodes
+    /// its own when it fires (see ``ObjectGraph/EncodedStoreNode``). The values
+    /// are those ``node(from:)`` reads; text is kept as the database sent it,
+    /// with no `String` made for it until then. Consecutive rows share the
+    /// reader's chunks of bytes.
+    ///
+    /// A row the model cannot read throws as in ``node(from:)``; what it had
+    /// appended goes with the builder, so no later row starts with it.
+    public mutating func encodedNode(from row: some StoredRow) throws -> EncodedStoreNode {
+        let builder = encoder ?? EncodedStoreNode.Builder()
+        do {
+            encoder = builder
+            return try encode(row, into: builder)
+        } catch {
+            encoder = nil
+            throw error
+        }
+    }
+
+    private mutating func encode(_ row: some StoredRow, into builder: EncodedStoreNode.Builder) throws -> EncodedStoreNode {
+        let (key, entity, layout) = try head(of: row)
+        for (slot, step) in layout.steps.enumerated() {
+            switch step {
+            case .constant(let index):
+                builder.append(layout.constants[index])
+            case .attribute(let position, let type):
+                try Self.encode(type, at: Int(position), in: row, into: builder)
+            case .externalData(let position):
+                Self.appendData(try row.data(at: Int(position)), to: builder)
+            case .toOne(let position, let entityPosition, let destination):
+                builder.append(try toOne(at: Int(position), entityAt: Int(entityPosition), destination: destination,
+                                         slot: slot, of: entity, key: key, layout: layout, in: row))
+            }
+        }
+        return builder.finish(scope: scopes.scope(of: entity), primaryKey: key, version: try row.int64(at: 2))
+    }
+
+    /// A full row's key, entity and layout: the last row's when its entity
+    /// number is the same (most results hold one entity).
+    private mutating func head(of row: some StoredRow) throws -> (key: Int64, entity: EntityDescription, layout: RowLayout) {
+        let key = try row.int64(at: 0)
+        let number = try row.int64(at: 1)
+        if let last, last.number == number { return (key, last.entity, last.layout) }
+        let entity = try self.entity(numbered: number, row: key)
+        guard let layout = schema.mappings[ObjectIdentifier(entity)]?.rowLayout else { throw ObjectGraphError.noStore(entity: entity.name) }
+        last = (number, entity, layout)
+        return (key, entity, layout)
+    }
+
+    /// A to-one's value in row `key`: its destination's ID, named by the
+    /// row's entity column for a destination with subentities, or null.
+    private mutating func toOne(at position: Int, entityAt entityPosition: Int, destination: Int, slot: Int,
+                                of entity: EntityDescription, key: Int64, layout: RowLayout,
+                                in row: some StoredRow) throws -> PropertyValue {
+        if row.isNull(at: position) { return .null }
+        if entityPosition >= 0 {
+            let number = try row.int64(at: entityPosition)
+            guard let target = schema.entitiesByNumber[number] else {
+                throw PersistentStoreError(.incompatibleModel, url: nil, message: """
+                    the to-one '\(entity.slotProperties[slot].name)' of \(entity.name) row \(key) points at \
+                    entity number \(number), which no entity of the model has
+                    """)
+            }
+            return .object(scopes.objectID(of: target, primaryKey: try row.int64(at: position)))
+        }
+        guard let target = layout.destinations[destination] else { return .null }
+        return .object(scopes.objectID(of: target, primaryKey: try row.int64(at: position)))
+    }
+
+    /// A column appended as ``value(of:at:in:)`` reads it: numbers, dates and
+    /// booleans in their compact forms, text and bytes as they are, the rest
+    /// (decimals, UUIDs) as values.
+    private static func encode(_ type: AttributeType, at column: Int, in row: some StoredRow,
+                               into builder: EncodedStoreNode.Builder) throws {
+        if row.isNull(at: column) { return builder.appendNull() }
+        switch type {
+        case .integer16, .integer32, .integer64: builder.appendInteger(try row.int64(at: column))
+        case .boolean: builder.appendBool(try row.int64(at: column) != 0)
+        case .double, .float: builder.appendDouble(try row.double(at: column))
+        case .date: builder.appendDate(secondsSinceReferenceDate: try row.double(at: column))
+        case .string: row.withUTF8(at: column) { text in if let text { builder.appendString(utf8: text) } else { builder.appendNull() } }
+        case .uri: row.withUTF8(at: column) { text in if let text { builder.appendURI(utf8: text) } else { builder.appendNull() } }
+        case .binaryData, .transformable: appendData(try row.data(at: column), to: builder)
+        case .decimal, .uuid: builder.append(try value(of: type, at: column, in: row))
+        }
+    }
+
+    private static func appendData(_ data: Data?, to builder: EncodedStoreNode.Builder) {
+        guard let data else { return builder.appendNull() }
+        data.withUnsafeBytes { builder.appendData($0) }
     }
 
     /// A dictionary result's row, read as ``StoreLayout/Query/dictionaryColumns`` says.

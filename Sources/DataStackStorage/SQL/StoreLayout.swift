@@ -210,4 +210,16 @@ public protocol StoredRow {
     func string(at column: Int) -> String?
     /// - Throws: when the column holds something other than binary data.
     func data(at column: Int) throws -> Data?
+    /// Calls `body` with the column's text as the database holds it (its
+    /// UTF-8 bytes, unchecked), or nil for NULL: for rows kept as bytes
+    /// (``RowReader/encodedNode(from:)``), with no `String` made per value.
+    /// The default reads ``string(at:)``.
+    func withUTF8<Result>(at column: Int, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows -> Result
+}
+
+extension StoredRow {
+    public func withUTF8<Result>(at column: Int, _ body: (UnsafeRawBufferPointer?) throws -> Result) rethrows -> Result {
+        guard var text = string(at: column) else { return try body(nil) }
+        return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
 }

@@ -67,6 +67,23 @@ struct ConnectionTests {
         }
     }
 
+    @Test("integers are read from libpq's text exactly as Int64(_:) reads them, and text that is none throws")
+    func integersAreReadAsInt64ReadsThem() throws {
+        let db = try makeConnection()
+        let texts = ["0", "-0", "+0", "+5", "-", "+", "", "12a", " 1", "1 ", "00012", "1_000", "0x10", "١٢", "--1",
+                     "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+                     "99999999999999999999", "18446744073709551615"]
+        for text in texts {
+            let result = try db.execute("SELECT $1::text", [.text(text)])
+            if let expected = Int64(text) {
+                #expect(try result.int64(row: 0, column: 0) == expected, "'\(text)'")
+            } else {
+                let error = postgreSQLError { _ = try result.int64(row: 0, column: 0) }
+                #expect(error?.message.contains("a 64-bit integer") == true, "'\(text)': \(String(describing: error))")
+            }
+        }
+    }
+
     @Test func doublesRoundTripBitForBit() throws {
         let db = try makeConnection()
         try db.executeScript("CREATE TABLE d (i int PRIMARY KEY, x float8)")

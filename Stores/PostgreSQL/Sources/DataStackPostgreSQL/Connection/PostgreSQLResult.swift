@@ -76,41 +76,76 @@ public final class PostgreSQLResult: @unchecked Sendable {
 
     /// The value's text, or nil for NULL. The connection uses UTF-8 as client encoding.
     public func string(row: Int, column: Int) -> String? {
+        withText(row: row, column: column) { text in text.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    /// Calls `body` with the value's text as libpq holds it (UTF-8, the
+    /// client encoding), or nil for NULL; the bytes live as long as the
+    /// result, but are valid to `body` only.
+    public func withText<Value>(row: Int, column: Int, _ body: (UnsafeRawBufferPointer?) throws -> Value) rethrows -> Value {
         guard !isNull(row: row, column: column), let value = PQgetvalue(result, Int32(row), Int32(column)) else {
-            return nil
+            return try body(nil)
         }
-        let length = Int(PQgetlength(result, Int32(row), Int32(column)))
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-        }
+        return try body(UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(result, Int32(row), Int32(column)))))
     }
 
     /// The value as an integer, or nil for NULL.
     ///
     /// - Throws: ``PostgreSQLError`` naming the column when the text is not a 64-bit integer.
     public func int64(row: Int, column: Int) throws -> Int64? {
-        guard let text = string(row: row, column: column) else { return nil }
-        guard let value = Int64(text) else {
-            throw conversionError(row: row, column: column, text: text, type: "a 64-bit integer")
+        try withText(row: row, column: column) { text in
+            guard let text else { return nil }
+            guard let value = Self.int64(text) else {
+                throw conversionError(row: row, column: column, text: String(decoding: text, as: UTF8.self), type: "a 64-bit integer")
+            }
+            return value
         }
-        return value
     }
 
     /// The value as a double, or nil for NULL. Accepts `Infinity`, `-Infinity` and `NaN`.
     ///
     /// - Throws: ``PostgreSQLError`` naming the column when the text is not a number.
     public func double(row: Int, column: Int) throws -> Double? {
-        guard let text = string(row: row, column: column) else { return nil }
-        switch text {
-        case "Infinity": return .infinity
-        case "-Infinity": return -.infinity
-        case "NaN": return .nan
-        default: break
+        try withText(row: row, column: column) { text in
+            guard let text else { return nil }
+            guard let value = Self.double(text) else {
+                throw conversionError(row: row, column: column, text: String(decoding: text, as: UTF8.self), type: "a number")
+            }
+            return value
         }
+    }
+
+    /// A float8 as PostgreSQL prints one; nil for any other text.
+    static func double(_ text: UnsafeRawBufferPointer) -> Double? {
+        if text.elementsEqual("Infinity".utf8) { return .infinity }
+        if text.elementsEqual("-Infinity".utf8) { return -.infinity }
+        if text.elementsEqual("NaN".utf8) { return .nan }
         // Double(_:) also takes "inf", "nan" and hex floats; PostgreSQL prints none of
         // those for float8, so allow only decimal digits, sign, point and exponent.
-        guard text.utf8.allSatisfy({ Self.decimalCharacters.contains($0) }), let value = Double(text) else {
-            throw conversionError(row: row, column: column, text: text, type: "a number")
+        guard text.allSatisfy(isDecimalCharacter) else { return nil }
+        return Double(String(decoding: text, as: UTF8.self))
+    }
+
+    /// What `Int64(_:)` reads from text: an optional sign, then decimal
+    /// digits, in range; nil for anything else. Read from libpq's bytes,
+    /// with no `String` made for a value that is a number (every key,
+    /// version and entity number of every row).
+    static func int64(_ text: UnsafeRawBufferPointer) -> Int64? {
+        var index = 0
+        let negative = text.first == UInt8(ascii: "-")
+        if negative || text.first == UInt8(ascii: "+") { index = 1 }
+        guard index < text.count else { return nil }
+        var value: Int64 = 0
+        while index < text.count {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            // Built downwards for a negative number, whose magnitude can be one more (Int64.min).
+            let (next, overflowedAgain) = negative ? shifted.subtractingReportingOverflow(Int64(digit))
+                                                   : shifted.addingReportingOverflow(Int64(digit))
+            guard !overflowed, !overflowedAgain else { return nil }
+            value = next
+            index += 1
         }
         return value
     }
@@ -140,7 +175,16 @@ public final class PostgreSQLResult: @unchecked Sendable {
 
     // MARK: - Private helpers
 
-    private static let decimalCharacters: Set<UInt8> = Set("0123456789+-.eE".utf8)
+    /// A character of a decimal number as PostgreSQL prints one: a comparison
+    /// or two, where a `Set` lookup hashed every character (a seventh of a
+    /// fetch of faults' instructions).
+    private static func isDecimalCharacter(_ character: UInt8) -> Bool {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"),
+             UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): true
+        default: false
+        }
+    }
 
     private static func decodeHex(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> [UInt8]? {
         guard digits.count % 2 == 0 else { return nil }

@@ -12,6 +12,9 @@ struct PostgreSQLRow: StoredRow {
     func double(at column: Int) throws -> Double { try result.requiredDouble(row: row, column: column) }
     func string(at column: Int) -> String? { result.string(row: row, column: column) }
     func data(at column: Int) throws -> Data? { try result.bytes(row: row, column: column).map { Data($0) } }
+    func withUTF8<Value>(at column: Int, _ body: (UnsafeRawBufferPointer?) throws -> Value) rethrows -> Value {
+        try result.withText(row: row, column: column, body)
+    }
 }
 
 extension PostgreSQLResult {

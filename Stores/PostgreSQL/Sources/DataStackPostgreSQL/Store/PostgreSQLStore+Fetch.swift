@@ -30,6 +30,9 @@ extension PostgreSQLStore {
             return .count(Int(try result.requiredInt64(row: 0, column: 0)))
         case .managedObjectID:
             return .objectIDs(try result.rows.map { try reader.objectID(from: $0) })
+        case .managedObject where fetch.returnsObjectsAsFaults:
+            // Rows for the row cache, most never read: kept as bytes, as the SQLite store keeps them.
+            return .encodedNodes(try result.rows.map { try reader.encodedNode(from: $0) })
         case .managedObject:
             return .nodes(try result.rows.map { try reader.node(from: $0) })
         case .dictionary:
