@@ -70,17 +70,23 @@ public struct RowReader {
     /// A row the model cannot read throws as in ``node(from:)``; what it had
     /// appended goes with the builder, so no later row starts with it.
     public mutating func encodedNode(from row: some StoredRow) throws -> EncodedStoreNode {
-        let builder = encoder ?? EncodedStoreNode.Builder()
-        do {
+        let builder: EncodedStoreNode.Builder
+        if let encoder {
+            builder = encoder
+        } else {
+            builder = EncodedStoreNode.Builder()
             encoder = builder
-            return try encode(row, into: builder)
+        }
+        do {
+            return try appendRow(row, to: builder)
         } catch {
             encoder = nil
             throw error
         }
     }
 
-    private mutating func encode(_ row: some StoredRow, into builder: EncodedStoreNode.Builder) throws -> EncodedStoreNode {
+    /// The row's values appended to `builder`, finished as a row.
+    private mutating func appendRow(_ row: some StoredRow, to builder: EncodedStoreNode.Builder) throws -> EncodedStoreNode {
         let (key, entity, layout) = try head(of: row)
         for (slot, step) in layout.steps.enumerated() {
             switch step {

@@ -25,8 +25,8 @@ import Foundation
 /// Rows share their heap blocks: a builder fills a chunk of about a kilobyte
 /// with consecutive rows of one entity and store (fifteen or so of a small
 /// entity, which the chunk names once for all of them) and starts another
-/// when the next row does not fit or is of another entity or store. A block per row cost a `malloc` and a
-/// header per row, about a third of the row's cost. A chunk lives while any
+/// when the next row does not fit or is of another entity or store. A block
+/// per row cost a `malloc` and a header per row, about a third of the row's cost. A chunk lives while any
 /// of its rows does, so a row the cache keeps after evicting its neighbours
 /// holds at most a chunk: a kilobyte, where a row of its own was ~110 bytes.
 @_spi(StoreImplementation)
